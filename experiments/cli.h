@@ -1,0 +1,28 @@
+// The `servesim` command line: one binary, one subcommand per file
+// (cmd_<name>.cc). Each Register* function adds its subcommand to `app`
+// and, when that subcommand runs, stores the process exit code in
+// `*exit_code`. No exception leaves a subcommand except CLI11's own parse
+// errors, which main() turns into a message and exit code.
+#ifndef SERVESIM_EXPERIMENTS_CLI_H_
+#define SERVESIM_EXPERIMENTS_CLI_H_
+
+#include "CLI/CLI.hpp"
+
+namespace servesim::cli {
+
+void RegisterSimulateCommand(CLI::App& app, int* exit_code);
+void RegisterMemoryCommand(CLI::App& app, int* exit_code);
+void RegisterValidateCommand(CLI::App& app, int* exit_code);
+void RegisterCalibrateCommand(CLI::App& app, int* exit_code);
+void RegisterTraceCommand(CLI::App& app, int* exit_code);
+void RegisterSweepCommand(CLI::App& app, int* exit_code);
+void RegisterPlanCommand(CLI::App& app, int* exit_code);
+
+// Exit codes shared by every subcommand.
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;     // bad flag, file or record
+constexpr int kExitCheckFailed = 3;  // validate: a point missed its tolerance
+
+}  // namespace servesim::cli
+
+#endif  // SERVESIM_EXPERIMENTS_CLI_H_

@@ -1,0 +1,16 @@
+// servesim calibrate: placeholder until its issue lands (exits non-zero).
+#include <cstdio>
+
+#include "experiments/cli.h"
+
+namespace servesim::cli {
+
+void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
+  CLI::App* cmd = app.add_subcommand("calibrate", "(not built yet)");
+  cmd->callback([exit_code] {
+    std::fprintf(stderr, "servesim calibrate: not built yet\n");
+    *exit_code = 1;
+  });
+}
+
+}  // namespace servesim::cli

@@ -1,0 +1,16 @@
+// servesim plan: placeholder until its issue lands (exits non-zero).
+#include <cstdio>
+
+#include "experiments/cli.h"
+
+namespace servesim::cli {
+
+void RegisterPlanCommand(CLI::App& app, int* exit_code) {
+  CLI::App* cmd = app.add_subcommand("plan", "(not built yet)");
+  cmd->callback([exit_code] {
+    std::fprintf(stderr, "servesim plan: not built yet\n");
+    *exit_code = 1;
+  });
+}
+
+}  // namespace servesim::cli

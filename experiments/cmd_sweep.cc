@@ -1,0 +1,16 @@
+// servesim sweep: placeholder until its issue lands (exits non-zero).
+#include <cstdio>
+
+#include "experiments/cli.h"
+
+namespace servesim::cli {
+
+void RegisterSweepCommand(CLI::App& app, int* exit_code) {
+  CLI::App* cmd = app.add_subcommand("sweep", "(not built yet)");
+  cmd->callback([exit_code] {
+    std::fprintf(stderr, "servesim sweep: not built yet\n");
+    *exit_code = 1;
+  });
+}
+
+}  // namespace servesim::cli

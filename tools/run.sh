@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine:
+#   bash tools/run.sh demo   install what is missing, build, run the validation
+#                            report against the measured tables, then a what-if
+#   bash tools/run.sh test   install what is missing, build, run every test
+#                            (plain build, then AddressSanitizer+UBSan build,
+#                            then a short libFuzzer run of each trace reader)
+#   bash tools/run.sh build  install what is missing and build only
+# Environment: JOBS (default: all cores), BUILD_DIR (default: build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+MODE=${1:-demo}
+JOBS=${JOBS:-$(nproc)}
+BUILD_DIR=${BUILD_DIR:-build}
+
+PACKAGES=(cmake g++ ninja-build pkg-config git
+  libabsl-dev libprotobuf-dev protobuf-compiler libcli11-dev
+  libboost-graph-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  zlib1g-dev clang libclang-rt-14-dev clang-format gnuplot-nox)
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "== installing: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}"
+  fi
+}
+
+configure_and_build() {  # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j "$JOBS"
+}
+
+run_tests() {  # dir
+  (cd "$1" && ctest --output-on-failure -j "$JOBS" --timeout 600)
+}
+
+install_missing
+case "$MODE" in
+  build)
+    configure_and_build "$BUILD_DIR"
+    ;;
+  demo)
+    configure_and_build "$BUILD_DIR" -DSERVESIM_BENCHMARKS=OFF
+    echo "== servesim validate (predictions against the measured tables)"
+    "$BUILD_DIR/servesim" validate || echo "(validate reported points outside tolerance)"
+    echo
+    echo "== what-if: Gemma 4 12B (W4A16) on one L4, 16 streams of 2,048-token prompts"
+    "$BUILD_DIR/servesim" simulate --device l4 --model gemma-4-12b \
+      --quantization w4a16-emb4 --max-model-len 8192 --max-concurrency 16 \
+      --request-rate inf --num-prompts 64 --random-input-len 2048 \
+      --random-output-len 256 --ignore-eos --seed 1
+    ;;
+  test)
+    echo "== format check"
+    if command -v clang-format >/dev/null; then
+      bad=$(git ls-files '*.cc' '*.h' | xargs clang-format --dry-run 2>&1 | grep -c warning || true)
+      echo "clang-format: $bad formatting warnings (informational)"
+    fi
+    echo "== build and test"
+    configure_and_build "$BUILD_DIR"
+    run_tests "$BUILD_DIR"
+    echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and test"
+    configure_and_build "${BUILD_DIR}-asan" -DSERVESIM_SANITIZE=ON -DSERVESIM_BENCHMARKS=OFF
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_tests "${BUILD_DIR}-asan"
+    if [ -x tools/fuzz.sh ]; then
+      echo "== libFuzzer smoke run of each reader"
+      bash tools/fuzz.sh "${BUILD_DIR}-fuzz"
+    fi
+    echo "== all tests passed"
+    ;;
+  *)
+    echo "usage: bash tools/run.sh demo|test|build" >&2
+    exit 2
+    ;;
+esac
