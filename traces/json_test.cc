@@ -1,0 +1,94 @@
+#include "traces/json.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace servesim {
+namespace {
+
+using ::testing::HasSubstr;
+using Kind = FlatJsonField::Kind;
+
+TEST(JsonTest, ParsesNestedDocumentAndDecodesEscapes) {
+  auto v = ParseJson(R"({"a": [1, -2.5e3, true, null], "s": "x\u00e9\ud83d\ude00\n"})", "t");
+  ASSERT_TRUE(v.ok()) << v.status();
+  const JsonValue* a = v->Find("a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(a->items.size(), 4u);
+  EXPECT_EQ(a->items[1].number, -2500);
+  EXPECT_TRUE(a->items[2].bool_value);
+  EXPECT_EQ(v->Find("s")->str, "x\xC3\xA9\xF0\x9F\x98\x80\n");
+}
+
+TEST(JsonTest, RejectsTrailingGarbageAndBadNumbers) {
+  EXPECT_FALSE(ParseJson("{} x", "t").ok());
+  EXPECT_FALSE(ParseJson("[01]", "t").ok());
+  EXPECT_FALSE(ParseJson("[1.]", "t").ok());
+  EXPECT_FALSE(ParseJson("[-]", "t").ok());
+  EXPECT_FALSE(ParseJson("\"\\x\"", "t").ok());
+  EXPECT_FALSE(ParseJson("\"\\ud800\"", "t").ok());  // lone surrogate
+}
+
+TEST(JsonTest, RejectsDeepNestingWithoutCrashing) {
+  std::string deep(100000, '[');
+  auto v = ParseJson(deep, "t");
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(v.status().message(), HasSubstr("nesting"));
+}
+
+TEST(JsonTest, ErrorNamesLineAndColumn) {
+  auto v = ParseJson("{\n  \"a\": tru }", "f.json");
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(v.status().message(), HasSubstr("f.json:2:8"));
+}
+
+TEST(JsonTest, Utf8ValidatorRejectsOverlongsSurrogatesAndCutSequences) {
+  EXPECT_TRUE(IsValidUtf8("plain \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // > U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("ab\xE2\x82"));        // cut
+  EXPECT_FALSE(IsValidUtf8("\xFF"));
+}
+
+TEST(FlatJsonParserTest, ParsesMooncakeLine) {
+  FlatJsonParser p;
+  ASSERT_TRUE(p.Parse(R"({"timestamp": 27, "input_length": 6758, "hash_ids": [0, 1, 22]})").ok());
+  ASSERT_EQ(p.fields().size(), 3u);
+  const FlatJsonField* h = p.Find("hash_ids");
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->kind, Kind::kNumberArray);
+  EXPECT_EQ(h->array_end - h->array_begin, 3u);
+  EXPECT_EQ(p.numbers()[h->array_begin + 2], "22");
+  EXPECT_EQ(p.Find("timestamp")->raw, "27");
+}
+
+TEST(FlatJsonParserTest, NestedValuesBecomeOtherButAreValidated) {
+  FlatJsonParser p;
+  ASSERT_TRUE(p.Parse(R"({"a": {"b": [1, 2]}, "c": ["x", 1], "d": "v", "e": null})").ok());
+  EXPECT_EQ(p.Find("a")->kind, Kind::kOther);
+  EXPECT_EQ(p.Find("c")->kind, Kind::kOther);
+  EXPECT_EQ(p.Find("d")->kind, Kind::kString);
+  EXPECT_EQ(p.Find("e")->kind, Kind::kNull);
+  EXPECT_FALSE(p.Parse(R"({"a": {"b": [1, 2}})").ok());
+  EXPECT_FALSE(p.Parse(R"({"c": ["x", 1})").ok());
+}
+
+TEST(FlatJsonParserTest, TruncatedLineSaysTruncated) {
+  FlatJsonParser p;
+  auto st = p.Parse(R"({"timestamp": 27, "input_length": 6758, "hash_ids": [0, 1)");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("truncated"));
+}
+
+TEST(FlatJsonParserTest, RejectsInvalidUtf8InStrings) {
+  FlatJsonParser p;
+  auto st = p.Parse("{\"type\": \"te\xFFxt\"}");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("UTF-8"));
+}
+
+}  // namespace
+}  // namespace servesim
