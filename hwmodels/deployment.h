@@ -1,0 +1,108 @@
+// The top-level entry of hwmodels: from the `vllm serve` flags of one
+// replica (ServerSpec) to everything the simulator needs: the resolved
+// device / model / weight format / dtype, the scheduler config with vLLM's
+// defaults filled in, the memory plan and KV cache layout, and a calibrated
+// step-time model with the parameters it used.
+//
+// Typical use:
+//   ASSIGN_OR_RETURN(Deployment d, BuildDeployment(spec));
+//   if (!d.memory.fits) { ...print d.memory.reason... }
+//   engine.Run(d.scheduler, d.kv_cache, *d.step_model);
+//
+// Calibration (the fitter) builds once, then re-prices thousands of times:
+//   ASSIGN_OR_RETURN(Deployment d, BuildDeployment(spec));
+//   ParameterSet p = d.params;  p.FindMutable("bw_eff_weights")->value = 0.8;
+//   std::shared_ptr<const StepTimeModel> m = RebuildStepModel(d, p);  // ~us
+#ifndef SERVESIM_HWMODELS_DEPLOYMENT_H_
+#define SERVESIM_HWMODELS_DEPLOYMENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "hwmodels/model_arch.h"
+#include "hwmodels/params.h"
+#include "hwmodels/server_spec.h"
+#include "proto/hwmodels.pb.h"
+#include "sim/server_config.h"
+#include "sim/step_time_model.h"
+
+namespace servesim {
+
+class CompiledStepGraph;  // hwmodels/step_model.h
+
+// vLLM's memory accounting for one replica, in GiB (2^30 bytes) unless the
+// name says otherwise. Every field is filled whether or not it fits.
+struct MemoryPlan {
+  double total_gib = 0;           // memory the runtime can use
+  double requested_gib = 0;       // total x gpu_memory_utilization
+  double weights_gib = 0;
+  double non_torch_gib = 0;
+  double activation_gib = 0;      // peak of the profiling step
+  double cuda_graph_gib = 0;      // estimate of graph capture memory
+  // Whether cuda_graph_gib was taken out of the KV budget (the measured
+  // builds only log it; they do not subtract it).
+  bool cuda_graph_subtracted = false;
+  double kv_cache_gib = 0;        // available KV cache memory
+  int64_t kv_block_bytes = 0;     // one block of the shared pool (all layers of a group)
+  int64_t num_blocks = 0;
+  int64_t blocks_per_request = 0; // for one request of max_model_len tokens
+  double max_concurrency = 0;     // num_blocks / blocks_per_request
+  int64_t kv_cache_tokens = 0;    // vLLM's "GPU KV cache size"
+  bool fits = false;
+  std::string reason;             // empty when it fits; otherwise why not, with numbers
+  // Which of the overheads came from measured overrides, e.g.
+  // "weights=measured kv_cache=estimated".
+  std::string sources;
+};
+
+// Everything one simulated replica needs. Value type; cheap to copy (the
+// step model is shared and immutable).
+struct Deployment {
+  servesim::proto::Device device;
+  ModelArch model;                 // expanded per-layer architecture
+  WeightFormat format;             // resolved quantization
+  std::string dtype;               // "bf16" | "fp16" (activations and KV)
+  ServerSpec spec;                 // as given
+  SchedulerConfig scheduler;       // vLLM defaults filled in
+  MemoryPlan memory;
+  KvCacheSpec kv_cache;            // num_blocks == memory.num_blocks
+  std::shared_ptr<const StepTimeModel> step_model;
+  ParameterSet params;             // the parameters step_model uses
+  // The compiled operator graph, so the step model can be rebuilt with
+  // other parameters without re-deriving the graph.
+  std::shared_ptr<const CompiledStepGraph> graph;
+  // Human-readable: formula, parameters and their sources.
+  std::string provenance;
+};
+
+// Resolves names, plans memory and builds the step model. Errors
+// (InvalidArgument) name the flag and the allowed values: unknown device,
+// model, quantization or dtype (bf16 on t4), out-of-range numbers.
+// Not fitting in memory is NOT an error: memory.fits == false.
+// Parameters: params_override if given (must contain every parameter of
+// DefaultParameters; missing ones keep the default), else the calibration
+// profile (spec.calibration_profile, or calibration/profiles/<device>.textproto
+// when present), else the priors.
+absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
+                                           const ParameterSet* params_override = nullptr);
+
+// The prior ParameterSet for the device / model / format of `spec` (no
+// calibration profile applied).
+absl::StatusOr<ParameterSet> DefaultParameters(const ServerSpec& spec);
+
+// A new step model over d.graph with `params` (values looked up by name;
+// missing names keep d.params' value). Cheap: O(number of operators), no
+// graph work. Thread-safe (d is only read).
+std::shared_ptr<const StepTimeModel> RebuildStepModel(const Deployment& d,
+                                                      const ParameterSet& params);
+
+// The allowed names, for error messages and --help.
+std::string AllowedDeviceNames();       // "t4, l4, mi300x, tpu-v5e, tpu-v6e"
+std::string AllowedModelNames();
+std::string AllowedQuantizationNames(); // "none, fp8, w8a8, w4a16, w4a16-emb4"
+
+}  // namespace servesim
+
+#endif  // SERVESIM_HWMODELS_DEPLOYMENT_H_
