@@ -1,0 +1,216 @@
+#include "calibration/fitter.h"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+
+#include "gtest/gtest.h"
+
+namespace servesim {
+namespace {
+
+// A step-time-like model: time per point = host + work / (peak * eff) +
+// per_seq * seqs; predictions are throughputs (seqs / time).
+struct Design {
+  double work;
+  double seqs;
+};
+
+std::vector<Design> MakeDesigns() {
+  std::vector<Design> d;
+  for (double work : {1.0, 4.0, 16.0, 64.0}) {
+    for (double seqs : {1.0, 4.0, 16.0, 64.0}) d.push_back({work, seqs});
+  }
+  return d;
+}
+
+PredictFn MakeModel(const std::vector<Design>& designs) {
+  return [designs](const ParameterSet& ps) -> absl::StatusOr<std::vector<double>> {
+    const double host = ps.Get("host_ms");
+    const double eff = ps.Get("eff");
+    const double per_seq = ps.Get("per_seq_ms");
+    std::vector<double> out;
+    for (const Design& d : designs) {
+      const double t = host + d.work / (10.0 * eff) + per_seq * d.seqs;
+      out.push_back(d.seqs / t);
+    }
+    return out;
+  };
+}
+
+Parameter Param(const char* name, double value, double lower, double upper) {
+  Parameter p;
+  p.name = name;
+  p.value = value;
+  p.lower = lower;
+  p.upper = upper;
+  return p;
+}
+
+ParameterSet StartSet() {
+  return ParameterSet({Param("host_ms", 1.0, 0.0, 20.0), Param("eff", 0.5, 0.05, 1.0),
+                       Param("per_seq_ms", 0.1, 0.0, 5.0)});
+}
+
+// Deterministic standard normal (Box-Muller on our own uniforms).
+double Normal(std::mt19937_64& rng) {
+  auto uniform = [&rng] { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; };
+  const double u1 = uniform(), u2 = uniform();
+  return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+}
+
+std::vector<FitPoint> Synthetic(const PredictFn& model, const ParameterSet& truth, double noise,
+                                uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<FitPoint> pts;
+  const std::vector<double> clean = *model(truth);
+  for (double v : clean) {
+    pts.push_back({.measured = v * std::exp(noise * Normal(rng)), .rel_sigma = 0.03, .use = true});
+  }
+  return pts;
+}
+
+ParameterSet Truth() {
+  ParameterSet t = StartSet();
+  t.FindMutable("host_ms")->value = 3.0;
+  t.FindMutable("eff")->value = 0.7;
+  t.FindMutable("per_seq_ms")->value = 0.25;
+  return t;
+}
+
+FitOptions Options() {
+  FitOptions o;
+  o.free_parameters = {"host_ms", "eff", "per_seq_ms"};
+  return o;
+}
+
+TEST(FitterTest, RecoversKnownParametersFromNoisySyntheticData) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  const ParameterSet truth = Truth();
+  const auto pts = Synthetic(model, truth, 0.03, 7);
+  auto fit = FitParameters(StartSet(), pts, model, Options());
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_TRUE(fit->converged);
+  for (const char* name : {"host_ms", "eff", "per_seq_ms"}) {
+    const Parameter* p = fit->params.Find(name);
+    const double want = truth.Get(name);
+    EXPECT_GT(p->std_error, 0) << name;
+    // Within 3 std errors and within 15% (noise is 3% per point).
+    EXPECT_LT(std::abs(p->value - want), 3 * p->std_error) << name << " " << p->value;
+    EXPECT_LT(std::abs(p->value / want - 1), 0.15) << name << " " << p->value;
+  }
+}
+
+TEST(FitterTest, RecoversExactParametersFromNoiselessData) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  const auto pts = Synthetic(model, Truth(), 0.0, 1);
+  auto fit = FitParameters(StartSet(), pts, model, Options());
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  for (const char* name : {"host_ms", "eff", "per_seq_ms"}) {
+    EXPECT_NEAR(fit->params.Get(name) / Truth().Get(name), 1.0, 1e-4) << name;
+  }
+}
+
+TEST(FitterTest, StaysInsideBoundsWhenDataPushOutside) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  ParameterSet truth = Truth();
+  truth.FindMutable("eff")->value = 0.99;
+  auto pts = Synthetic(model, truth, 0.0, 1);
+  for (auto& p : pts) p.measured *= 1.5;  // faster than eff = 1 allows
+  ParameterSet start = StartSet();
+  auto fit = FitParameters(start, pts, model, Options());
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  for (const Parameter& p : fit->params.params()) {
+    EXPECT_GE(p.value, p.lower) << p.name;
+    EXPECT_LE(p.value, p.upper) << p.name;
+  }
+}
+
+TEST(FitterTest, PriorHoldsParameterTheDataCannotInform) {
+  // Only single-sequence, tiny-work points: per_seq and host are not
+  // separable, so the prior must decide per_seq.
+  std::vector<Design> designs = {{1.0, 1.0}, {1.0, 1.0}};
+  const PredictFn model = MakeModel(designs);
+  ParameterSet start = StartSet();
+  start.FindMutable("per_seq_ms")->prior = 0.4;
+  start.FindMutable("per_seq_ms")->prior_sigma = 0.01;
+  auto pts = Synthetic(model, Truth(), 0.0, 1);
+  FitOptions o;
+  o.free_parameters = {"host_ms", "per_seq_ms"};
+  auto fit = FitParameters(start, pts, model, o);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->params.Get("per_seq_ms"), 0.4, 0.03);
+}
+
+TEST(FitterTest, HuberLossLimitsTheInfluenceOfOneOutlier) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  auto pts = Synthetic(model, Truth(), 0.0, 1);
+  pts[5].measured *= 3.0;  // one wild point
+  auto fit = FitParameters(StartSet(), pts, model, Options());
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->params.Get("eff") / 0.7, 1.0, 0.05);
+  EXPECT_NEAR(fit->predicted[0] / (*model(Truth()))[0], 1.0, 0.05);
+}
+
+TEST(FitterTest, RejectsUnknownFreeParameter) {
+  const PredictFn model = MakeModel(MakeDesigns());
+  FitOptions o;
+  o.free_parameters = {"nope"};
+  auto fit = FitParameters(StartSet(), Synthetic(model, Truth(), 0, 1), model, o);
+  EXPECT_EQ(fit.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FitterTest, SameInputsGiveBitIdenticalResults) {
+  const PredictFn model = MakeModel(MakeDesigns());
+  const auto pts = Synthetic(model, Truth(), 0.03, 3);
+  auto a = FitParameters(StartSet(), pts, model, Options());
+  auto b = FitParameters(StartSet(), pts, model, Options());
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t k = 0; k < a->params.size(); ++k) {
+    EXPECT_EQ(a->params.params()[k].value, b->params.params()[k].value);
+    EXPECT_EQ(a->params.params()[k].std_error, b->params.params()[k].std_error);
+  }
+}
+
+TEST(LeaveOneOutTest, HeldOutPredictionIgnoresTheHeldOutMeasurement) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  auto pts = Synthetic(model, Truth(), 0.03, 11);
+  std::vector<std::string> groups;
+  for (size_t i = 0; i < pts.size(); ++i) groups.push_back("g" + std::to_string(100 + i));
+  auto base = LeaveOneGroupOut(StartSet(), pts, groups, model, Options());
+  ASSERT_TRUE(base.ok()) << base.status();
+  for (size_t i : {size_t{0}, size_t{6}, size_t{15}}) {
+    auto changed = pts;
+    changed[i].measured *= 2.0;
+    auto loo = LeaveOneGroupOut(StartSet(), changed, groups, model, Options());
+    ASSERT_TRUE(loo.ok()) << loo.status();
+    EXPECT_EQ((*loo)[i], (*base)[i]) << "point " << i;
+    // ...while the other points' held-out predictions do see it.
+    const size_t j = (i + 1) % pts.size();
+    EXPECT_NE((*loo)[j], (*base)[j]) << "point " << j;
+  }
+}
+
+TEST(LeaveOneOutTest, GroupIsHeldOutTogether) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  auto pts = Synthetic(model, Truth(), 0.03, 5);
+  std::vector<std::string> groups(pts.size(), "");
+  for (size_t i = 0; i < pts.size(); ++i) groups[i] = "cell" + std::to_string(i / 2);
+  auto base = LeaveOneGroupOut(StartSet(), pts, groups, model, Options());
+  ASSERT_TRUE(base.ok());
+  auto changed = pts;
+  changed[1].measured *= 2.0;  // same group as point 0
+  auto loo = LeaveOneGroupOut(StartSet(), changed, groups, model, Options());
+  ASSERT_TRUE(loo.ok());
+  EXPECT_EQ((*loo)[0], (*base)[0]);
+  EXPECT_EQ((*loo)[1], (*base)[1]);
+}
+
+}  // namespace
+}  // namespace servesim
