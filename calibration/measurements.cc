@@ -1,0 +1,169 @@
+#include "calibration/measurements.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "sim/status_macros.h"
+
+namespace servesim {
+namespace {
+
+using servesim::proto::Measurement;
+using servesim::proto::MeasurementSet;
+using servesim::proto::ServerRun;
+
+class CollectErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit CollectErrors(std::string path) : path_(std::move(path)) {}
+  void AddError(int line, int column, const std::string& message) override {
+    errors_.push_back(absl::StrFormat("%s:%d:%d: %s", path_, line + 1, column + 1, message));
+  }
+  std::string Joined() const { return absl::StrJoin(errors_, "; "); }
+
+ private:
+  std::string path_;
+  std::vector<std::string> errors_;
+};
+
+absl::StatusOr<MeasurementSet> ParseFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  MeasurementSet set;
+  google::protobuf::TextFormat::Parser parser;
+  CollectErrors errors(path);
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(buf.str(), &set)) {
+    return absl::InvalidArgumentError(errors.Joined());
+  }
+  return set;
+}
+
+}  // namespace
+
+std::string MetricName(servesim::proto::Metric m) {
+  return absl::AsciiStrToLower(servesim::proto::Metric_Name(m));
+}
+
+absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(const std::vector<MeasurementSet>& sets,
+                                                      const std::string& origin) {
+  MeasurementDb db;
+  for (const MeasurementSet& set : sets) {
+    for (const ServerRun& run : set.runs()) {
+      if (run.id().empty() || run.device().empty() || run.model().empty()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: run '%s': id, device and model are required", origin, run.id()));
+      }
+      if (!db.run_index_.emplace(run.id(), db.runs_.size()).second) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: run id '%s' appears twice", origin, run.id()));
+      }
+      db.runs_.push_back(run);
+    }
+  }
+  for (const MeasurementSet& set : sets) {
+    for (const Measurement& m : set.measurements()) {
+      const std::string where = absl::StrFormat("%s: measurement '%s'", origin, m.id());
+      if (m.id().empty()) return absl::InvalidArgumentError(origin + ": a measurement has no id");
+      if (!db.run_index_.count(m.run())) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: field run: unknown run '%s'", where, m.run()));
+      }
+      if (m.metric() == servesim::proto::METRIC_UNSPECIFIED) {
+        return absl::InvalidArgumentError(where + ": field metric is required");
+      }
+      const bool zero_ok = m.infeasible() || m.metric() == servesim::proto::FITS_IN_MEMORY;
+      if (!std::isfinite(m.value()) || m.value() < 0 || (!zero_ok && m.value() == 0)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: field value: %g must be finite and > 0 (0 only for infeasible cells and "
+            "FITS_IN_MEMORY)",
+            where, m.value()));
+      }
+      if (m.tolerance_pct() < 0 || m.rel_sigma() < 0) {
+        return absl::InvalidArgumentError(where + ": tolerance_pct and rel_sigma must be >= 0");
+      }
+      if (!db.measurement_index_.emplace(m.id(), db.measurements_.size()).second) {
+        return absl::InvalidArgumentError(where + ": id appears twice");
+      }
+      db.measurements_.push_back(m);
+    }
+  }
+  for (const Measurement& m : db.measurements_) {
+    for (const std::string& dep : m.depends_on()) {
+      if (!db.measurement_index_.count(dep)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: measurement '%s': field depends_on: unknown measurement '%s'", origin, m.id(),
+            dep));
+      }
+    }
+  }
+  return db;
+}
+
+absl::StatusOr<MeasurementDb> MeasurementDb::Load(const std::vector<std::string>& paths) {
+  std::vector<MeasurementSet> sets;
+  for (const std::string& p : paths) {
+    ASSIGN_OR_RETURN(MeasurementSet s, ParseFile(p));
+    sets.push_back(std::move(s));
+  }
+  return FromSets(sets, absl::StrJoin(paths, ", "));
+}
+
+absl::StatusOr<MeasurementDb> MeasurementDb::LoadDir(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".textproto") paths.push_back(entry.path().string());
+  }
+  if (ec) return absl::NotFoundError(absl::StrFormat("%s: %s", dir, ec.message()));
+  if (paths.empty()) {
+    return absl::NotFoundError(absl::StrFormat("%s: no *.textproto data files", dir));
+  }
+  std::sort(paths.begin(), paths.end());
+  return Load(paths);
+}
+
+const ServerRun* MeasurementDb::FindRun(const std::string& id) const {
+  auto it = run_index_.find(id);
+  return it == run_index_.end() ? nullptr : &runs_[it->second];
+}
+
+const Measurement* MeasurementDb::FindMeasurement(const std::string& id) const {
+  auto it = measurement_index_.find(id);
+  return it == measurement_index_.end() ? nullptr : &measurements_[it->second];
+}
+
+ServerSpec MeasurementDb::SpecOf(const ServerRun& run) {
+  ServerSpec s;
+  s.device = run.device();
+  s.model = run.model();
+  s.dtype = run.dtype().empty() ? "auto" : run.dtype();
+  s.quantization = run.quantization().empty() ? "none" : run.quantization();
+  s.max_model_len = run.max_model_len();
+  if (run.gpu_memory_utilization() > 0) s.gpu_memory_utilization = run.gpu_memory_utilization();
+  s.max_num_seqs = run.max_num_seqs();
+  s.max_num_batched_tokens = run.max_num_batched_tokens();
+  s.enable_prefix_caching = run.enable_prefix_caching();
+  s.async_scheduling = run.async_scheduling();
+  return s;
+}
+
+ServerSpec MeasurementDb::WithLoggedMemory(const ServerRun& run) {
+  ServerSpec s = SpecOf(run);
+  if (run.has_kv_cache_gib()) s.measured_kv_cache_gib = run.kv_cache_gib();
+  if (run.has_weights_gib()) s.measured_weights_gib = run.weights_gib();
+  if (run.has_activation_peak_gib()) s.measured_activation_peak_gib = run.activation_peak_gib();
+  if (run.has_cuda_graph_gib()) s.measured_cuda_graph_gib = run.cuda_graph_gib();
+  return s;
+}
+
+}  // namespace servesim

@@ -1,0 +1,60 @@
+// The measured reference data (calibration/data/*.textproto, schema
+// servesim.proto.MeasurementSet in proto/calibration.proto): loading,
+// validation and lookup. Value type; thread-compatible.
+#ifndef SERVESIM_CALIBRATION_MEASUREMENTS_H_
+#define SERVESIM_CALIBRATION_MEASUREMENTS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hwmodels/server_spec.h"
+#include "proto/calibration.pb.h"
+
+namespace servesim {
+
+// All runs and measurements of one or more data files, checked: ids are
+// unique, every measurement names a known run and a metric, values are
+// finite (positive unless infeasible or a 0/1 outcome), depends_on names
+// known measurements. Order is file order (files sorted by name).
+class MeasurementDb {
+ public:
+  // Parses the text-format files; errors name the file and line.
+  static absl::StatusOr<MeasurementDb> Load(const std::vector<std::string>& paths);
+  // Every *.textproto in `dir`, sorted by file name.
+  static absl::StatusOr<MeasurementDb> LoadDir(const std::string& dir);
+  // From in-memory sets (tests, `calibrate`); `origin` names them in errors.
+  static absl::StatusOr<MeasurementDb> FromSets(
+      const std::vector<servesim::proto::MeasurementSet>& sets, const std::string& origin);
+
+  const std::vector<servesim::proto::ServerRun>& runs() const { return runs_; }
+  const std::vector<servesim::proto::Measurement>& measurements() const {
+    return measurements_;
+  }
+  // nullptr when absent.
+  const servesim::proto::ServerRun* FindRun(const std::string& id) const;
+  const servesim::proto::Measurement* FindMeasurement(const std::string& id) const;
+
+  // The `vllm serve` flags of a run as the deployment builder takes them
+  // (memory overrides from the run's log are not set: see WithLoggedMemory).
+  static ServerSpec SpecOf(const servesim::proto::ServerRun& run);
+  // Same, plus the memory figures the run's server log gave.
+  static ServerSpec WithLoggedMemory(const servesim::proto::ServerRun& run);
+
+ private:
+  std::vector<servesim::proto::ServerRun> runs_;
+  std::vector<servesim::proto::Measurement> measurements_;
+  std::map<std::string, size_t> run_index_;
+  std::map<std::string, size_t> measurement_index_;
+};
+
+// Default data folder, relative to the repository root.
+inline constexpr char kDefaultDataDir[] = "calibration/data";
+
+// Metric name as in the proto enum, lower case ("output_throughput").
+std::string MetricName(servesim::proto::Metric m);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_CALIBRATION_MEASUREMENTS_H_
