@@ -1,0 +1,99 @@
+// Cost arithmetic for capacity what-ifs: price offers per device, $/h of a
+// fleet, $ per 1M tokens at a simulated throughput, throughput per $/h, and
+// the daily bill of an endpoint that is idle part of the day (start-up time
+// charged as paid idle time; a stopped instance that keeps billing).
+// Pure functions on plain structs; thread-safe.
+#ifndef SERVESIM_EXPERIMENTS_COST_H_
+#define SERVESIM_EXPERIMENTS_COST_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/hwmodels.pb.h"
+
+namespace servesim {
+
+// One published price for one device (one accelerator / one instance).
+struct PriceOffer {
+  std::string device;     // "t4", "l4", "mi300x", "tpu-v5e", "tpu-v6e"
+  std::string kind;       // "on-demand" | "spot" | "commit-1y" | "commit-3y"
+  double usd_per_hour = 0;
+  std::string provider;   // "aws-sagemaker", "gce", "digitalocean", ...
+  std::string instance;   // "ml.g4dn.xlarge", ...
+  std::string region;     // "us-east-2", ...
+  std::string date;       // when the price was seen, YYYY-MM-DD
+  std::string source;     // write-up / table / cell, or a price page
+  // Endpoint creation to ready, charged as paid idle time on every start
+  // (13.2 min to InService on the SageMaker T4; 160 s on the MI300X).
+  double startup_s = 0;
+  // A stopped-but-not-deleted instance keeps billing (DigitalOcean droplet).
+  bool bills_when_stopped = false;
+};
+
+// The device's price offers (proto tier -> kind; startup_to_ready_s and
+// stopped_keeps_billing copied to every offer).
+std::vector<PriceOffer> OffersFromDevice(const proto::Device& device);
+
+// Picks the offer of `kind` for `device`. When the device has no offer of
+// that kind (MI300X has no spot tier) the on-demand offer is returned with
+// `*note` saying so. Among several offers of one kind the first wins (the
+// caller orders them). NotFound when the device has no usable offer.
+absl::StatusOr<PriceOffer> SelectOffer(const std::vector<PriceOffer>& offers,
+                                       std::string_view device, std::string_view kind,
+                                       std::string* note = nullptr);
+
+// $ per 1M tokens = price / (tokens_per_s x 3600) x 1e6 (write-up A's
+// formula). +inf when tokens_per_s <= 0.
+double UsdPerMillionTokens(double usd_per_hour, double tokens_per_s);
+// Output tok/s per $/h (write-up B's per-dollar table). 0 when price <= 0.
+double TokensPerSecondPerUsdHour(double tokens_per_s, double usd_per_hour);
+
+// One group of identical replicas of a fleet.
+struct FleetPart {
+  std::string device;
+  int count = 1;
+  double usd_per_hour = 0;  // per replica
+};
+// Sum of count x price.
+double FleetUsdPerHour(const std::vector<FleetPart>& parts);
+
+// How an endpoint is run over the day.
+enum class IdlePolicy {
+  kAlwaysOn,  // billed 24 h
+  kStop,      // stopped in idle hours (still billed where bills_when_stopped)
+  kDelete,    // deleted in idle hours, recreated before each busy stretch
+};
+
+// 24 hourly request rates (req/s), hour 0 first; the day wraps around.
+struct TrafficProfile {
+  std::vector<double> requests_per_s;
+  double output_tokens_per_request = 0;
+  double input_tokens_per_request = 0;
+};
+
+struct DailyCost {
+  double busy_hours = 0;     // hours with traffic
+  double starts = 0;         // endpoint starts per day (busy stretches)
+  double startup_hours = 0;  // paid idle time while starting
+  double billed_hours = 0;
+  double usd_per_day = 0;
+  double output_tokens_per_day = 0;
+  double usd_per_million_output_tokens = 0;  // +inf without traffic
+};
+
+// Daily bill of one endpoint of `replicas` instances under `profile`.
+// REQUIRES: profile.requests_per_s.size() == 24 (InvalidArgument otherwise),
+// rates >= 0. Each maximal run of busy hours (wrapping midnight) is one start
+// under kStop/kDelete; each start adds offer.startup_s of billed time (a
+// day with traffic in all 24 hours never stops, so no start).
+absl::StatusOr<DailyCost> DailyEndpointCost(const PriceOffer& offer, int replicas,
+                                            const TrafficProfile& profile,
+                                            IdlePolicy policy);
+
+std::string_view IdlePolicyName(IdlePolicy policy);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_EXPERIMENTS_COST_H_
