@@ -1,0 +1,234 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "sim/status_macros.h"
+
+namespace servesim {
+
+class Engine::Listener : public StepListener {
+ public:
+  explicit Listener(Engine* e) : e_(e) {}
+  void OnToken(const SchedRequest& r, TimeNs now_ns) override {
+    RequestRecord& rec = e_->records_[r.cookie];
+    if (r.num_output == 1) {
+      rec.first_token_ns = now_ns;
+      return;
+    }
+    const TimeNs gap = now_ns - r.last_token_ns;
+    e_->itl_.Add(gap);
+    if (e_->options_.keep_request_itls) {
+      e_->request_itls_[r.cookie].push_back(static_cast<float>(static_cast<double>(gap) / 1e9));
+    }
+  }
+  void OnFinish(const SchedRequest& r, TimeNs now_ns) override {
+    RequestRecord& rec = e_->records_[r.cookie];
+    rec.finish_ns = now_ns;
+    rec.preemptions = r.num_preemptions;
+    rec.prefix_hit_tokens = r.prefix_hit_tokens;
+    rec.first_scheduled_ns = r.first_scheduled_ns;
+    e_->Done(rec);
+  }
+
+ private:
+  Engine* e_;
+};
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(std::vector<ReplicaConfig> replicas,
+                                                       std::unique_ptr<Router> router,
+                                                       const ClientConfig& client,
+                                                       const EngineOptions& options) {
+  if (replicas.empty()) return absl::InvalidArgumentError("fleet: no replica");
+  if (router == nullptr) return absl::InvalidArgumentError("fleet: no router");
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (replicas[i].step_model == nullptr) {
+      return absl::InvalidArgumentError(absl::StrFormat("replica %d: no step time model", i));
+    }
+  }
+  RETURN_IF_ERROR(ValidateClientConfig(client));
+  std::unique_ptr<Engine> e(new Engine(std::move(replicas), std::move(router), client, options));
+  for (size_t i = 0; i < e->replica_configs_.size(); ++i) {
+    const ReplicaConfig& rc = e->replica_configs_[i];
+    auto s = Scheduler::Create(rc.scheduler, rc.kv_cache);
+    if (!s.ok()) {
+      return absl::Status(s.status().code(),
+                          absl::StrFormat("replica %d: %s", i, s.status().message()));
+    }
+    Replica rep;
+    rep.scheduler = std::move(s).value();
+    rep.model = rc.step_model;
+    rep.async = rc.scheduler.async_scheduling;
+    e->replica_ptrs_.push_back(rep.scheduler.get());
+    e->replicas_.push_back(std::move(rep));
+  }
+  return e;
+}
+
+Engine::Engine(std::vector<ReplicaConfig> configs, std::unique_ptr<Router> router,
+               const ClientConfig& client, const EngineOptions& options)
+    : replica_configs_(std::move(configs)),
+      router_(std::move(router)),
+      client_config_(client),
+      options_(options),
+      listener_(std::make_unique<Listener>(this)),
+      itl_(options.itl_exact_cap) {}
+
+Engine::~Engine() = default;
+
+absl::Status Engine::PullNext() {
+  has_pending_ = false;
+  if (source_done_) return absl::OkStatus();
+  ASSIGN_OR_RETURN(bool more, client_->Next(pending_, &pending_intended_ns_));
+  if (!more) {
+    source_done_ = true;
+    return absl::OkStatus();
+  }
+  has_pending_ = true;
+  if (pending_intended_ns_ > now_) events_.Push(pending_intended_ns_, kWake);
+  return absl::OkStatus();
+}
+
+absl::Status Engine::TrySend() {
+  const int64_t cap = client_config_.max_concurrency;
+  while (has_pending_ && pending_intended_ns_ <= now_ && (cap == 0 || in_flight_ < cap)) {
+    const int64_t idx = static_cast<int64_t>(records_.size());
+    RequestRecord rec;
+    rec.id = pending_.id;
+    rec.input_tokens = pending_.input_tokens;
+    rec.output_tokens = pending_.output_tokens;
+    rec.intended_ns = pending_intended_ns_;
+    rec.send_ns = now_;
+    records_.push_back(rec);
+    if (options_.keep_request_itls) request_itls_.emplace_back();
+    ++in_flight_;
+    peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
+    int32_t t;
+    if (!transit_free_.empty()) {
+      t = transit_free_.back();
+      transit_free_.pop_back();
+    } else {
+      t = static_cast<int32_t>(transit_.size());
+      transit_.emplace_back();
+      transit_record_.push_back(0);
+    }
+    transit_[t] = std::move(pending_);
+    transit_record_[t] = idx;
+    events_.Push(now_ + client_config_.client_overhead_ns, kArrive, 0, t);
+    RETURN_IF_ERROR(PullNext());
+  }
+  return absl::OkStatus();
+}
+
+void Engine::Arrive(int32_t t) {
+  const int64_t idx = transit_record_[t];
+  RequestRecord& rec = records_[idx];
+  rec.arrival_ns = now_;
+  const int32_t r = router_->Route(transit_[t], replica_ptrs_);
+  SERVESIM_CHECK(r >= 0 && r < num_replicas());
+  rec.replica = r;
+  Scheduler& s = *replicas_[r].scheduler;
+  const RejectReason reason = s.CheckFits(transit_[t]);
+  if (reason != RejectReason::kNone) {
+    rec.reject = reason;
+    rec.finish_ns = now_;
+    transit_free_.push_back(t);
+    Done(rec);
+    return;
+  }
+  s.Add(std::move(transit_[t]), now_, idx);
+  transit_free_.push_back(t);
+  if (!replicas_[r].busy) StartStep(r);
+}
+
+void Engine::StartStep(int32_t r) {
+  Replica& rep = replicas_[r];
+  Scheduler& s = *rep.scheduler;
+  if (!s.Schedule(now_)) {
+    rep.busy = false;
+    // Every queued request fits an empty replica, so an idle replica never
+    // holds work it cannot start.
+    SERVESIM_CHECK(!s.HasWork());
+    return;
+  }
+  const StepCost cost = rep.model->Cost(s.batch());
+  SERVESIM_CHECK(cost.host_ns >= 0 && cost.device_ns >= 0);
+  const TimeNs dur = rep.async ? std::max(cost.host_ns, cost.device_ns)
+                               : cost.host_ns + cost.device_ns;
+  rep.busy = true;
+  const KvCache& kv = s.kv();
+  steps_.AddStep(s.batch_num_seqs(), s.batch_num_tokens(), dur, now_,
+                 static_cast<double>(kv.num_used_blocks()) / static_cast<double>(kv.num_blocks()));
+  if (options_.check_kv_every_step) SERVESIM_CHECK(kv.CheckInvariant(/*deep=*/true));
+  if (observer_ != nullptr) observer_->OnStep(r, now_, dur, s, cost);
+  events_.Push(now_ + dur, kStepEnd, r);
+}
+
+void Engine::EndStep(int32_t r) {
+  replicas_[r].scheduler->Complete(now_, *listener_);
+  SERVESIM_CHECK(replicas_[r].scheduler->kv().CheckInvariant());
+  StartStep(r);
+}
+
+void Engine::Done(RequestRecord& rec) {
+  --in_flight_;
+  SERVESIM_CHECK(in_flight_ >= 0);
+  if (observer_ != nullptr) observer_->OnRequestDone(rec);
+}
+
+absl::Status Engine::Run(RequestSource* source, EngineObserver* observer) {
+  SERVESIM_CHECK(!ran_);
+  ran_ = true;
+  source_ = source;
+  observer_ = observer;
+  client_ = std::make_unique<Client>(client_config_, source);
+  RETURN_IF_ERROR(PullNext());
+  RETURN_IF_ERROR(TrySend());
+  while (!events_.empty()) {
+    const Event e = events_.Pop();
+    SERVESIM_CHECK(e.time_ns >= now_);  // time never runs backwards
+    now_ = e.time_ns;
+    switch (e.kind) {
+      case kWake:
+        break;
+      case kArrive:
+        Arrive(static_cast<int32_t>(e.b));
+        break;
+      case kStepEnd:
+        EndStep(e.a);
+        break;
+      default:
+        SERVESIM_CHECK(false);
+    }
+    RETURN_IF_ERROR(TrySend());
+  }
+  // Every request finished or was rejected.
+  SERVESIM_CHECK(!has_pending_ && source_done_ && in_flight_ == 0);
+  for (const Replica& rep : replicas_) SERVESIM_CHECK(!rep.scheduler->HasWork());
+  return absl::OkStatus();
+}
+
+RunResult Engine::Result() const {
+  int64_t preemptions = 0;
+  for (const Replica& rep : replicas_) preemptions += rep.scheduler->total_preemptions();
+  return ComputeRunResult(records_, itl_, steps_, preemptions);
+}
+
+std::string Engine::Describe() const {
+  std::string s = absl::StrFormat("%d replica(s), router %s", replicas_.size(), router_->Name());
+  for (size_t i = 0; i < replica_configs_.size(); ++i) {
+    const ReplicaConfig& rc = replica_configs_[i];
+    absl::StrAppend(&s, absl::StrFormat(
+                            "; replica %d: max_num_seqs=%d max_num_batched_tokens=%d "
+                            "max_model_len=%d prefix_caching=%d async=%d kv_blocks=%d groups=%d%s%s",
+                            i, rc.scheduler.max_num_seqs, rc.scheduler.max_num_batched_tokens,
+                            rc.scheduler.max_model_len, rc.scheduler.enable_prefix_caching,
+                            rc.scheduler.async_scheduling, rc.kv_cache.num_blocks,
+                            rc.kv_cache.groups.size(), rc.description.empty() ? "" : ", ",
+                            rc.description));
+  }
+  return s;
+}
+
+}  // namespace servesim

@@ -1,0 +1,149 @@
+// The discrete-event loop: a client (sim/client.h) sends requests to a
+// fleet of one or more replicas through a Router; each replica runs vLLM
+// V1 scheduling (sim/scheduler.h) with its own SchedulerConfig,
+// KvCacheSpec and StepTimeModel (mixed fleets are fine). The loop jumps
+// from event to event (request wake-up, arrival at a replica, end of a
+// replica's step), never ticks; time never runs backwards (checked).
+//
+// Streaming: requests are pulled from the RequestSource one at a time, only
+// when the client is ready to send the next one, so memory holds only the
+// in-flight requests plus one small RequestRecord per request.
+// A step lasts host_ns + device_ns, or max(host_ns, device_ns) with
+// async_scheduling. A replica starts its next step as soon as the previous
+// one ends (its outputs processed); requests arriving during a step wait for
+// the next one.
+//
+// Thread-compatible. Not copyable.
+#ifndef SERVESIM_SIM_ENGINE_H_
+#define SERVESIM_SIM_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sim/client.h"
+#include "sim/event_queue.h"
+#include "sim/metrics.h"
+#include "sim/request_source.h"
+#include "sim/router.h"
+#include "sim/scheduler.h"
+#include "sim/server_config.h"
+#include "sim/step_time_model.h"
+
+namespace servesim {
+
+struct ReplicaConfig {
+  SchedulerConfig scheduler;
+  KvCacheSpec kv_cache;
+  const StepTimeModel* step_model = nullptr;  // not owned; must outlive the Engine
+  std::string description;                    // provenance, free text
+};
+
+struct EngineOptions {
+  // Pooled ITL values kept exactly before switching to a histogram.
+  int64_t itl_exact_cap = 8'000'000;
+  // Keep every request's ITL list (for --save-detailed); O(output tokens).
+  bool keep_request_itls = false;
+  // Deep KV-cache invariant check after every step (tests; slow).
+  bool check_kv_every_step = false;
+};
+
+// Optional hooks (Chrome trace, tests). Called synchronously in the loop.
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  // A step of `replica` was scheduled; `s.batch()` etc. describe it.
+  virtual void OnStep(int32_t replica, TimeNs start_ns, TimeNs duration_ns, const Scheduler& s,
+                      const StepCost& cost) {}
+  // A request finished or was rejected; its record is complete.
+  virtual void OnRequestDone(const RequestRecord& record) {}
+};
+
+class Engine {
+ public:
+  // Errors: no replica, a null step model, invalid scheduler/KV/client
+  // config (messages name the field).
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(std::vector<ReplicaConfig> replicas,
+                                                        std::unique_ptr<Router> router,
+                                                        const ClientConfig& client,
+                                                        const EngineOptions& options = {});
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine();
+
+  // Sends every request of `source` and simulates until all have finished
+  // or were rejected. Call once. Errors come from the source (bad record).
+  absl::Status Run(RequestSource* source, EngineObserver* observer = nullptr);
+
+  // After Run: one record per request, in source order.
+  const std::vector<RequestRecord>& records() const { return records_; }
+  // After Run with keep_request_itls: ITL gaps in seconds per request.
+  const std::vector<std::vector<float>>& request_itls() const { return request_itls_; }
+  RunResult Result() const;
+  const ItlAccumulator& itl() const { return itl_; }
+  const StepStats& step_stats() const { return steps_; }
+  int32_t num_replicas() const { return static_cast<int32_t>(replicas_.size()); }
+  const Scheduler& replica(int32_t i) const { return *replicas_[i].scheduler; }
+  const ReplicaConfig& replica_config(int32_t i) const { return replica_configs_[i]; }
+  const Router& router() const { return *router_; }
+  TimeNs now_ns() const { return now_; }
+  int64_t peak_in_flight() const { return peak_in_flight_; }
+  std::string Describe() const;
+
+ private:
+  struct Replica {
+    std::unique_ptr<Scheduler> scheduler;
+    const StepTimeModel* model = nullptr;
+    bool async = false;
+    bool busy = false;
+  };
+  class Listener;
+  enum EventKind : int32_t { kWake = 1, kArrive = 2, kStepEnd = 3 };
+
+  Engine(std::vector<ReplicaConfig> configs, std::unique_ptr<Router> router,
+         const ClientConfig& client, const EngineOptions& options);
+  absl::Status PullNext();
+  absl::Status TrySend();
+  void Arrive(int32_t transit);
+  void StartStep(int32_t r);
+  void EndStep(int32_t r);
+  void Done(RequestRecord& rec);
+
+  std::vector<ReplicaConfig> replica_configs_;
+  std::vector<Replica> replicas_;
+  std::vector<const Scheduler*> replica_ptrs_;
+  std::unique_ptr<Router> router_;
+  ClientConfig client_config_;
+  EngineOptions options_;
+  std::unique_ptr<Client> client_;
+  std::unique_ptr<Listener> listener_;
+  EngineObserver* observer_ = nullptr;
+  RequestSource* source_ = nullptr;
+
+  EventQueue events_;
+  TimeNs now_ = 0;
+  // The next request from the client, not yet sent.
+  bool has_pending_ = false;
+  bool source_done_ = false;
+  RequestSpec pending_;
+  TimeNs pending_intended_ns_ = 0;
+  // Requests between send and arrival at a replica (client overhead).
+  std::vector<RequestSpec> transit_;
+  std::vector<int64_t> transit_record_;
+  std::vector<int32_t> transit_free_;
+  int64_t in_flight_ = 0;
+  int64_t peak_in_flight_ = 0;
+  bool ran_ = false;
+
+  std::vector<RequestRecord> records_;
+  std::vector<std::vector<float>> request_itls_;
+  ItlAccumulator itl_;
+  StepStats steps_;
+};
+
+}  // namespace servesim
+
+#endif  // SERVESIM_SIM_ENGINE_H_

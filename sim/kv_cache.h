@@ -1,0 +1,156 @@
+// Paged KV cache manager of one replica, after vLLM V1's KVCacheManager /
+// BlockPool / SingleTypeKVCacheManager (full attention and sliding window).
+//
+// One shared pool of `num_blocks` blocks (the reserved null block is not
+// counted) serves every KV cache group; each request holds one block table
+// per group. A full-attention group holds ceil(tokens / block_size) blocks.
+// A sliding-window group holds only the blocks that overlap the last
+// `window - 1` computed tokens plus the tokens being computed: earlier ones
+// are released (replaced by the null block) as the request advances.
+//
+// Prefix caching (when enabled): a full block is identified by a chained
+// hash (parent hash, block content, group). Prompt content comes from
+// RequestSpec::prefix_hashes: a KV block covering prompt tokens [s, e) with
+// e <= hashed tokens is identified by the trace blocks s / hash_block_tokens
+// .. (e - 1) / hash_block_tokens and the offset s % hash_block_tokens; other
+// blocks (past the hashed part, or generated tokens) are unique to the
+// request. Freed blocks keep their hash and go to the tail of an LRU free
+// queue, tail blocks of a request first so they are evicted first; an
+// allocation takes the queue head and evicts its hash. A prefix hit is the
+// longest run of cached whole blocks from the left, at most num_tokens - 1
+// tokens, equal for all groups (a multiple of every group's block size).
+// Simplification for sliding groups: the hit length is the largest such
+// length L <= the full-attention hit for which each sliding group has every
+// block overlapping tokens [L - window + 1, L) cached (vLLM searches
+// right-to-left for the same condition).
+// Unique blocks are registered in the cache only when their request is
+// preempted (only that request can ever hit them, when it resumes): this
+// saves hash-map work and changes no outcome.
+//
+// Thread-compatible. Allocate/Free are O(blocks touched); no heap
+// allocation in steady state (slot tables keep their capacity). Without
+// prefix caching, blocks are only counted (no block ids).
+#ifndef SERVESIM_SIM_KV_CACHE_H_
+#define SERVESIM_SIM_KV_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "sim/request.h"
+#include "sim/server_config.h"
+
+namespace servesim {
+
+// What the KV cache needs to know about a request's content.
+struct KvRequestView {
+  RequestId id = 0;
+  int32_t input_tokens = 0;
+  std::span<const uint64_t> prefix_hashes;
+  int32_t hash_block_tokens = 0;
+};
+
+class KvCache {
+ public:
+  // Errors: no groups, num_blocks < 1, block size < 1, negative window.
+  static absl::StatusOr<std::unique_ptr<KvCache>> Create(const KvCacheSpec& spec,
+                                                         bool enable_prefix_caching);
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
+
+  // The most blocks a request ever holds at once when its KV reaches
+  // `kv_tokens` tokens and each step computes at most `max_chunk_tokens`.
+  int64_t MaxBlocksHeld(int64_t kv_tokens, int64_t max_chunk_tokens) const;
+
+  // Prefix-cache hit, in tokens, for a request about to be admitted whose
+  // sequence has `num_tokens` tokens (prompt plus tokens generated before a
+  // preemption). Remembers the hit blocks for the next Allocate(use_hit).
+  // `may_have_unique_hits`: the request was preempted before, so its own
+  // unique blocks may still be cached. 0 when prefix caching is off.
+  int32_t FindPrefixHit(const KvRequestView& req, int32_t num_tokens, bool may_have_unique_hits);
+
+  // Makes `slot` hold KV for tokens [0, num_computed + num_new). First
+  // releases sliding-window blocks that fell out of the window (as vLLM
+  // does, even when the allocation then fails). Returns false, and
+  // allocates nothing, when the free blocks do not suffice (a simulated
+  // outcome). `use_hit`: the slot is empty and num_computed is the value
+  // the last FindPrefixHit returned; the hit blocks are taken.
+  bool Allocate(int32_t slot, const KvRequestView& req, int32_t num_computed, int32_t num_new,
+                bool use_hit);
+
+  // Releases every block of `slot` (tail blocks first). `preempted`: also
+  // registers the request's full unique blocks (KV of the first
+  // `num_computed` tokens) so it can hit them when it resumes.
+  void Free(int32_t slot, const KvRequestView& req, int32_t num_computed, bool preempted);
+
+  int64_t num_blocks() const { return num_blocks_; }
+  int64_t num_free_blocks() const { return num_free_; }
+  int64_t num_used_blocks() const { return num_used_; }
+  // Blocks registered in the prefix cache, in use or free (0 without
+  // prefix caching).
+  int64_t num_cached_blocks() const { return static_cast<int64_t>(cached_.size()); }
+  bool prefix_caching() const { return caching_; }
+  const KvCacheSpec& spec() const { return spec_; }
+
+  // free + used == total and counters non-negative; O(1). With `deep`,
+  // also walks the free queue and every table (O(num_blocks + tables)).
+  bool CheckInvariant(bool deep = false) const;
+
+ private:
+  struct GroupTable {
+    std::vector<int32_t> blocks;  // block ids (caching mode only)
+    int32_t num_blocks = 0;       // logical table length, null entries included
+    int32_t first_live = 0;       // entries before this are the null block
+    int32_t num_hashed = 0;       // leading blocks whose chain hash is known
+    uint64_t last_hash = 0;       // chain hash of block num_hashed - 1
+  };
+  struct GroupInfo {
+    int32_t block_size = 16;
+    int32_t window = 0;  // 0: full attention
+  };
+
+  KvCache(const KvCacheSpec& spec, bool caching);
+  GroupTable& Table(int32_t slot, int g);
+  void EnsureSlot(int32_t slot);
+  uint64_t BlockHash(uint64_t parent, const KvRequestView& req, int g, int32_t j,
+                     bool* shared) const;
+  uint64_t SeedHash(int g) const;
+  int32_t PopFree();               // caching mode; evicts the head's hash
+  void PushFreeTail(int32_t b);
+  void RemoveFromFree(int32_t b);
+  void Release(int32_t b);         // ref--, to the free queue at 0
+  void Register(int32_t b, uint64_t key);
+  void ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_computed);
+  void RegisterShared(GroupTable& t, const KvRequestView& req, int g, int32_t num_full);
+
+  KvCacheSpec spec_;
+  bool caching_;
+  int64_t num_blocks_;
+  int64_t num_free_;
+  int64_t num_used_ = 0;
+  std::vector<GroupInfo> groups_;
+  int32_t num_groups_;
+  int32_t align_tokens_;  // lcm of block sizes
+  std::vector<GroupTable> tables_;  // slot * num_groups + g
+
+  // Caching mode: per block (index 0 is the null block).
+  std::vector<int32_t> ref_;
+  std::vector<int32_t> prev_, next_;
+  std::vector<uint64_t> key_;
+  std::vector<uint8_t> has_key_;
+  int32_t head_ = -1, tail_ = -1;
+  absl::flat_hash_map<uint64_t, int32_t> cached_;  // lookup only, never iterated
+
+  // Scratch of the last FindPrefixHit (reused, no per-call allocation).
+  int32_t hit_tokens_ = 0;
+  std::vector<std::vector<int32_t>> hit_ids_;      // per group, per block (-1 missing)
+  std::vector<std::vector<uint64_t>> hit_hashes_;  // per group, chain hash per block
+  std::vector<std::vector<int32_t>> hit_prefix_;   // per group, found-count prefix sums
+};
+
+}  // namespace servesim
+
+#endif  // SERVESIM_SIM_KV_CACHE_H_

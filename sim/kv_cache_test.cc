@@ -1,0 +1,171 @@
+#include "sim/kv_cache.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace servesim {
+namespace {
+
+KvCacheSpec FullSpec(int64_t blocks, int32_t bs = 16) {
+  KvCacheSpec s;
+  s.num_blocks = blocks;
+  s.groups.push_back(KvGroupSpec{bs, 0, 1});
+  return s;
+}
+
+KvRequestView View(RequestId id, int32_t input, const std::vector<uint64_t>& hashes,
+                   int32_t hbt = 16) {
+  return KvRequestView{id, input, hashes, hbt};
+}
+
+TEST(KvCacheTest, RejectsEmptyGroupsAndZeroBlocks) {
+  KvCacheSpec s;
+  s.num_blocks = 4;
+  EXPECT_FALSE(KvCache::Create(s, true).ok());
+  EXPECT_FALSE(KvCache::Create(FullSpec(0), true).ok());
+}
+
+TEST(KvCacheTest, FullAttentionHoldsCeilTokensOverBlockSize) {
+  for (bool caching : {false, true}) {
+    auto kv = KvCache::Create(FullSpec(10), caching).value();
+    std::vector<uint64_t> none;
+    ASSERT_TRUE(kv->Allocate(0, View(1, 33, none), 0, 33, /*use_hit=*/false));
+    EXPECT_EQ(kv->num_used_blocks(), 3);  // ceil(33/16)
+    ASSERT_TRUE(kv->Allocate(0, View(1, 33, none), 33, 15, false));
+    EXPECT_EQ(kv->num_used_blocks(), 3);  // 48 tokens still fit 3 blocks
+    ASSERT_TRUE(kv->Allocate(0, View(1, 33, none), 48, 1, false));
+    EXPECT_EQ(kv->num_used_blocks(), 4);
+    kv->Free(0, View(1, 33, none), 49, false);
+    EXPECT_EQ(kv->num_used_blocks(), 0);
+    EXPECT_EQ(kv->num_free_blocks(), 10);
+    EXPECT_TRUE(kv->CheckInvariant(true));
+  }
+}
+
+TEST(KvCacheTest, AllocationOneBlockShortFailsAndChangesNothing) {
+  for (bool caching : {false, true}) {
+    auto kv = KvCache::Create(FullSpec(4), caching).value();
+    std::vector<uint64_t> none;
+    ASSERT_TRUE(kv->Allocate(0, View(1, 48, none), 0, 48, false));  // 3 blocks
+    EXPECT_FALSE(kv->Allocate(1, View(2, 32, none), 0, 32, false));  // needs 2, 1 free
+    EXPECT_EQ(kv->num_free_blocks(), 1);
+    EXPECT_TRUE(kv->Allocate(1, View(2, 16, none), 0, 16, false));   // exactly 1
+    EXPECT_EQ(kv->num_free_blocks(), 0);
+    EXPECT_TRUE(kv->CheckInvariant(true));
+  }
+}
+
+TEST(KvCacheTest, SharedPrefixHitsExactlyTheCachedWholeBlocks) {
+  auto kv = KvCache::Create(FullSpec(100), true).value();
+  const std::vector<uint64_t> a = {11, 12, 13, 14};  // 4 trace blocks of 16 tokens
+  ASSERT_EQ(kv->FindPrefixHit(View(1, 64, a), 64, false), 0);
+  ASSERT_TRUE(kv->Allocate(0, View(1, 64, a), 0, 64, /*use_hit=*/true));
+  // Same 64-token prompt: all 4 blocks are cached, but the hit is capped at
+  // prompt - 1 = 63 tokens, i.e. 3 whole blocks.
+  EXPECT_EQ(kv->FindPrefixHit(View(2, 64, a), 64, false), 48);
+  // A prompt sharing only the first two trace blocks hits 32 tokens.
+  const std::vector<uint64_t> c = {11, 12, 99, 98, 97};
+  EXPECT_EQ(kv->FindPrefixHit(View(3, 80, c), 80, false), 32);
+  // Same hashes in another order share nothing.
+  const std::vector<uint64_t> d = {12, 11, 13, 14};
+  EXPECT_EQ(kv->FindPrefixHit(View(4, 64, d), 64, false), 0);
+  // Longer prompt with the same first 4 blocks: 64 tokens hit.
+  const std::vector<uint64_t> e = {11, 12, 13, 14, 15};
+  EXPECT_EQ(kv->FindPrefixHit(View(5, 100, e), 100, false), 64);
+  // Taking a hit shares blocks: no new blocks for the cached part.
+  const int64_t used = kv->num_used_blocks();
+  ASSERT_EQ(kv->FindPrefixHit(View(2, 64, a), 64, false), 48);
+  ASSERT_TRUE(kv->Allocate(1, View(2, 64, a), 48, 16, true));
+  EXPECT_EQ(kv->num_used_blocks(), used + 1);
+  EXPECT_TRUE(kv->CheckInvariant(true));
+}
+
+TEST(KvCacheTest, TokensPastTheHashedPartNeverHitForOtherRequests) {
+  auto kv = KvCache::Create(FullSpec(100), true).value();
+  const std::vector<uint64_t> a = {1, 2};  // 32 hashed tokens of a 96-token prompt
+  ASSERT_EQ(kv->FindPrefixHit(View(1, 96, a), 96, false), 0);
+  ASSERT_TRUE(kv->Allocate(0, View(1, 96, a), 0, 96, true));
+  kv->Free(0, View(1, 96, a), 96, false);
+  EXPECT_EQ(kv->FindPrefixHit(View(2, 96, a), 96, false), 32);
+}
+
+TEST(KvCacheTest, FreedBlocksStayCachedUntilEvictedTailFirst) {
+  auto kv = KvCache::Create(FullSpec(4), true).value();
+  const std::vector<uint64_t> a = {1, 2, 3, 4};
+  ASSERT_EQ(kv->FindPrefixHit(View(1, 64, a), 64, false), 0);
+  ASSERT_TRUE(kv->Allocate(0, View(1, 64, a), 0, 64, true));
+  kv->Free(0, View(1, 64, a), 64, false);
+  EXPECT_EQ(kv->num_free_blocks(), 4);
+  EXPECT_EQ(kv->num_cached_blocks(), 4);
+  // A unique 16-token request takes one block: the tail block (4th) goes
+  // first, so the 3-block prefix survives.
+  std::vector<uint64_t> none;
+  ASSERT_EQ(kv->FindPrefixHit(View(2, 16, none), 16, false), 0);
+  ASSERT_TRUE(kv->Allocate(1, View(2, 16, none), 0, 16, true));
+  EXPECT_EQ(kv->num_cached_blocks(), 3);
+  const std::vector<uint64_t> b = {1, 2, 3, 4, 5};
+  EXPECT_EQ(kv->FindPrefixHit(View(3, 80, b), 80, false), 48);
+  EXPECT_TRUE(kv->CheckInvariant(true));
+}
+
+TEST(KvCacheTest, PreemptedRequestHitsItsOwnUniqueBlocksOnResume) {
+  auto kv = KvCache::Create(FullSpec(20), true).value();
+  std::vector<uint64_t> none;
+  ASSERT_TRUE(kv->Allocate(0, View(7, 40, none), 0, 40, true));
+  ASSERT_TRUE(kv->Allocate(0, View(7, 40, none), 40, 1, false));
+  kv->Free(0, View(7, 40, none), 41, /*preempted=*/true);
+  // 42 tokens (prompt + 2 generated): 2 whole cached blocks (32 tokens).
+  EXPECT_EQ(kv->FindPrefixHit(View(7, 40, none), 42, true), 32);
+  // Another request with the same (unhashed) lengths hits nothing.
+  EXPECT_EQ(kv->FindPrefixHit(View(8, 40, none), 42, true), 0);
+}
+
+TEST(KvCacheTest, SlidingWindowGroupFreesBlocksOutsideTheWindow) {
+  for (bool caching : {false, true}) {
+    KvCacheSpec s;
+    s.num_blocks = 20;
+    s.groups.push_back(KvGroupSpec{16, 32, 1});  // window 32 tokens
+    auto kv = KvCache::Create(s, caching).value();
+    std::vector<uint64_t> none;
+    ASSERT_TRUE(kv->Allocate(0, View(1, 64, none), 0, 64, false));
+    EXPECT_EQ(kv->num_used_blocks(), 4);
+    // Computing token 65: tokens < 64 - 31 = 33 are outside the window, so
+    // blocks 0 and 1 (tokens 0..31) are freed; block 4 is new.
+    ASSERT_TRUE(kv->Allocate(0, View(1, 64, none), 64, 1, false));
+    EXPECT_EQ(kv->num_used_blocks(), 3);
+    EXPECT_TRUE(kv->CheckInvariant(true));
+    // Far along: only ceil((window - 1 + 1) / 16) + 1 blocks at most.
+    int32_t c = 65;
+    for (; c < 300; ++c) {
+      ASSERT_TRUE(kv->Allocate(0, View(1, 64, none), c, 1, false));
+      ASSERT_LE(kv->num_used_blocks(), 3);
+    }
+    EXPECT_EQ(kv->MaxBlocksHeld(300, 1), 3);
+    kv->Free(0, View(1, 64, none), c, false);
+    EXPECT_EQ(kv->num_used_blocks(), 0);
+    EXPECT_TRUE(kv->CheckInvariant(true));
+  }
+}
+
+TEST(KvCacheTest, HybridHitNeedsTheSlidingWindowBlocksCached) {
+  KvCacheSpec s;
+  s.num_blocks = 200;
+  s.groups.push_back(KvGroupSpec{16, 0, 1});
+  s.groups.push_back(KvGroupSpec{32, 64, 1});  // sliding, block 32, window 64
+  auto kv = KvCache::Create(s, true).value();
+  std::vector<uint64_t> h;
+  for (int i = 0; i < 16; ++i) h.push_back(100 + i);  // 256 hashed tokens
+  ASSERT_EQ(kv->FindPrefixHit(View(1, 256, h), 256, false), 0);
+  ASSERT_TRUE(kv->Allocate(0, View(1, 256, h), 0, 256, true));
+  kv->Free(0, View(1, 256, h), 256, false);
+  // Hit is a multiple of lcm(16, 32) = 32 and at most 255: 224.
+  EXPECT_EQ(kv->FindPrefixHit(View(2, 256, h), 256, false), 224);
+  ASSERT_TRUE(kv->Allocate(1, View(2, 256, h), 224, 32, true));
+  // Sliding group: tokens [224-63, 224) -> blocks 5 and 6 taken, 0..4 null.
+  EXPECT_EQ(kv->num_used_blocks(), 16 + 3);
+  EXPECT_TRUE(kv->CheckInvariant(true));
+}
+
+}  // namespace
+}  // namespace servesim

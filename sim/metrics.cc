@@ -1,0 +1,229 @@
+#include "sim/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/status_macros.h"
+
+namespace servesim {
+namespace {
+
+constexpr double kHistMinMs = 1e-6;  // 1 ns
+constexpr double kHistRatio = 1e-3;  // relative bin width
+constexpr int kHistBins = 30000;     // up to ~1e7 ms
+
+double NsToMs(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
+
+// numpy's _lerp: a + (b - a) * t, computed from b when t >= 0.5.
+double Lerp(double a, double b, double t) {
+  const double diff = b - a;
+  return t >= 0.5 ? b - diff * (1 - t) : a + diff * t;
+}
+
+}  // namespace
+
+double NumpyPercentile(const std::vector<double>& sorted, double q) {
+  SERVESIM_CHECK(!sorted.empty());
+  const double idx = q / 100.0 * static_cast<double>(sorted.size() - 1);
+  const double lo = std::floor(idx);
+  const size_t i = static_cast<size_t>(lo);
+  const size_t j = std::min(i + 1, sorted.size() - 1);
+  return Lerp(sorted[i], sorted[j], idx - lo);
+}
+
+LatencySummary Summarize(std::vector<double>& values) {
+  LatencySummary s;
+  s.count = static_cast<int64_t>(values.size());
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  long double sum = 0;
+  for (double v : values) sum += v;
+  const double mean = static_cast<double>(sum / values.size());
+  long double sq = 0;
+  for (double v : values) sq += (static_cast<long double>(v) - mean) * (v - mean);
+  s.mean_ms = mean;
+  s.std_ms = std::sqrt(static_cast<double>(sq / values.size()));
+  s.median_ms = NumpyPercentile(values, 50);
+  s.p90_ms = NumpyPercentile(values, 90);
+  s.p99_ms = NumpyPercentile(values, 99);
+  return s;
+}
+
+void ItlAccumulator::Add(TimeNs gap_ns) {
+  ++count_;
+  const double ms = NsToMs(gap_ns);
+  sum_ms_ += ms;
+  sum_sq_ms_ += static_cast<long double>(ms) * ms;
+  if (!use_histogram_) {
+    exact_.push_back(gap_ns);
+    if (static_cast<int64_t>(exact_.size()) > exact_cap_) SpillToHistogram();
+    return;
+  }
+  ++bins_[BinOf(ms)];
+}
+
+int ItlAccumulator::BinOf(double ms) const {
+  if (!(ms > kHistMinMs)) return 0;
+  const int b = static_cast<int>(std::log(ms / kHistMinMs) / std::log1p(kHistRatio)) + 1;
+  return std::min(b, kHistBins - 1);
+}
+
+double ItlAccumulator::BinValue(int bin) const {
+  if (bin == 0) return 0;
+  // Geometric middle of [min * r^(bin-1), min * r^bin).
+  return kHistMinMs * std::pow(1 + kHistRatio, bin - 0.5);
+}
+
+void ItlAccumulator::SpillToHistogram() {
+  use_histogram_ = true;
+  bins_.assign(kHistBins, 0);
+  for (TimeNs g : exact_) ++bins_[BinOf(NsToMs(g))];
+  exact_.clear();
+  exact_.shrink_to_fit();
+}
+
+LatencySummary ItlAccumulator::Summarize() const {
+  if (!use_histogram_) {
+    std::vector<double> ms;
+    ms.reserve(exact_.size());
+    for (TimeNs g : exact_) ms.push_back(NsToMs(g));
+    return servesim::Summarize(ms);
+  }
+  LatencySummary s;
+  s.exact = false;
+  s.count = count_;
+  const long double n = static_cast<long double>(count_);
+  const long double mean = sum_ms_ / n;
+  s.mean_ms = static_cast<double>(mean);
+  const long double var = std::max<long double>(0, sum_sq_ms_ / n - mean * mean);
+  s.std_ms = std::sqrt(static_cast<double>(var));
+  auto value_at_rank = [this](int64_t rank) {
+    int64_t seen = 0;
+    for (int b = 0; b < kHistBins; ++b) {
+      seen += bins_[b];
+      if (seen > rank) return BinValue(b);
+    }
+    return BinValue(kHistBins - 1);
+  };
+  auto pct = [&](double q) {
+    const double idx = q / 100.0 * static_cast<double>(count_ - 1);
+    const double lo = std::floor(idx);
+    const int64_t i = static_cast<int64_t>(lo);
+    return Lerp(value_at_rank(i), value_at_rank(std::min(i + 1, count_ - 1)), idx - lo);
+  };
+  s.median_ms = pct(50);
+  s.p90_ms = pct(90);
+  s.p99_ms = pct(99);
+  return s;
+}
+
+void StepStats::AddStep(int32_t num_seqs, int32_t num_tokens, TimeNs duration_ns,
+                        TimeNs start_ns, double kv_occupancy) {
+  ++num_steps_;
+  if (batch_hist_.size() <= static_cast<size_t>(num_seqs)) batch_hist_.resize(num_seqs + 1, 0);
+  ++batch_hist_[num_seqs];
+  if (tokens_hist_.size() <= static_cast<size_t>(num_tokens)) {
+    tokens_hist_.resize(num_tokens + 1, 0);
+  }
+  ++tokens_hist_[num_tokens];
+  kv_weighted_ += static_cast<long double>(kv_occupancy) * duration_ns;
+  busy_ns_ += duration_ns;
+  kv_max_ = std::max(kv_max_, kv_occupancy);
+  // Keep every kv_stride_-th step; when full, drop every other point and
+  // double the stride (deterministic).
+  if ((num_steps_ - 1) % kv_stride_ == 0) {
+    if (kv_series_.size() >= kMaxKvPoints) {
+      size_t w = 0;
+      for (size_t r = 0; r < kv_series_.size(); r += 2) kv_series_[w++] = kv_series_[r];
+      kv_series_.resize(w);
+      kv_stride_ *= 2;
+    }
+    if ((num_steps_ - 1) % kv_stride_ == 0) {
+      kv_series_.emplace_back(static_cast<double>(start_ns) / 1e9, kv_occupancy);
+    }
+  }
+}
+
+double StepStats::kv_time_weighted_mean() const {
+  return busy_ns_ > 0 ? static_cast<double>(kv_weighted_ / busy_ns_) : 0.0;
+}
+
+std::array<double, 4> StepStats::HistSummary(const std::vector<int64_t>& hist) {
+  int64_t n = 0;
+  long double sum = 0;
+  int64_t max_v = 0;
+  for (size_t v = 0; v < hist.size(); ++v) {
+    n += hist[v];
+    sum += static_cast<long double>(v) * hist[v];
+    if (hist[v] > 0) max_v = static_cast<int64_t>(v);
+  }
+  if (n == 0) return {0, 0, 0, 0};
+  auto at_rank = [&](int64_t rank) {
+    int64_t seen = 0;
+    for (size_t v = 0; v < hist.size(); ++v) {
+      seen += hist[v];
+      if (seen > rank) return static_cast<double>(v);
+    }
+    return static_cast<double>(max_v);
+  };
+  auto pct = [&](double q) {
+    const double idx = q / 100.0 * static_cast<double>(n - 1);
+    const double lo = std::floor(idx);
+    const int64_t i = static_cast<int64_t>(lo);
+    return Lerp(at_rank(i), at_rank(std::min(i + 1, n - 1)), idx - lo);
+  };
+  return {static_cast<double>(sum / n), pct(50), pct(99), static_cast<double>(max_v)};
+}
+
+RunResult ComputeRunResult(const std::vector<RequestRecord>& records, const ItlAccumulator& itl,
+                           const StepStats& steps, int64_t preemptions) {
+  RunResult r;
+  r.num_prompts = static_cast<int64_t>(records.size());
+  std::vector<double> ttft, tpot, e2el, queueing;
+  ttft.reserve(records.size());
+  e2el.reserve(records.size());
+  TimeNs first_send = -1, last_finish = -1;
+  for (const RequestRecord& rec : records) {
+    if (rec.send_ns >= 0 && (first_send < 0 || rec.send_ns < first_send)) first_send = rec.send_ns;
+    if (rec.finish_ns > last_finish) last_finish = rec.finish_ns;
+    if (rec.reject != RejectReason::kNone) {
+      ++r.failed;
+      ++r.rejected_by_reason[static_cast<int>(rec.reject)];
+      continue;
+    }
+    if (!rec.ok()) continue;
+    ++r.completed;
+    r.total_input_tokens += rec.input_tokens;
+    r.total_output_tokens += rec.output_tokens;
+    const double t = NsToMs(rec.first_token_ns - rec.send_ns);
+    const double lat = NsToMs(rec.finish_ns - rec.send_ns);
+    ttft.push_back(t);
+    e2el.push_back(lat);
+    if (rec.output_tokens > 1) tpot.push_back((lat - t) / (rec.output_tokens - 1));
+    queueing.push_back(NsToMs(rec.first_scheduled_ns - rec.arrival_ns));
+  }
+  r.duration_s = first_send >= 0 && last_finish >= first_send
+                     ? static_cast<double>(last_finish - first_send) / 1e9
+                     : 0.0;
+  if (r.duration_s > 0) {
+    r.request_throughput = static_cast<double>(r.completed) / r.duration_s;
+    r.output_throughput = static_cast<double>(r.total_output_tokens) / r.duration_s;
+    r.total_token_throughput =
+        static_cast<double>(r.total_input_tokens + r.total_output_tokens) / r.duration_s;
+  }
+  r.ttft = Summarize(ttft);
+  r.tpot = Summarize(tpot);
+  r.e2el = Summarize(e2el);
+  r.queueing = Summarize(queueing);
+  r.itl = itl.Summarize();
+  r.preemptions = preemptions;
+  r.num_steps = steps.num_steps();
+  r.batch_size = StepStats::HistSummary(steps.batch_size_hist());
+  r.tokens_per_step = StepStats::HistSummary(steps.tokens_hist());
+  r.kv_occupancy_mean = steps.kv_time_weighted_mean();
+  r.kv_occupancy_max = steps.kv_max();
+  r.kv_series = steps.kv_series();
+  return r;
+}
+
+}  // namespace servesim

@@ -1,0 +1,147 @@
+// Benchmark metrics computed exactly as `vllm bench serve` does
+// (vllm/benchmarks/serve.py), plus simulator-only statistics.
+//  - TTFT: send (after the concurrency semaphore) to first token.
+//  - TPOT per request: (latency - TTFT) / (output_len - 1), only requests
+//    with more than one output token; summarised over requests.
+//  - ITL: every gap between consecutive tokens, pooled over requests.
+//  - E2E latency: send to last token.
+//  - mean, median, std (population, numpy's default), p90, p99 (numpy's
+//    linear interpolation), all in milliseconds.
+//  - duration: first send to last finish (rejections included).
+// Memory stays bounded for huge runs: per-request records are small PODs;
+// pooled ITL is kept exactly up to `itl_exact_cap` values, then a
+// deterministic log-spaced histogram (relative bin width 1e-3) takes over
+// for the percentiles (mean and std stay exact) and the summary says so.
+#ifndef SERVESIM_SIM_METRICS_H_
+#define SERVESIM_SIM_METRICS_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/request.h"
+#include "sim/scheduler.h"
+
+namespace servesim {
+
+// The timeline of one request (times in ns of simulated time; -1: never).
+struct RequestRecord {
+  RequestId id = -1;
+  int32_t input_tokens = 0;
+  int32_t output_tokens = 0;
+  int32_t replica = -1;
+  int32_t preemptions = 0;
+  int32_t prefix_hit_tokens = 0;
+  RejectReason reject = RejectReason::kNone;
+  TimeNs intended_ns = -1;         // when the client wanted to send it
+  TimeNs send_ns = -1;             // sent (after the semaphore)
+  TimeNs arrival_ns = -1;          // reached the server (send + overhead)
+  TimeNs first_scheduled_ns = -1;
+  TimeNs first_token_ns = -1;
+  TimeNs finish_ns = -1;           // last token, or the rejection
+  bool ok() const { return reject == RejectReason::kNone && finish_ns >= 0; }
+};
+
+struct LatencySummary {
+  int64_t count = 0;
+  double mean_ms = 0;
+  double median_ms = 0;
+  double std_ms = 0;
+  double p90_ms = 0;
+  double p99_ms = 0;
+  bool exact = true;  // false: percentiles from the ITL histogram
+};
+
+// numpy.percentile(values, q) with the default 'linear' method.
+// REQUIRES: `sorted` is sorted ascending and non-empty; 0 <= q <= 100.
+double NumpyPercentile(const std::vector<double>& sorted, double q);
+// mean / median / population std / p90 / p99 of `values` (any unit; the
+// result fields are named _ms because callers pass milliseconds). Sorts
+// `values`. All zeros when empty (vLLM reports 0 for empty lists).
+LatencySummary Summarize(std::vector<double>& values);
+
+// Pooled inter-token latencies.
+class ItlAccumulator {
+ public:
+  explicit ItlAccumulator(int64_t exact_cap = 8'000'000) : exact_cap_(exact_cap) {}
+  void Add(TimeNs gap_ns);
+  int64_t count() const { return count_; }
+  bool exact() const { return !use_histogram_; }
+  LatencySummary Summarize() const;
+
+ private:
+  void SpillToHistogram();
+  int BinOf(double ms) const;
+  double BinValue(int bin) const;
+
+  int64_t exact_cap_;
+  int64_t count_ = 0;
+  bool use_histogram_ = false;
+  std::vector<TimeNs> exact_;
+  std::vector<int64_t> bins_;
+  long double sum_ms_ = 0;
+  long double sum_sq_ms_ = 0;
+};
+
+// Per-step statistics of one run (all replicas together).
+class StepStats {
+ public:
+  void AddStep(int32_t num_seqs, int32_t num_tokens, TimeNs duration_ns, TimeNs start_ns,
+               double kv_occupancy);
+  int64_t num_steps() const { return num_steps_; }
+  // {mean, p50, p99, max} of a histogram.
+  static std::array<double, 4> HistSummary(const std::vector<int64_t>& hist);
+  const std::vector<int64_t>& batch_size_hist() const { return batch_hist_; }
+  const std::vector<int64_t>& tokens_hist() const { return tokens_hist_; }
+  double kv_time_weighted_mean() const;
+  double kv_max() const { return kv_max_; }
+  // Downsampled (time_s, occupancy) points, at most kMaxKvPoints.
+  const std::vector<std::pair<double, double>>& kv_series() const { return kv_series_; }
+  TimeNs busy_ns() const { return busy_ns_; }
+
+  static constexpr size_t kMaxKvPoints = 1024;
+
+ private:
+  int64_t num_steps_ = 0;
+  std::vector<int64_t> batch_hist_;
+  std::vector<int64_t> tokens_hist_;
+  long double kv_weighted_ = 0;
+  TimeNs busy_ns_ = 0;
+  double kv_max_ = 0;
+  std::vector<std::pair<double, double>> kv_series_;
+  int64_t kv_stride_ = 1;
+};
+
+// Everything a report needs about one run.
+struct RunResult {
+  int64_t num_prompts = 0;
+  int64_t completed = 0;
+  int64_t failed = 0;
+  int64_t total_input_tokens = 0;   // completed requests
+  int64_t total_output_tokens = 0;  // completed requests
+  double duration_s = 0;
+  double request_throughput = 0;
+  double output_throughput = 0;
+  double total_token_throughput = 0;
+  LatencySummary ttft, tpot, itl, e2el;
+  // Simulator-only.
+  LatencySummary queueing;  // server arrival to first scheduled
+  int64_t preemptions = 0;
+  std::array<int64_t, kNumRejectReasons> rejected_by_reason{};
+  int64_t num_steps = 0;
+  std::array<double, 4> batch_size{};       // mean, p50, p99, max
+  std::array<double, 4> tokens_per_step{};  // mean, p50, p99, max
+  double kv_occupancy_mean = 0;             // time-weighted over busy steps
+  double kv_occupancy_max = 0;
+  std::vector<std::pair<double, double>> kv_series;
+};
+
+// Builds the result from the records of every request of the run.
+RunResult ComputeRunResult(const std::vector<RequestRecord>& records, const ItlAccumulator& itl,
+                           const StepStats& steps, int64_t preemptions);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_SIM_METRICS_H_

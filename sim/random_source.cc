@@ -1,0 +1,61 @@
+#include "sim/random_source.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+
+namespace servesim {
+
+absl::StatusOr<std::unique_ptr<RandomSource>> RandomSource::Create(
+    const RandomDatasetConfig& config) {
+  if (config.num_prompts < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--num-prompts: %d is out of range [1, 2^63)", config.num_prompts));
+  }
+  if (config.input_len < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--random-input-len: %d is out of range [1, 2^31)", config.input_len));
+  }
+  if (config.output_len < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--random-output-len: %d is out of range [1, 2^31)", config.output_len));
+  }
+  if (!(config.range_ratio >= 0 && config.range_ratio < 1)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--random-range-ratio: %g is out of range [0, 1)", config.range_ratio));
+  }
+  return std::unique_ptr<RandomSource>(new RandomSource(config));
+}
+
+RandomSource::RandomSource(const RandomDatasetConfig& config)
+    : config_(config), rng_(StreamSeed(config.seed, RngStream::kDatasetLengths)) {
+  const double r = config.range_ratio;
+  in_lo_ = std::max<int64_t>(1, static_cast<int64_t>(std::floor(config.input_len * (1 - r))));
+  in_hi_ = std::max<int64_t>(in_lo_, static_cast<int64_t>(std::ceil(config.input_len * (1 + r))));
+  out_lo_ = std::max<int64_t>(1, static_cast<int64_t>(std::floor(config.output_len * (1 - r))));
+  out_hi_ =
+      std::max<int64_t>(out_lo_, static_cast<int64_t>(std::ceil(config.output_len * (1 + r))));
+}
+
+absl::StatusOr<bool> RandomSource::Next(RequestSpec& out) {
+  if (next_id_ >= config_.num_prompts) return false;
+  out.id = next_id_++;
+  out.arrival_ns = 0;
+  out.input_tokens = static_cast<int32_t>(rng_.UniformInt(in_lo_, in_hi_));
+  out.output_tokens = static_cast<int32_t>(rng_.UniformInt(out_lo_, out_hi_));
+  out.prefix_hashes.clear();
+  out.hash_block_tokens = 0;
+  out.session_id = -1;
+  return true;
+}
+
+std::string RandomSource::Describe() const {
+  return absl::StrFormat(
+      "random dataset: num_prompts=%d input_len=%d output_len=%d range_ratio=%g seed=%d "
+      "(inputs in [%d, %d], outputs in [%d, %d], unique prompts)",
+      config_.num_prompts, config_.input_len, config_.output_len, config_.range_ratio,
+      config_.seed, in_lo_, in_hi_, out_lo_, out_hi_);
+}
+
+}  // namespace servesim

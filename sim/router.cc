@@ -1,0 +1,29 @@
+#include "sim/router.h"
+
+#include "absl/strings/str_format.h"
+
+namespace servesim {
+
+int32_t RoundRobinRouter::Route(const RequestSpec&, std::span<const Scheduler* const> replicas) {
+  return static_cast<int32_t>(next_++ % static_cast<int64_t>(replicas.size()));
+}
+
+int32_t LeastOutstandingRouter::Route(const RequestSpec&,
+                                      std::span<const Scheduler* const> replicas) {
+  int32_t best = 0;
+  for (size_t i = 1; i < replicas.size(); ++i) {
+    if (replicas[i]->num_outstanding() < replicas[best]->num_outstanding()) {
+      best = static_cast<int32_t>(i);
+    }
+  }
+  return best;
+}
+
+absl::StatusOr<std::unique_ptr<Router>> MakeRouter(const std::string& name) {
+  if (name.empty() || name == "round-robin") return std::make_unique<RoundRobinRouter>();
+  if (name == "least-outstanding") return std::make_unique<LeastOutstandingRouter>();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "--router: \"%s\" is not one of round-robin, least-outstanding", name));
+}
+
+}  // namespace servesim

@@ -1,0 +1,52 @@
+// Routers pick the replica for each request reaching the fleet. Pluggable:
+// implement Router (the fleet work adds KV/prefix-aware routers).
+// Routers are stateful (round-robin) but deterministic; thread-compatible.
+#ifndef SERVESIM_SIM_ROUTER_H_
+#define SERVESIM_SIM_ROUTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "sim/request.h"
+#include "sim/scheduler.h"
+
+namespace servesim {
+
+class Router {
+ public:
+  virtual ~Router() = default;
+  // Returns the index of the replica (in [0, replicas.size())) that gets
+  // `request`. The schedulers show load (num_outstanding, num_waiting,
+  // kv().num_free_blocks(), ...). REQUIRES: replicas is non-empty.
+  virtual int32_t Route(const RequestSpec& request, std::span<const Scheduler* const> replicas) = 0;
+  virtual std::string Name() const = 0;
+};
+
+// Replica 0, 1, 2, ... in turn.
+class RoundRobinRouter : public Router {
+ public:
+  int32_t Route(const RequestSpec& request, std::span<const Scheduler* const> replicas) override;
+  std::string Name() const override { return "round-robin"; }
+
+ private:
+  int64_t next_ = 0;
+};
+
+// The replica with the fewest requests in flight (waiting + running);
+// ties go to the lowest index.
+class LeastOutstandingRouter : public Router {
+ public:
+  int32_t Route(const RequestSpec& request, std::span<const Scheduler* const> replicas) override;
+  std::string Name() const override { return "least-outstanding"; }
+};
+
+// "round-robin" | "least-outstanding" (also "" = round-robin); an unknown
+// name is an error listing the allowed values.
+absl::StatusOr<std::unique_ptr<Router>> MakeRouter(const std::string& name);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_SIM_ROUTER_H_

@@ -1,0 +1,200 @@
+#include "sim/scheduler.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "sim/status_macros.h"
+
+namespace servesim {
+
+std::string_view RejectReasonName(RejectReason r) {
+  switch (r) {
+    case RejectReason::kNone: return "none";
+    case RejectReason::kInvalidLengths: return "invalid_lengths";
+    case RejectReason::kExceedsMaxModelLen: return "exceeds_max_model_len";
+    case RejectReason::kExceedsKvCache: return "exceeds_kv_cache";
+    case RejectReason::kExceedsBatchTokens: return "exceeds_max_num_batched_tokens";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& config,
+                                                             const KvCacheSpec& kv_spec) {
+  if (config.max_num_seqs < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SchedulerConfig.max_num_seqs: %d is out of range [1, 2^31)", config.max_num_seqs));
+  }
+  if (config.max_num_batched_tokens < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("SchedulerConfig.max_num_batched_tokens: %d is out of range [1, 2^31)",
+                        config.max_num_batched_tokens));
+  }
+  if (config.max_model_len < 2) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SchedulerConfig.max_model_len: %d is out of range [2, 2^31)", config.max_model_len));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv,
+                   KvCache::Create(kv_spec, config.enable_prefix_caching));
+  return std::unique_ptr<Scheduler>(new Scheduler(config, std::move(kv)));
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, std::unique_ptr<KvCache> kv)
+    : config_(config), kv_(std::move(kv)) {
+  const size_t n = static_cast<size_t>(std::min(config_.max_num_seqs, 1 << 16));
+  running_.reserve(n);
+  sched_slots_.reserve(n);
+  sched_tokens_.reserve(n);
+  prefills_.reserve(n);
+  decode_ctx_.reserve(n);
+}
+
+RejectReason Scheduler::CheckFits(const RequestSpec& spec) const {
+  if (spec.input_tokens < 1 || spec.output_tokens < 1) return RejectReason::kInvalidLengths;
+  const int64_t total = static_cast<int64_t>(spec.input_tokens) + spec.output_tokens;
+  if (total > config_.max_model_len) return RejectReason::kExceedsMaxModelLen;
+  // The KV of the last generated token is never written.
+  if (kv_->MaxBlocksHeld(total - 1, config_.max_num_batched_tokens) > kv_->num_blocks()) {
+    return RejectReason::kExceedsKvCache;
+  }
+  // Without chunking a prefill (after a preemption: prompt + generated)
+  // must fit one step's token budget.
+  if (!config_.enable_chunked_prefill && total - 1 > config_.max_num_batched_tokens) {
+    return RejectReason::kExceedsBatchTokens;
+  }
+  return RejectReason::kNone;
+}
+
+int32_t Scheduler::Add(RequestSpec spec, TimeNs now_ns, int64_t cookie) {
+  SERVESIM_CHECK(CheckFits(spec) == RejectReason::kNone);
+  int32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<int32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  SchedRequest& r = slots_[slot];
+  r = SchedRequest{};
+  r.spec = std::move(spec);
+  r.cookie = cookie;
+  r.arrival_ns = now_ns;
+  r.active = true;
+  waiting_.push_back(slot);
+  ++num_active_;
+  return slot;
+}
+
+KvRequestView Scheduler::View(const SchedRequest& r) const {
+  return KvRequestView{r.spec.id, r.spec.input_tokens, r.spec.prefix_hashes,
+                       r.spec.hash_block_tokens};
+}
+
+void Scheduler::Preempt(int32_t slot) {
+  SchedRequest& r = slots_[slot];
+  kv_->Free(slot, View(r), r.num_computed, /*preempted=*/true);
+  r.num_computed = 0;
+  ++r.num_preemptions;
+  ++total_preemptions_;
+  ++step_preemptions_;
+  waiting_.push_front(slot);
+}
+
+void Scheduler::Schedule(int32_t slot, int32_t tokens, TimeNs now_ns) {
+  SchedRequest& r = slots_[slot];
+  if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now_ns;
+  sched_slots_.push_back(slot);
+  sched_tokens_.push_back(tokens);
+  batch_tokens_ += tokens;
+  if (r.num_output > 0 && tokens == 1 && r.num_computed + 1 == r.num_tokens()) {
+    decode_ctx_.push_back(r.num_computed);
+  } else {
+    prefills_.push_back(PrefillChunk{tokens, r.num_computed});
+  }
+}
+
+bool Scheduler::Schedule(TimeNs now_ns) {
+  sched_slots_.clear();
+  sched_tokens_.clear();
+  prefills_.clear();
+  decode_ctx_.clear();
+  batch_tokens_ = 0;
+  step_preemptions_ = 0;
+  int32_t budget = config_.max_num_batched_tokens;
+
+  // 1. Running requests, in admission order.
+  size_t i = 0;
+  while (i < running_.size() && budget > 0) {
+    const int32_t slot = running_[i];
+    SchedRequest& r = slots_[slot];
+    const int32_t tokens = std::min(r.num_tokens() - r.num_computed, budget);
+    SERVESIM_CHECK(tokens > 0);
+    bool scheduled = false;
+    while (true) {
+      if (kv_->Allocate(slot, View(r), r.num_computed, tokens, /*use_hit=*/false)) {
+        scheduled = true;
+        break;
+      }
+      const int32_t victim = running_.back();
+      running_.pop_back();
+      Preempt(victim);
+      if (victim == slot) break;
+    }
+    if (!scheduled) break;
+    Schedule(slot, tokens, now_ns);
+    budget -= tokens;
+    ++i;
+  }
+
+  // 2. Waiting requests, only if nothing was preempted in this step.
+  if (step_preemptions_ == 0) {
+    while (!waiting_.empty() && budget > 0) {
+      if (static_cast<int32_t>(running_.size()) >= config_.max_num_seqs) break;
+      const int32_t slot = waiting_.front();
+      SchedRequest& r = slots_[slot];
+      SERVESIM_CHECK(r.num_computed == 0);
+      const int32_t hit = kv_->FindPrefixHit(View(r), r.num_tokens(), r.num_preemptions > 0);
+      int32_t tokens = r.num_tokens() - hit;
+      if (!config_.enable_chunked_prefill && tokens > budget) break;
+      tokens = std::min(tokens, budget);
+      if (!kv_->Allocate(slot, View(r), hit, tokens, /*use_hit=*/true)) break;
+      waiting_.pop_front();
+      r.num_computed = hit;
+      if (r.admit_seq < 0) r.prefix_hit_tokens = hit;
+      r.admit_seq = next_admit_seq_++;
+      running_.push_back(slot);
+      Schedule(slot, tokens, now_ns);
+      budget -= tokens;
+    }
+  }
+  return !sched_slots_.empty();
+}
+
+void Scheduler::Complete(TimeNs now_ns, StepListener& listener) {
+  bool any_finished = false;
+  for (size_t k = 0; k < sched_slots_.size(); ++k) {
+    const int32_t slot = sched_slots_[k];
+    SchedRequest& r = slots_[slot];
+    r.num_computed += sched_tokens_[k];
+    SERVESIM_CHECK(r.num_computed <= r.num_tokens());
+    if (r.num_computed < r.num_tokens()) continue;  // partial prefill chunk
+    ++r.num_output;
+    if (r.first_token_ns < 0) r.first_token_ns = now_ns;
+    listener.OnToken(r, now_ns);
+    r.last_token_ns = now_ns;
+    if (r.num_output >= r.spec.output_tokens) {
+      listener.OnFinish(r, now_ns);
+      kv_->Free(slot, View(r), r.num_computed, /*preempted=*/false);
+      r.active = false;
+      r.spec.prefix_hashes.clear();
+      free_slots_.push_back(slot);
+      --num_active_;
+      any_finished = true;
+    }
+  }
+  if (any_finished) {
+    std::erase_if(running_, [this](int32_t s) { return !slots_[s].active; });
+  }
+}
+
+}  // namespace servesim

@@ -1,0 +1,147 @@
+// vLLM V1 scheduler of one replica (FCFS policy), one step at a time.
+//
+// Schedule() builds one step exactly as vllm/v1/core/sched/scheduler.py:
+//  1. token budget = max_num_batched_tokens;
+//  2. running requests first, in admission order, each asking for
+//     min(tokens not yet computed, budget) (a decode asks for 1; a partial
+//     prefill asks for the rest of its prompt, chunked); when its KV blocks
+//     do not fit, the most recently admitted running request is preempted
+//     (all blocks freed, computed tokens reset to 0, put at the front of the
+//     waiting queue: recompute) and the allocation retried; if the victim
+//     is the request itself, the running pass stops;
+//  3. only if nothing was preempted in this step, waiting requests strictly
+//     in order: stop at max_num_seqs running or at the first request whose
+//     blocks do not fit (head-of-line blocking); a request with no computed
+//     tokens first takes its prefix-cache hit.
+// Complete() ends the step: a request whose computed tokens reach its
+// sequence length (prompt + generated) emits one token (the first one at the
+// end of the step completing its prefill; a partial chunk emits nothing);
+// finished requests free their blocks.
+// Requests that can never run are rejected by Add (with a reason), never
+// queued: prompt + output > max_model_len, more blocks than the whole pool,
+// or (chunked prefill off) a prefill longer than the token budget.
+//
+// Thread-compatible. Requests live in flat slots reused after they finish;
+// no heap allocation per step in steady state.
+#ifndef SERVESIM_SIM_SCHEDULER_H_
+#define SERVESIM_SIM_SCHEDULER_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/kv_cache.h"
+#include "sim/request.h"
+#include "sim/server_config.h"
+#include "sim/step_time_model.h"
+
+namespace servesim {
+
+enum class RejectReason : int8_t {
+  kNone = 0,
+  kInvalidLengths,       // input_tokens < 1 or output_tokens < 1
+  kExceedsMaxModelLen,   // input + output > max_model_len
+  kExceedsKvCache,       // needs more KV blocks than the whole pool
+  kExceedsBatchTokens,   // chunked prefill off and prefill > max_num_batched_tokens
+};
+constexpr int kNumRejectReasons = 5;
+// Stable lower-case name, e.g. "exceeds_max_model_len".
+std::string_view RejectReasonName(RejectReason r);
+
+// One in-flight request inside a scheduler.
+struct SchedRequest {
+  RequestSpec spec;
+  int64_t cookie = 0;          // caller's handle (e.g. the client's record)
+  TimeNs arrival_ns = 0;       // reached this replica
+  TimeNs first_scheduled_ns = -1;
+  TimeNs first_token_ns = -1;
+  TimeNs last_token_ns = -1;
+  int32_t num_computed = 0;    // tokens whose KV is cached
+  int32_t num_output = 0;      // tokens generated so far
+  int32_t prefix_hit_tokens = 0;  // hit at first admission
+  int32_t num_preemptions = 0;
+  int64_t admit_seq = -1;
+  bool active = false;
+  int32_t num_tokens() const { return spec.input_tokens + num_output; }
+};
+
+// Called by Complete() for each emitted token and each finished request.
+class StepListener {
+ public:
+  virtual ~StepListener() = default;
+  // After r.num_output was incremented; r.last_token_ns is still the time
+  // of the previous token (-1 for the first).
+  virtual void OnToken(const SchedRequest& r, TimeNs now_ns) = 0;
+  // The request generated its last token; its slot is released after.
+  virtual void OnFinish(const SchedRequest& r, TimeNs now_ns) = 0;
+};
+
+class Scheduler {
+ public:
+  // Errors: bad config values or KV spec (messages name the field).
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(const SchedulerConfig& config,
+                                                           const KvCacheSpec& kv_spec);
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // kNone when the request can run on this replica.
+  RejectReason CheckFits(const RequestSpec& spec) const;
+  // Queues the request at the back of the waiting queue and returns its
+  // slot. REQUIRES: CheckFits(spec) == kNone.
+  int32_t Add(RequestSpec spec, TimeNs now_ns, int64_t cookie);
+
+  // Builds the next step's batch; false (and nothing scheduled) when no
+  // request can run.
+  bool Schedule(TimeNs now_ns);
+  // The batch Schedule() built. Valid until the next Schedule().
+  StepBatch batch() const { return StepBatch{prefills_, decode_ctx_}; }
+  int32_t batch_num_seqs() const { return static_cast<int32_t>(sched_slots_.size()); }
+  int32_t batch_num_tokens() const { return batch_tokens_; }
+  int32_t batch_num_prefills() const { return static_cast<int32_t>(prefills_.size()); }
+  int32_t step_preemptions() const { return step_preemptions_; }
+  // Ends the step built by Schedule() at `now_ns`.
+  void Complete(TimeNs now_ns, StepListener& listener);
+
+  bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int64_t num_outstanding() const { return num_active_; }
+  int64_t total_preemptions() const { return total_preemptions_; }
+  const SchedRequest& request(int32_t slot) const { return slots_[slot]; }
+  const KvCache& kv() const { return *kv_; }
+  const SchedulerConfig& config() const { return config_; }
+  // The slots scheduled in the current step and their token counts.
+  const std::vector<int32_t>& scheduled_slots() const { return sched_slots_; }
+  const std::vector<int32_t>& scheduled_tokens() const { return sched_tokens_; }
+
+ private:
+  Scheduler(const SchedulerConfig& config, std::unique_ptr<KvCache> kv);
+  KvRequestView View(const SchedRequest& r) const;
+  void Preempt(int32_t slot);
+  void Schedule(int32_t slot, int32_t tokens, TimeNs now_ns);
+
+  SchedulerConfig config_;
+  std::unique_ptr<KvCache> kv_;
+  std::vector<SchedRequest> slots_;
+  std::vector<int32_t> free_slots_;
+  std::vector<int32_t> running_;  // admission order
+  std::deque<int32_t> waiting_;
+  int64_t num_active_ = 0;
+  int64_t next_admit_seq_ = 0;
+  int64_t total_preemptions_ = 0;
+
+  // The current step (scratch, reused).
+  std::vector<int32_t> sched_slots_;
+  std::vector<int32_t> sched_tokens_;
+  std::vector<PrefillChunk> prefills_;
+  std::vector<int32_t> decode_ctx_;
+  int32_t batch_tokens_ = 0;
+  int32_t step_preemptions_ = 0;
+};
+
+}  // namespace servesim
+
+#endif  // SERVESIM_SIM_SCHEDULER_H_
