@@ -1,0 +1,54 @@
+// Simulates one benchmark cell "the way it was measured": a closed loop of
+// `max_concurrency` client streams sending `num_prompts` fixed-length
+// requests (ignore_eos: exactly output_tokens each, every prompt unique)
+// to one replica built from the real sim/ scheduler and KV cache and a
+// StepTimeModel, and computes the numbers `vllm bench serve` reports
+// (TTFT from send, TPOT = (latency - TTFT) / (out - 1), output throughput
+// = output tokens / (last finish - first send)).
+// A fixed client-side cost per call (write-up A's CLI process) delays each
+// request's arrival at the server and counts in its latency.
+// Deterministic; O(steps x batch). Thread-compatible.
+#ifndef SERVESIM_CALIBRATION_BENCH_SIM_H_
+#define SERVESIM_CALIBRATION_BENCH_SIM_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "sim/server_config.h"
+#include "sim/step_time_model.h"
+
+namespace servesim {
+
+struct BenchCell {
+  int32_t max_concurrency = 1;
+  int32_t num_prompts = 8;
+  int32_t input_tokens = 128;
+  int32_t output_tokens = 128;
+  double client_overhead_s = 0;
+};
+
+struct BenchCellResult {
+  // False when the server rejects the cell's requests (e.g. input + output
+  // > max_model_len); the reason says why, with numbers. Metrics are 0.
+  bool feasible = true;
+  std::string infeasible_reason;
+  double duration_s = 0;
+  double output_throughput = 0;  // tok/s
+  double total_throughput = 0;   // (input + output) tok/s
+  double mean_ttft_ms = 0, median_ttft_ms = 0;
+  double mean_tpot_ms = 0, median_tpot_ms = 0;
+  double median_e2el_ms = 0;
+  int64_t num_steps = 0;
+  int64_t num_preemptions = 0;
+};
+
+// REQUIRES: cell fields positive (errors name the field otherwise).
+absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& scheduler,
+                                                  const KvCacheSpec& kv_cache,
+                                                  const StepTimeModel& model,
+                                                  const BenchCell& cell);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_CALIBRATION_BENCH_SIM_H_

@@ -1,0 +1,253 @@
+#include "calibration/predictor.h"
+
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "absl/strings/str_format.h"
+#include "calibration/bench_sim.h"
+#include "sim/status_macros.h"
+
+namespace servesim {
+namespace {
+
+using servesim::proto::ClientMethod;
+using servesim::proto::Measurement;
+using servesim::proto::ServerRun;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct CellKey {
+  std::string run;
+  BenchCell cell;
+  auto Tie() const {
+    return std::tie(run, cell.max_concurrency, cell.num_prompts, cell.input_tokens,
+                    cell.output_tokens, cell.client_overhead_s);
+  }
+  bool operator<(const CellKey& o) const { return Tie() < o.Tie(); }
+};
+
+double PriceOf(const Measurement& m, const ServerRun& run) {
+  return m.price_usd_per_hour() > 0 ? m.price_usd_per_hour() : run.price_usd_per_hour();
+}
+
+// The cells a measurement needs (0, 1 or 2).
+std::vector<CellKey> CellsOf(const Measurement& m) {
+  const ClientMethod& c = m.client();
+  std::vector<CellKey> cells;
+  switch (c.kind()) {
+    case ClientMethod::BENCH_SERVE_CLOSED_LOOP:
+    case ClientMethod::SAGEMAKER_PARALLEL_BATCH: {
+      BenchCell b;
+      b.max_concurrency = c.max_concurrency();
+      b.num_prompts = c.num_prompts() > 0 ? c.num_prompts() : std::max(8, 2 * c.max_concurrency());
+      b.input_tokens = c.input_tokens();
+      b.output_tokens = c.output_tokens();
+      b.client_overhead_s = c.client_overhead_s();
+      cells.push_back({m.run(), b});
+      break;
+    }
+    case ClientMethod::SAGEMAKER_DECODE_RATE:
+      for (int32_t out : {c.short_output_tokens(), c.long_output_tokens()}) {
+        BenchCell b;
+        b.max_concurrency = 1;
+        b.num_prompts = 1;
+        b.input_tokens = c.input_tokens();
+        b.output_tokens = out;
+        b.client_overhead_s = c.client_overhead_s();
+        cells.push_back({m.run(), b});
+      }
+      break;
+    default:
+      break;
+  }
+  return cells;
+}
+
+absl::Status CheckMethod(const Measurement& m) {
+  using servesim::proto::Metric;
+  const auto kind = m.client().kind();
+  const Metric metric = m.metric();
+  bool ok = false;
+  switch (kind) {
+    case ClientMethod::BENCH_SERVE_CLOSED_LOOP:
+      ok = metric == servesim::proto::OUTPUT_THROUGHPUT ||
+           metric == servesim::proto::TOTAL_THROUGHPUT ||
+           metric == servesim::proto::MEDIAN_TTFT_MS || metric == servesim::proto::MEDIAN_TPOT_MS ||
+           metric == servesim::proto::TOK_S_PER_USD_HOUR ||
+           metric == servesim::proto::COST_PER_MTOK;
+      break;
+    case ClientMethod::SAGEMAKER_PARALLEL_BATCH:
+      ok = metric == servesim::proto::OUTPUT_THROUGHPUT ||
+           metric == servesim::proto::TOK_S_PER_USD_HOUR ||
+           metric == servesim::proto::COST_PER_MTOK;
+      break;
+    case ClientMethod::SAGEMAKER_DECODE_RATE:
+      ok = metric == servesim::proto::DECODE_RATE &&
+           m.client().long_output_tokens() > m.client().short_output_tokens() &&
+           m.client().short_output_tokens() > 0;
+      break;
+    case ClientMethod::SERVER_LOG:
+      ok = metric == servesim::proto::KV_CAPACITY_TOKENS ||
+           metric == servesim::proto::KV_MAX_CONCURRENCY ||
+           metric == servesim::proto::FITS_IN_MEMORY;
+      break;
+    default:
+      break;
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "measurement '%s': metric %s cannot be predicted from client method %s", m.id(),
+        MetricName(metric), ClientMethod::Kind_Name(kind)));
+  }
+  if (kind == ClientMethod::BENCH_SERVE_CLOSED_LOOP ||
+      kind == ClientMethod::SAGEMAKER_PARALLEL_BATCH) {
+    if (m.client().max_concurrency() < 1 || m.client().input_tokens() < 1 ||
+        m.client().output_tokens() < 1) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "measurement '%s': client max_concurrency, input_tokens and output_tokens must be >= 1",
+          m.id()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Predictor> Predictor::Create(const MeasurementDb& db,
+                                            const std::vector<std::string>& ids) {
+  Predictor p;
+  p.ids_ = ids;
+  for (const std::string& id : ids) {
+    const Measurement* m = db.FindMeasurement(id);
+    if (m == nullptr) {
+      return absl::InvalidArgumentError(absl::StrFormat("predictor: unknown measurement '%s'", id));
+    }
+    RETURN_IF_ERROR(CheckMethod(*m));
+    p.points_.push_back(*m);
+    const ServerRun& run = *db.FindRun(m->run());
+    if (p.runs_.count(run.id())) continue;
+    p.runs_[run.id()] = run;
+    const ServerSpec spec = MeasurementDb::SpecOf(run);
+    absl::StatusOr<Deployment> d = BuildDeployment(spec);
+    if (!d.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat("run '%s': %s", run.id(),
+                                                        d.status().message()));
+    }
+    if (p.deployments_.empty()) {
+      p.base_params_ = d->params;
+      ASSIGN_OR_RETURN(p.prior_params_, DefaultParameters(spec));
+    }
+    p.deployments_.emplace(run.id(), *std::move(d));
+    const ServerSpec logged = MeasurementDb::WithLoggedMemory(run);
+    if (logged.measured_kv_cache_gib || logged.measured_weights_gib) {
+      ASSIGN_OR_RETURN(Deployment dl, BuildDeployment(logged));
+      p.logged_deployments_.emplace(run.id(), std::move(dl));
+    }
+  }
+  return p;
+}
+
+absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(const ParameterSet& params) const {
+  // Step models at these parameters, one per run.
+  std::map<std::string, std::shared_ptr<const StepTimeModel>> models;
+  std::map<CellKey, BenchCellResult> results;
+  for (const Measurement& m : points_) {
+    for (const CellKey& key : CellsOf(m)) {
+      if (results.count(key)) continue;
+      const Deployment& d = deployments_.at(key.run);
+      auto& model = models[key.run];
+      if (model == nullptr) model = RebuildStepModel(d, params);
+      ASSIGN_OR_RETURN(BenchCellResult r,
+                       SimulateBenchCell(d.scheduler, d.kv_cache, *model, key.cell));
+      results.emplace(key, std::move(r));
+    }
+  }
+
+  std::vector<PointPrediction> out;
+  out.reserve(points_.size());
+  for (const Measurement& m : points_) {
+    const ServerRun& run = runs_.at(m.run());
+    PointPrediction pred;
+    const std::vector<CellKey> cells = CellsOf(m);
+    std::vector<const BenchCellResult*> rs;
+    for (const CellKey& k : cells) {
+      const BenchCellResult& r = results.at(k);
+      if (!r.feasible) {
+        pred.feasible = false;
+        pred.note = r.infeasible_reason;
+      }
+      rs.push_back(&r);
+    }
+    if (!pred.feasible) {
+      pred.value = kNaN;
+      out.push_back(std::move(pred));
+      continue;
+    }
+    const double price = PriceOf(m, run);
+    switch (m.metric()) {
+      case servesim::proto::OUTPUT_THROUGHPUT:
+        pred.value = rs[0]->output_throughput;
+        break;
+      case servesim::proto::TOTAL_THROUGHPUT:
+        pred.value = rs[0]->total_throughput;
+        break;
+      case servesim::proto::MEDIAN_TTFT_MS:
+        pred.value = rs[0]->median_ttft_ms;
+        break;
+      case servesim::proto::MEDIAN_TPOT_MS:
+        pred.value = rs[0]->median_tpot_ms;
+        break;
+      case servesim::proto::TOK_S_PER_USD_HOUR:
+        pred.value = rs[0]->output_throughput / price;
+        break;
+      case servesim::proto::COST_PER_MTOK:
+        pred.value = price / (rs[0]->output_throughput * 3600) * 1e6;
+        break;
+      case servesim::proto::DECODE_RATE: {
+        const double dt_s = (rs[1]->median_e2el_ms - rs[0]->median_e2el_ms) / 1e3;
+        pred.value = (m.client().long_output_tokens() - m.client().short_output_tokens()) / dt_s;
+        break;
+      }
+      case servesim::proto::KV_CAPACITY_TOKENS:
+      case servesim::proto::KV_MAX_CONCURRENCY: {
+        const bool tokens = m.metric() == servesim::proto::KV_CAPACITY_TOKENS;
+        const Deployment& est = deployments_.at(m.run());
+        auto it = logged_deployments_.find(m.run());
+        const Deployment& used = it == logged_deployments_.end() ? est : it->second;
+        auto value = [tokens](const Deployment& d) {
+          return tokens ? static_cast<double>(d.memory.kv_cache_tokens) : d.memory.max_concurrency;
+        };
+        pred.value = value(used);
+        pred.estimated_value = value(est);
+        pred.note = it == logged_deployments_.end()
+                        ? "planner estimate (no memory log)"
+                        : absl::StrFormat("from the logged KV memory (%s); estimated overheads: %g",
+                                          used.memory.sources, pred.estimated_value);
+        break;
+      }
+      case servesim::proto::FITS_IN_MEMORY: {
+        auto it = logged_deployments_.find(m.run());
+        const Deployment& d = it == logged_deployments_.end() ? deployments_.at(m.run())
+                                                              : it->second;
+        pred.value = d.memory.fits ? 1 : 0;
+        pred.note = d.memory.fits ? "planner: fits" : d.memory.reason;
+        break;
+      }
+      default:
+        return absl::InternalError("predictor: unhandled metric");
+    }
+    out.push_back(std::move(pred));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<double>> Predictor::PredictValues(const ParameterSet& params) const {
+  ASSIGN_OR_RETURN(std::vector<PointPrediction> p, Predict(params));
+  std::vector<double> v;
+  v.reserve(p.size());
+  for (const PointPrediction& x : p) v.push_back(x.value);
+  return v;
+}
+
+}  // namespace servesim

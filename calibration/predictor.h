@@ -1,0 +1,77 @@
+// Predicts measured numbers "the way they were measured": each measurement
+// of the data is re-created with the run's server flags (hwmodels
+// deployment: scheduler defaults, memory plan, KV layout, step model) and
+// its client method, then simulated through the sim/ engine:
+//  - BENCH_SERVE_CLOSED_LOOP: `vllm bench serve` closed loop of c streams,
+//    num_prompts as measured, fixed lengths, ignore_eos -> output / total
+//    throughput, median TTFT, median TPOT; per-dollar rows = throughput /
+//    price; cost per 1M tokens = price / (throughput x 3600) x 1e6.
+//  - SAGEMAKER_DECODE_RATE: (long - short) / (wall(long) - wall(short)) of
+//    two single requests, each with the fixed per-call CLI cost.
+//  - SAGEMAKER_PARALLEL_BATCH: c parallel calls x output / wall of the batch
+//    (prefill, ramp and per-call cost included).
+//  - SERVER_LOG: KV capacity / concurrency from the memory planner, using
+//    the run's logged memory figures ("measured overheads"); whether the
+//    model fits.
+// Construction builds each run's deployment once; Predict() only rebuilds
+// step models (cheap) and simulates each distinct cell once.
+// Thread-compatible.
+#ifndef SERVESIM_CALIBRATION_PREDICTOR_H_
+#define SERVESIM_CALIBRATION_PREDICTOR_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "calibration/measurements.h"
+#include "hwmodels/deployment.h"
+#include "hwmodels/params.h"
+
+namespace servesim {
+
+// What the simulator says about one measurement.
+struct PointPrediction {
+  double value = 0;         // NaN when infeasible
+  bool feasible = true;
+  std::string note;         // infeasible reason, planner reason, ...
+  // KV rows only: the planner with estimated (not logged) overheads.
+  double estimated_value = 0;
+};
+
+class Predictor {
+ public:
+  // `ids`: the measurements to predict, all from runs of `db`. Errors:
+  // unknown ids, a run whose deployment cannot be built, a metric that
+  // does not go with its client method.
+  static absl::StatusOr<Predictor> Create(const MeasurementDb& db,
+                                          const std::vector<std::string>& ids);
+
+  // The parameter set of the first run's deployment (with the default
+  // calibration profile applied, if any): names, bounds, priors, values.
+  const ParameterSet& base_params() const { return base_params_; }
+  // The same with the priors as values (no profile applied).
+  const ParameterSet& prior_params() const { return prior_params_; }
+
+  // Predictions for every id, in order.
+  absl::StatusOr<std::vector<PointPrediction>> Predict(const ParameterSet& params) const;
+  // Just the values (NaN for infeasible), for the fitter.
+  absl::StatusOr<std::vector<double>> PredictValues(const ParameterSet& params) const;
+
+  const std::vector<std::string>& ids() const { return ids_; }
+
+ private:
+  Predictor() = default;
+
+  std::vector<std::string> ids_;
+  std::vector<servesim::proto::Measurement> points_;         // by index of ids_
+  std::map<std::string, servesim::proto::ServerRun> runs_;  // by run id
+  std::map<std::string, Deployment> deployments_;           // by run id
+  std::map<std::string, Deployment> logged_deployments_;    // runs with a memory log
+  ParameterSet base_params_;
+  ParameterSet prior_params_;
+};
+
+}  // namespace servesim
+
+#endif  // SERVESIM_CALIBRATION_PREDICTOR_H_

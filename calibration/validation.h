@@ -1,0 +1,104 @@
+// `servesim validate`: fits each (device, software build) group of the
+// measured data, predicts every measured point the way it was measured,
+// with leave-one-cell-out cross-validation beside the in-sample fit, checks
+// each point against the tolerance, and checks the published
+// tables for internal consistency. Also the building block of
+// `servesim calibrate` (FitGroup on a user's own measurements).
+// Deterministic: same data give byte-identical reports and profiles.
+#ifndef SERVESIM_CALIBRATION_VALIDATION_H_
+#define SERVESIM_CALIBRATION_VALIDATION_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "calibration/consistency.h"
+#include "calibration/fitter.h"
+#include "calibration/measurements.h"
+#include "proto/calibration.pb.h"
+#include "proto/hwmodels.pb.h"
+
+namespace servesim {
+
+struct ValidatedPoint {
+  std::string id, device, software_build, run, metric, unit, cell;
+  double measured = 0;
+  double predicted = 0;   // in-sample (fit on every fitted point of the group)
+  double held_out = 0;    // the fit that did not see this point's cell
+  double error_pct = 0;           // 100 (predicted / measured - 1)
+  double held_out_error_pct = 0;  // 100 (held_out / measured - 1)
+  bool fitted = false;            // used by the in-sample fit
+  // held_out comes from a refit without this point's cell (false: the
+  // point's cell has no fitted point, so held_out == predicted).
+  bool refit_without_cell = false;
+  bool measured_infeasible = false;
+  bool predicted_feasible = true;
+  double estimated = 0;           // KV rows: planner with estimated overheads
+  double tolerance_pct = 0;       // 0: reported only
+  std::string tolerance_rule;
+  bool checked = false;           // has a tolerance
+  bool pass = true;               // checked against the held-out prediction
+  std::string note;
+};
+
+struct GroupReport {
+  std::string device, software_build;
+  std::vector<std::string> free_parameters;
+  ParameterSet fitted;            // values and std errors (free ones fitted)
+  int num_fit_points = 0;
+  double fit_mape = 0, fit_max_ape = 0;  // over fitted points, in-sample
+  double loo_mape = 0, loo_max_ape = 0;  // same points, held out
+  std::string worst_id;                  // largest held-out error
+  bool converged = true;
+  int iterations = 0;
+};
+
+struct AggregateCheck {
+  std::string name, rule;
+  double value = 0, limit = 0;
+  bool pass = true;
+};
+
+struct ValidationReport {
+  std::vector<ValidatedPoint> points;
+  std::vector<GroupReport> groups;
+  std::vector<AggregateCheck> aggregates;
+  std::vector<ConsistencyFinding> consistency;
+  double overall_fit_mape = 0, overall_loo_mape = 0;
+  std::string worst_id;
+  double worst_held_out_error_pct = 0;
+  int num_checked = 0, num_failed = 0;
+  bool all_pass = true;
+};
+
+struct ValidateOptions {
+  std::string device;  // empty: every device
+  bool skip_loo = false;
+};
+
+// Free parameters per (device, build): calibration/fit_config.textproto.
+absl::StatusOr<servesim::proto::FitConfig> LoadFitConfig(const std::string& path);
+inline constexpr char kDefaultFitConfig[] = "calibration/fit_config.textproto";
+
+absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
+                                               const servesim::proto::FitConfig& fit_config,
+                                               const ValidateOptions& options);
+
+// The calibration profile of one fitted group (values, std errors, the
+// points it came from, fit and held-out errors).
+servesim::proto::CalibrationProfile MakeProfile(const GroupReport& group,
+                                                const std::vector<ValidatedPoint>& points);
+// Text format, deterministic bytes.
+absl::Status WriteProfile(const servesim::proto::CalibrationProfile& profile,
+                          const std::string& path);
+// calibration/profiles/<device>.textproto for the device's main build (the
+// group with the most fitted points), <device>@<build>.textproto otherwise.
+std::string ProfilePath(const std::string& dir, const GroupReport& group, bool main_build);
+
+// Renderings. Both deterministic.
+std::string FormatReportText(const ValidationReport& report);
+std::string FormatReportJson(const ValidationReport& report);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_CALIBRATION_VALIDATION_H_
