@@ -1,0 +1,524 @@
+#include "experiments/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <thread>
+#include <tuple>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "sim/json_writer.h"
+#include "sim/status_macros.h"
+
+namespace servesim {
+namespace {
+
+// The installed Abseil has its own string_view (not std::string_view).
+absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int IndexOf(const std::vector<std::string>& names, std::string_view name) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string_view OpText(SloTerm::Op op) {
+  switch (op) {
+    case SloTerm::Op::kLe: return "<=";
+    case SloTerm::Op::kLt: return "<";
+    case SloTerm::Op::kGe: return ">=";
+    case SloTerm::Op::kGt: return ">";
+  }
+  return "?";
+}
+
+// The opposite comparison, for "missed" text: value > threshold.
+std::string_view MissText(SloTerm::Op op) {
+  switch (op) {
+    case SloTerm::Op::kLe: return ">";
+    case SloTerm::Op::kLt: return ">=";
+    case SloTerm::Op::kGe: return "<";
+    case SloTerm::Op::kGt: return "<=";
+  }
+  return "?";
+}
+
+std::string Num(double v, int digits = 4) {
+  if (std::isnan(v)) return "-";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return absl::StrFormat("%.*g", digits, v);
+}
+
+std::string FleetLabel(const std::vector<FleetPart>& fleet) {
+  std::vector<std::string> parts;
+  for (const FleetPart& p : fleet) parts.push_back(absl::StrCat(p.count, " x ", p.device));
+  return absl::StrJoin(parts, " + ");
+}
+
+}  // namespace
+
+bool SloTerm::Meets(double value) const {
+  if (std::isnan(value)) return false;
+  switch (op) {
+    case Op::kLe: return value <= threshold;
+    case Op::kLt: return value < threshold;
+    case Op::kGe: return value >= threshold;
+    case Op::kGt: return value > threshold;
+  }
+  return false;
+}
+
+absl::StatusOr<std::vector<SloTerm>> ParseSlo(std::string_view text,
+                                              const std::vector<std::string>& metric_names) {
+  std::vector<SloTerm> terms;
+  for (absl::string_view raw : absl::StrSplit(A(text), ',', absl::SkipWhitespace())) {
+    const absl::string_view t = absl::StripAsciiWhitespace(raw);
+    SloTerm term;
+    term.text = std::string(t);
+    size_t pos = t.find_first_of("<>");
+    if (pos == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--slo term '", t, "': expected NAME<=VALUE, NAME<VALUE, NAME>=VALUE or NAME>VALUE"));
+    }
+    const bool lt = t[pos] == '<';
+    const bool eq = pos + 1 < t.size() && t[pos + 1] == '=';
+    term.op = lt ? (eq ? SloTerm::Op::kLe : SloTerm::Op::kLt)
+                 : (eq ? SloTerm::Op::kGe : SloTerm::Op::kGt);
+    const std::string name(absl::StripAsciiWhitespace(t.substr(0, pos)));
+    std::string value(absl::StripAsciiWhitespace(t.substr(pos + (eq ? 2 : 1))));
+    // Metric name.
+    if (IndexOf(metric_names, name) >= 0) {
+      term.metric = name;
+    } else {
+      const size_t us = name.rfind('_');
+      if (us != std::string::npos) {
+        const std::string lat = name.substr(0, us);
+        std::string stat = name.substr(us + 1);
+        if (stat == "p50") stat = "median";
+        term.metric = absl::StrCat(stat, "_", lat, "_ms");
+      }
+      if (IndexOf(metric_names, term.metric) < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--slo term '", t, "': unknown metric '", name,
+            "'; use <ttft|tpot|itl|e2el>_<mean|median|p50|p90|p99> or one of: ",
+            absl::StrJoin(metric_names, ", ")));
+      }
+    }
+    // Threshold with an optional time unit.
+    double scale = 1;
+    const bool is_ms = absl::EndsWith(term.metric, "_ms");
+    if (is_ms) {
+      if (absl::EndsWith(value, "ms")) {
+        value.resize(value.size() - 2);
+      } else if (absl::EndsWith(value, "us")) {
+        value.resize(value.size() - 2);
+        scale = 1e-3;
+      } else if (absl::EndsWith(value, "s")) {
+        value.resize(value.size() - 1);
+        scale = 1e3;
+      }
+    }
+    double v;
+    if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--slo term '", t, "': '", value, "' is not a number",
+          is_ms ? " (a time: NUMBER with unit us, ms or s)" : ""));
+    }
+    term.threshold = v * scale;
+    terms.push_back(std::move(term));
+  }
+  if (terms.empty()) return absl::InvalidArgumentError("--slo: no terms");
+  return terms;
+}
+
+proto::ExperimentConfig FleetExperiment(const proto::ExperimentConfig& base,
+                                        const std::vector<FleetPart>& fleet) {
+  proto::ExperimentConfig c = base;
+  proto::FleetConfig* f = c.mutable_fleet();
+  f->clear_replicas();
+  for (const FleetPart& p : fleet) {
+    proto::FleetReplica* r = f->add_replicas();
+    *r->mutable_server() = base.server();
+    r->mutable_server()->set_device(p.device);
+    r->set_count(p.count);
+  }
+  c.set_name(absl::StrCat(base.name().empty() ? "plan" : base.name(), ": ", FleetLabel(fleet)));
+  return c;
+}
+
+namespace {
+
+// Simulates one candidate and grades it.
+PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::string group,
+                       std::vector<FleetPart> fleet) {
+  PlanCandidate c;
+  c.group = std::move(group);
+  c.label = FleetLabel(fleet);
+  for (const FleetPart& p : fleet) c.num_replicas += p.count;
+  c.usd_per_hour = FleetUsdPerHour(fleet);
+  c.fleet = std::move(fleet);
+  c.slo_values.assign(o.slo.size(), kNaN);
+  absl::StatusOr<std::vector<double>> r = runner.run(FleetExperiment(o.base, c.fleet));
+  if (r.ok() && r->size() != runner.metric_names.size()) {
+    r = absl::InternalError(absl::StrCat("runner returned ", r->size(), " metrics, expected ",
+                                         runner.metric_names.size()));
+  }
+  if (!r.ok()) {
+    c.error = std::string(r.status().message());
+    return c;
+  }
+  c.ran = true;
+  c.metrics = *std::move(r);
+  c.met = true;
+  for (size_t k = 0; k < o.slo.size(); ++k) {
+    const SloTerm& t = o.slo[k];
+    const double v = c.metrics[IndexOf(runner.metric_names, t.metric)];
+    c.slo_values[k] = v;
+    if (!t.Meets(v)) {
+      c.met = false;
+      c.missed.push_back(
+          absl::StrCat(t.metric, " ", Num(v), " ", A(MissText(t.op)), " ", Num(t.threshold)));
+    }
+  }
+  const int out = IndexOf(runner.metric_names, "output_throughput");
+  const int tot = IndexOf(runner.metric_names, "total_token_throughput");
+  c.output_tokens_per_s = out >= 0 ? c.metrics[out] : kNaN;
+  c.total_tokens_per_s = tot >= 0 ? c.metrics[tot] : kNaN;
+  c.usd_per_million_output = UsdPerMillionTokens(c.usd_per_hour, c.output_tokens_per_s);
+  c.usd_per_million_total = UsdPerMillionTokens(c.usd_per_hour, c.total_tokens_per_s);
+  return c;
+}
+
+struct GroupWork {
+  PlanGroup group;
+  std::vector<PlanCandidate> candidates;  // local; indices fixed up on merge
+};
+
+GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner, const PlanDevice& d) {
+  GroupWork w;
+  w.group.group = d.device;
+  for (int n = 1; n <= o.max_replicas; ++n) {
+    w.candidates.push_back(
+        Evaluate(o, runner, d.device, {FleetPart{d.device, n, d.offer.usd_per_hour}}));
+    const PlanCandidate& c = w.candidates.back();
+    const int idx = static_cast<int>(w.candidates.size()) - 1;
+    w.group.candidates.push_back(idx);
+    if (!c.ran) {
+      w.group.reason = n == 1 ? absl::StrCat("cannot serve: ", c.error)
+                              : absl::StrCat(c.label, " failed: ", c.error);
+      return w;
+    }
+    if (c.met) {
+      w.group.chosen = idx;
+      if (idx > 0) w.group.one_fewer.push_back(idx - 1);
+      return w;
+    }
+  }
+  w.group.reason =
+      absl::StrCat("no fleet of up to ", o.max_replicas, " replicas meets the SLO");
+  return w;
+}
+
+GroupWork SearchPair(const PlanOptions& o, const PointRunner& runner, const PlanDevice& a,
+                     const PlanDevice& b, double bound_usd_per_hour) {
+  GroupWork w;
+  w.group.group = absl::StrCat(a.device, "+", b.device);
+  struct Cand {
+    int i, j;
+    double usd;
+  };
+  std::vector<Cand> cands;
+  for (int i = 1; i < o.max_replicas; ++i) {
+    for (int j = 1; i + j <= o.max_replicas; ++j) {
+      const double usd = i * a.offer.usd_per_hour + j * b.offer.usd_per_hour;
+      if (usd < bound_usd_per_hour) cands.push_back({i, j, usd});
+    }
+  }
+  std::sort(cands.begin(), cands.end(), [](const Cand& x, const Cand& y) {
+    return std::tie(x.usd, x.i, x.j) < std::tie(y.usd, y.i, y.j);
+  });
+  for (const Cand& k : cands) {
+    // A fleet that contains a missed fleet's replicas plus more may meet;
+    // one contained in a missed fleet cannot (more replicas never hurt).
+    bool dominated = false;
+    for (int idx : w.group.candidates) {
+      const PlanCandidate& prev = w.candidates[idx];
+      if (!prev.met && prev.fleet[0].count >= k.i && prev.fleet[1].count >= k.j) {
+        dominated = true;
+      }
+    }
+    if (dominated) continue;
+    w.candidates.push_back(Evaluate(o, runner, w.group.group,
+                                    {FleetPart{a.device, k.i, a.offer.usd_per_hour},
+                                     FleetPart{b.device, k.j, b.offer.usd_per_hour}}));
+    const int idx = static_cast<int>(w.candidates.size()) - 1;
+    w.group.candidates.push_back(idx);
+    const PlanCandidate& c = w.candidates.back();
+    if (!c.ran) {
+      w.group.reason = absl::StrCat(c.label, " failed: ", c.error);
+      return w;
+    }
+    if (c.met) {
+      w.group.chosen = idx;
+      for (int p : w.group.candidates) {
+        const auto& f = w.candidates[p].fleet;
+        if ((f[0].count == k.i - 1 && f[1].count == k.j) ||
+            (f[0].count == k.i && f[1].count == k.j - 1)) {
+          w.group.one_fewer.push_back(p);
+        }
+      }
+      return w;
+    }
+  }
+  w.group.reason = cands.empty()
+                       ? "no mixed fleet is cheaper than both devices' own choices"
+                       : "no mixed fleet cheaper than both devices' own choices meets the SLO";
+  return w;
+}
+
+// Runs `n` tasks on up to `jobs` threads; task i writes only out[i].
+template <typename F>
+void ParallelFor(int n, int jobs, F f) {
+  std::atomic<int> next{0};
+  auto worker = [&] {
+    for (int i = next.fetch_add(1); i < n; i = next.fetch_add(1)) f(i);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < std::min(jobs, n); ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+
+absl::StatusOr<PlanResult> RunPlan(const PlanOptions& o, const PointRunner& runner) {
+  if (o.devices.empty()) return absl::InvalidArgumentError("plan: no devices to try");
+  if (o.slo.empty()) return absl::InvalidArgumentError("plan: no SLO terms");
+  if (o.max_replicas < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-replicas: ", o.max_replicas, " is not >= 1"));
+  }
+  for (const SloTerm& t : o.slo) {
+    if (IndexOf(runner.metric_names, t.metric) < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SLO term '", t.text, "': the runner has no metric ", t.metric));
+    }
+  }
+  const int jobs = std::max(1, o.jobs);
+  const int nd = static_cast<int>(o.devices.size());
+  std::vector<GroupWork> work(nd);
+  ParallelFor(nd, jobs, [&](int i) { work[i] = SearchSingle(o, runner, o.devices[i]); });
+
+  if (o.mixed_pairs) {
+    std::vector<std::pair<int, int>> pairs;
+    for (int a = 0; a < nd; ++a) {
+      for (int b = a + 1; b < nd; ++b) {
+        const bool fit_a = !work[a].candidates.empty() && work[a].candidates[0].ran;
+        const bool fit_b = !work[b].candidates.empty() && work[b].candidates[0].ran;
+        if (fit_a && fit_b && o.devices[a].device != o.devices[b].device) {
+          pairs.emplace_back(a, b);
+        }
+      }
+    }
+    std::vector<GroupWork> pw(pairs.size());
+    ParallelFor(static_cast<int>(pairs.size()), jobs, [&](int k) {
+      auto bound = [&](int d) {
+        return work[d].group.chosen >= 0
+                   ? work[d].candidates[work[d].group.chosen].usd_per_hour
+                   : kInf;
+      };
+      const auto [a, b] = pairs[k];
+      pw[k] = SearchPair(o, runner, o.devices[a], o.devices[b], std::min(bound(a), bound(b)));
+    });
+    for (auto& g : pw) work.push_back(std::move(g));
+  }
+
+  PlanResult result;
+  result.metric_names = runner.metric_names;
+  for (GroupWork& w : work) {
+    const int offset = static_cast<int>(result.candidates.size());
+    for (auto& c : w.candidates) result.candidates.push_back(std::move(c));
+    for (int& i : w.group.candidates) i += offset;
+    for (int& i : w.group.one_fewer) i += offset;
+    if (w.group.chosen >= 0) w.group.chosen += offset;
+    result.groups.push_back(std::move(w.group));
+  }
+  for (size_t g = 0; g < result.groups.size(); ++g) {
+    const int c = result.groups[g].chosen;
+    if (c < 0) continue;
+    if (result.best_group < 0) {
+      result.best_group = static_cast<int>(g);
+      continue;
+    }
+    const PlanCandidate& best = result.candidates[result.groups[result.best_group].chosen];
+    const PlanCandidate& cur = result.candidates[c];
+    if (std::tie(cur.usd_per_hour, cur.num_replicas) <
+        std::tie(best.usd_per_hour, best.num_replicas)) {
+      result.best_group = static_cast<int>(g);
+    }
+  }
+  return result;
+}
+
+std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
+  std::string out;
+  std::vector<std::string> slo_text;
+  for (const SloTerm& t : o.slo) {
+    slo_text.push_back(absl::StrCat(t.metric, A(OpText(t.op)), Num(t.threshold, 6)));
+  }
+  absl::StrAppend(&out, "SLO: ", absl::StrJoin(slo_text, ", "), "\n");
+  absl::StrAppend(&out, "Prices:");
+  for (const PlanDevice& d : o.devices) {
+    absl::StrAppend(&out, " ", d.device, " $", Num(d.offer.usd_per_hour, 6), "/h (",
+                    d.offer.kind, d.offer.provider.empty() ? "" : ", ", d.offer.provider,
+                    d.offer.region.empty() ? "" : " ", d.offer.region, ")");
+    if (!d.price_note.empty()) absl::StrAppend(&out, " [", d.price_note, "]");
+    out += ";";
+  }
+  out.back() = '\n';
+  out += "\nCandidates tried:\n";
+  std::string header = absl::StrFormat("  %-22s %9s %-5s", "fleet", "$/h", "SLO");
+  for (const SloTerm& t : o.slo) absl::StrAppend(&header, absl::StrFormat(" %13s", t.metric));
+  absl::StrAppend(&header, absl::StrFormat(" %11s %10s %10s\n", "out tok/s", "$/1M out",
+                                           "$/1M total"));
+  for (const PlanGroup& g : r.groups) {
+    absl::StrAppend(&out, g.group, ":\n");
+    if (g.candidates.empty()) {
+      absl::StrAppend(&out, "  (none: ", g.reason, ")\n");
+      continue;
+    }
+    out += header;
+    for (int i : g.candidates) {
+      const PlanCandidate& c = r.candidates[i];
+      std::string line = absl::StrFormat("  %-22s %9.4f %-5s", c.label, c.usd_per_hour,
+                                         !c.ran ? "error" : (c.met ? "met" : "miss"));
+      for (double v : c.slo_values) absl::StrAppend(&line, absl::StrFormat(" %13s", Num(v)));
+      if (c.ran) {
+        absl::StrAppend(&line, absl::StrFormat(" %11s %10s %10s", Num(c.output_tokens_per_s),
+                                               Num(c.usd_per_million_output),
+                                               Num(c.usd_per_million_total)));
+      } else {
+        absl::StrAppend(&line, "  ", c.error);
+      }
+      out += line;
+      if (i == g.chosen) out += "  <- chosen";
+      out += "\n";
+    }
+  }
+  out += "\nCheapest fleet per device:\n";
+  for (size_t gi = 0; gi < r.groups.size(); ++gi) {
+    const PlanGroup& g = r.groups[gi];
+    if (g.chosen < 0) {
+      absl::StrAppend(&out, "  ", g.group, ": none (", g.reason, ")\n");
+      continue;
+    }
+    const PlanCandidate& c = r.candidates[g.chosen];
+    absl::StrAppend(&out, "  ", g.group, ": ", c.label, ", $", Num(c.usd_per_hour, 6), "/h, $",
+                    Num(c.usd_per_million_output), " per 1M output tokens, $",
+                    Num(c.usd_per_million_total), " per 1M total tokens\n");
+    if (g.one_fewer.empty()) {
+      absl::StrAppend(&out, "    (", c.num_replicas == 1 ? "1 replica: the smallest fleet"
+                                                         : "no smaller fleet was needed",
+                      ")\n");
+    }
+    for (int f : g.one_fewer) {
+      const PlanCandidate& m = r.candidates[f];
+      absl::StrAppend(&out, "    one replica fewer (", m.label, ") misses: ",
+                      m.ran ? absl::StrJoin(m.missed, ", ") : m.error, "\n");
+    }
+  }
+  if (r.best_group >= 0) {
+    const PlanCandidate& c = r.candidates[r.groups[r.best_group].chosen];
+    absl::StrAppend(&out, "\nCheapest overall: ", c.label, " at $", Num(c.usd_per_hour, 6),
+                    "/h\n");
+  } else {
+    out += "\nNo fleet meets the SLO.\n";
+  }
+  return out;
+}
+
+std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
+  JsonWriter w(2);
+  w.BeginObject();
+  w.Key("slo").BeginArray();
+  for (const SloTerm& t : o.slo) {
+    w.BeginObject().KV("text", t.text).KV("metric", t.metric).KV("op", OpText(t.op));
+    w.KV("threshold", t.threshold).EndObject();
+  }
+  w.EndArray();
+  w.Key("devices").BeginArray();
+  for (const PlanDevice& d : o.devices) {
+    w.BeginObject().KV("device", d.device).KV("price_kind", d.offer.kind);
+    w.KV("usd_per_hour", d.offer.usd_per_hour).KV("provider", d.offer.provider);
+    w.KV("instance", d.offer.instance).KV("region", d.offer.region);
+    w.KV("date", d.offer.date).KV("source", d.offer.source);
+    w.KV("price_note", d.price_note).EndObject();
+  }
+  w.EndArray();
+  w.Key("candidates").BeginArray();
+  for (const PlanCandidate& c : r.candidates) {
+    w.BeginObject().KV("group", c.group).KV("fleet", c.label);
+    w.Key("replicas").BeginArray();
+    for (const FleetPart& p : c.fleet) {
+      w.BeginObject().KV("device", p.device).KV("count", p.count);
+      w.KV("usd_per_hour", p.usd_per_hour).EndObject();
+    }
+    w.EndArray();
+    w.KV("num_replicas", c.num_replicas).KV("usd_per_hour", c.usd_per_hour);
+    w.KV("status", c.ran ? (c.met ? "met" : "missed") : "error").KV("error", c.error);
+    w.Key("slo_values").BeginArray();
+    for (double v : c.slo_values) w.Double(v);
+    w.EndArray();
+    w.Key("missed").BeginArray();
+    for (const auto& m : c.missed) w.String(m);
+    w.EndArray();
+    w.KV("output_tokens_per_s", c.output_tokens_per_s);
+    w.KV("total_tokens_per_s", c.total_tokens_per_s);
+    w.KV("usd_per_million_output_tokens", c.usd_per_million_output);
+    w.KV("usd_per_million_total_tokens", c.usd_per_million_total);
+    w.Key("metrics").BeginObject();
+    for (size_t m = 0; m < c.metrics.size(); ++m) w.KV(r.metric_names[m], c.metrics[m]);
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("groups").BeginArray();
+  for (const PlanGroup& g : r.groups) {
+    w.BeginObject().KV("group", g.group);
+    w.Key("candidates").BeginArray();
+    for (int i : g.candidates) w.Int(i);
+    w.EndArray();
+    w.Key("chosen");
+    if (g.chosen >= 0) {
+      w.Int(g.chosen);
+    } else {
+      w.Null();
+    }
+    w.Key("one_fewer").BeginArray();
+    for (int i : g.one_fewer) w.Int(i);
+    w.EndArray();
+    w.KV("reason", g.reason).EndObject();
+  }
+  w.EndArray();
+  w.Key("best");
+  if (r.best_group >= 0) {
+    w.Int(r.groups[r.best_group].chosen);
+  } else {
+    w.Null();
+  }
+  w.EndObject();
+  std::string s = w.Take();
+  s.push_back('\n');
+  return s;
+}
+
+}  // namespace servesim

@@ -1,0 +1,201 @@
+#include "experiments/plan.h"
+
+#include <cmath>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace servesim {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::vector<std::string> kNames = {"output_throughput", "total_token_throughput",
+                                         "p99_ttft_ms", "median_ttft_ms", "p99_tpot_ms"};
+
+TEST(ParseSloTest, ParsesTermsUnitsAndAliases) {
+  auto slo = ParseSlo("ttft_p99<=0.5s, tpot_p99<50ms,ttft_p50<=200,output_throughput>=100",
+                      kNames);
+  ASSERT_TRUE(slo.ok()) << slo.status();
+  ASSERT_EQ(slo->size(), 4u);
+  EXPECT_EQ((*slo)[0].metric, "p99_ttft_ms");
+  EXPECT_EQ((*slo)[0].threshold, 500);
+  EXPECT_EQ((*slo)[0].op, SloTerm::Op::kLe);
+  EXPECT_EQ((*slo)[1].metric, "p99_tpot_ms");
+  EXPECT_EQ((*slo)[1].op, SloTerm::Op::kLt);
+  EXPECT_EQ((*slo)[2].metric, "median_ttft_ms");
+  EXPECT_EQ((*slo)[2].threshold, 200);
+  EXPECT_EQ((*slo)[3].metric, "output_throughput");
+  EXPECT_EQ((*slo)[3].op, SloTerm::Op::kGe);
+}
+
+TEST(ParseSloTest, BoundaryValueMeetsOnlyInclusiveTerms) {
+  auto slo = ParseSlo("ttft_p99<=500ms,tpot_p99<50ms", kNames);
+  ASSERT_TRUE(slo.ok());
+  EXPECT_TRUE((*slo)[0].Meets(500));
+  EXPECT_FALSE((*slo)[0].Meets(500.0001));
+  EXPECT_FALSE((*slo)[1].Meets(50));
+  EXPECT_FALSE((*slo)[0].Meets(std::nan("")));
+}
+
+TEST(ParseSloTest, UnknownMetricListsTheAllowedNames) {
+  auto slo = ParseSlo("ttfb_p99<=500ms", kNames);
+  EXPECT_EQ(slo.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(slo.status().message(), HasSubstr("ttfb_p99"));
+  EXPECT_THAT(slo.status().message(), HasSubstr("p99_ttft_ms"));
+}
+
+TEST(ParseSloTest, BadThresholdOrOperatorIsAnError) {
+  EXPECT_THAT(ParseSlo("ttft_p99<=fast", kNames).status().message(),
+              HasSubstr("'fast' is not a number"));
+  EXPECT_FALSE(ParseSlo("ttft_p99=500", kNames).ok());
+  EXPECT_FALSE(ParseSlo("", kNames).ok());
+}
+
+// A fake fleet: each device serves `capacity` req/s (a: 10, b: 3.2); TTFT p99 = 100 ms /
+// (1 - utilisation), unbounded past saturation. "huge" does not fit.
+PointRunner QueueRunner(double rate) {
+  PointRunner r;
+  r.metric_names = kNames;
+  r.run = [rate](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+    double cap = 0;
+    for (const auto& rep : c.fleet().replicas()) {
+      const std::string& d = rep.server().device();
+      if (d == "huge") return absl::FailedPreconditionError("model does not fit in 16 GiB");
+      cap += rep.count() * (d == "a" ? 10.0 : d == "b" ? 3.2 : 1.0);
+    }
+    const double u = rate / cap;
+    const double ttft = u < 1 ? 100.0 / (1 - u) : 1e9;
+    return std::vector<double>{rate * 100, rate * 1100, ttft, ttft / 2, 20};
+  };
+  return r;
+}
+
+PlanOptions Options(bool mixed) {
+  PlanOptions o;
+  o.base.mutable_server()->set_model("m");
+  auto dev = [](std::string name, double price) {
+    PlanDevice d;
+    d.device = name;
+    d.offer.device = name;
+    d.offer.kind = "on-demand";
+    d.offer.usd_per_hour = price;
+    return d;
+  };
+  o.devices = {dev("a", 1.0), dev("b", 0.35), dev("huge", 0.1)};
+  o.slo = *ParseSlo("ttft_p99<=450ms", kNames);
+  o.max_replicas = 8;
+  o.mixed_pairs = mixed;
+  return o;
+}
+
+TEST(RunPlanTest, ChoosesTheSmallestFleetAndOneFewerMisses) {
+  auto r = RunPlan(Options(false), QueueRunner(12));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->groups.size(), 3u);
+  // a: capacity 10 each; 12 req/s within 450 ms needs u <= 0.78 -> 2 replicas.
+  const PlanGroup& a = r->groups[0];
+  ASSERT_GE(a.chosen, 0);
+  EXPECT_EQ(r->candidates[a.chosen].label, "2 x a");
+  EXPECT_TRUE(r->candidates[a.chosen].met);
+  ASSERT_EQ(a.one_fewer.size(), 1u);
+  EXPECT_EQ(r->candidates[a.one_fewer[0]].label, "1 x a");
+  EXPECT_FALSE(r->candidates[a.one_fewer[0]].met);
+  // b: capacity 3.2 each -> 5 replicas (u = 0.75; 4 give u = 0.94).
+  const PlanGroup& b = r->groups[1];
+  EXPECT_EQ(r->candidates[b.chosen].label, "5 x b");
+  EXPECT_EQ(r->candidates[b.one_fewer[0]].label, "4 x b");
+  EXPECT_EQ(b.candidates.size(), 5u);  // 1..5 tried, in order
+  // Cheapest: 5 x b at $1.75/h beats 2 x a at $2/h.
+  EXPECT_EQ(r->best_group, 1);
+}
+
+TEST(RunPlanTest, DeviceWhereTheModelDoesNotFitIsListedWithTheReason) {
+  auto r = RunPlan(Options(false), QueueRunner(12));
+  ASSERT_TRUE(r.ok());
+  const PlanGroup& h = r->groups[2];
+  EXPECT_EQ(h.chosen, -1);
+  EXPECT_THAT(h.reason, HasSubstr("model does not fit in 16 GiB"));
+  EXPECT_EQ(h.candidates.size(), 1u);  // more replicas do not help a fit
+  EXPECT_THAT(FormatPlanText(Options(false), *r), HasSubstr("huge: none (cannot serve"));
+}
+
+TEST(RunPlanTest, MixedPairCheaperThanBothSinglesWins) {
+  auto r = RunPlan(Options(true), QueueRunner(12));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->groups.size(), 4u);  // a, b, huge, a+b (huge does not fit: no pairs)
+  const PlanGroup& ab = r->groups[3];
+  EXPECT_EQ(ab.group, "a+b");
+  ASSERT_GE(ab.chosen, 0) << ab.reason;
+  // 1 x a + 2 x b: capacity 16.4, $1.70/h < 5 x b's $1.75/h.
+  EXPECT_EQ(r->candidates[ab.chosen].label, "1 x a + 2 x b");
+  EXPECT_NEAR(r->candidates[ab.chosen].usd_per_hour, 1.70, 1e-12);
+  EXPECT_EQ(r->best_group, 3);
+  // 1 x a + 1 x b was tried first (cheaper) and missed.
+  ASSERT_EQ(ab.one_fewer.size(), 1u);
+  EXPECT_EQ(r->candidates[ab.one_fewer[0]].label, "1 x a + 1 x b");
+  EXPECT_FALSE(r->candidates[ab.one_fewer[0]].met);
+}
+
+TEST(RunPlanTest, CostPerMillionTokensUsesTheSimulatedThroughput) {
+  auto r = RunPlan(Options(false), QueueRunner(12));
+  ASSERT_TRUE(r.ok());
+  const PlanCandidate& c = r->candidates[r->groups[0].chosen];
+  EXPECT_DOUBLE_EQ(c.usd_per_million_output, UsdPerMillionTokens(2.0, 1200));
+  EXPECT_DOUBLE_EQ(c.usd_per_million_total, UsdPerMillionTokens(2.0, 13200));
+}
+
+TEST(RunPlanTest, NothingMeetsWithinMaxReplicas) {
+  PlanOptions o = Options(false);
+  o.max_replicas = 3;
+  auto r = RunPlan(o, QueueRunner(40));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->best_group, -1);
+  EXPECT_THAT(r->groups[0].reason, HasSubstr("up to 3 replicas"));
+  EXPECT_THAT(FormatPlanText(o, *r), HasSubstr("No fleet meets the SLO"));
+}
+
+TEST(RunPlanTest, ResultDoesNotDependOnJobs) {
+  PlanOptions o1 = Options(true), o2 = Options(true);
+  o2.jobs = 3;
+  auto r1 = RunPlan(o1, QueueRunner(12));
+  auto r2 = RunPlan(o2, QueueRunner(12));
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_EQ(FormatPlanJson(o1, *r1), FormatPlanJson(o2, *r2));
+  EXPECT_EQ(FormatPlanText(o1, *r1), FormatPlanText(o2, *r2));
+}
+
+TEST(RunPlanTest, TextReportShowsOneReplicaFewerMissing) {
+  auto r = RunPlan(Options(false), QueueRunner(12));
+  ASSERT_TRUE(r.ok());
+  const std::string text = FormatPlanText(Options(false), *r);
+  EXPECT_THAT(text, HasSubstr("one replica fewer (1 x a) misses: p99_ttft_ms 1e+09 > 450"));
+  EXPECT_THAT(text, HasSubstr("Cheapest overall: 5 x b"));
+}
+
+TEST(FleetExperimentTest, ReplacesDeviceAndReplicas) {
+  proto::ExperimentConfig base;
+  base.mutable_server()->set_device("ignored");
+  base.mutable_server()->set_model("gemma-4-e2b");
+  base.mutable_fleet()->set_router("least-outstanding");
+  base.mutable_fleet()->add_replicas()->set_count(9);
+  auto c = FleetExperiment(base, {{"l4", 2, 1.1}, {"t4", 1, 0.7}});
+  ASSERT_EQ(c.fleet().replicas_size(), 2);
+  EXPECT_EQ(c.fleet().router(), "least-outstanding");
+  EXPECT_EQ(c.fleet().replicas(0).server().device(), "l4");
+  EXPECT_EQ(c.fleet().replicas(0).server().model(), "gemma-4-e2b");
+  EXPECT_EQ(c.fleet().replicas(0).count(), 2);
+  EXPECT_EQ(c.fleet().replicas(1).server().device(), "t4");
+}
+
+TEST(RunPlanTest, RejectsBadOptions) {
+  PlanOptions o = Options(false);
+  o.max_replicas = 0;
+  EXPECT_FALSE(RunPlan(o, QueueRunner(1)).ok());
+  o = Options(false);
+  o.devices.clear();
+  EXPECT_FALSE(RunPlan(o, QueueRunner(1)).ok());
+}
+
+}  // namespace
+}  // namespace servesim
