@@ -1,0 +1,29 @@
+// Chained prefix-block hashes: block i's hash depends on block i's content
+// id and on every block before it, so equal hashes mean an equal prefix
+// (as vLLM's prefix cache keys blocks).
+#ifndef SERVESIM_TRACES_PREFIX_HASH_H_
+#define SERVESIM_TRACES_PREFIX_HASH_H_
+
+#include <cstdint>
+
+namespace servesim {
+
+// The parent of a prompt's first block.
+constexpr uint64_t kPrefixHashRoot = 0x5E5E5E5E'A5A5A5A5ULL;
+
+// SplitMix64 finaliser: a bijective 64-bit mixer.
+inline uint64_t Mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+// Hash of a block whose content id is `block_id`, following `parent`.
+inline uint64_t ChainHash(uint64_t parent, uint64_t block_id) {
+  return Mix64(parent ^ Mix64(block_id + 0x632BE59BD9B4E019ULL));
+}
+
+}  // namespace servesim
+
+#endif  // SERVESIM_TRACES_PREFIX_HASH_H_

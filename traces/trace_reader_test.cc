@@ -1,0 +1,380 @@
+#include "traces/trace_reader.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "traces/bench_result.h"
+#include "traces/parse_util.h"
+
+namespace servesim {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kData = std::string(SERVESIM_SHARED_DIR) + "/data/traces/";
+const std::string kFixtures = std::string(SERVESIM_SOURCE_DIR) + "/tests/testdata/traces/";
+
+struct ReadAll {
+  std::vector<RequestSpec> requests;
+  absl::Status status;
+  ReaderStats stats;
+};
+
+ReadAll Read(TraceFormat format, const std::string& path, bool skip_bad_rows = false,
+             ReaderOptions opts = {}) {
+  ReadAll r;
+  opts.path = path;
+  opts.skip_bad_rows = skip_bad_rows;
+  auto reader = OpenTraceReader(format, opts);
+  if (!reader.ok()) {
+    r.status = reader.status();
+    return r;
+  }
+  RequestSpec spec;
+  while (true) {
+    auto got = (*reader)->Next(spec);
+    if (!got.ok()) {
+      r.status = got.status();
+      // Sticky: the same error again.
+      auto again = (*reader)->Next(spec);
+      EXPECT_EQ(again.status(), got.status());
+      break;
+    }
+    if (!*got) break;
+    r.requests.push_back(spec);
+  }
+  r.stats = (*reader)->stats();
+  return r;
+}
+
+int32_t Median(std::vector<int32_t> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void ExpectIdsAndOrder(const std::vector<RequestSpec>& reqs) {
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_EQ(reqs[i].id, static_cast<int64_t>(i));
+    if (i > 0) {
+      ASSERT_LE(reqs[i - 1].arrival_ns, reqs[i].arrival_ns);
+    }
+  }
+  if (!reqs.empty()) {
+    EXPECT_EQ(reqs[0].arrival_ns, 0);
+  }
+}
+
+// ---- real traces: the numbers documented in data/traces/README.md
+
+struct AzureCase {
+  const char* file;
+  size_t rows;
+  int32_t context_median, generated_median, context_max, generated_max;
+};
+
+class AzureRealTraceTest : public ::testing::TestWithParam<AzureCase> {};
+
+TEST_P(AzureRealTraceTest, RowCountMediansAndTimeSpanMatchReadme) {
+  const AzureCase& c = GetParam();
+  ReadAll r = Read(TraceFormat::kAzure, kData + c.file);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), c.rows);
+  ExpectIdsAndOrder(r.requests);
+  std::vector<int32_t> in, out;
+  for (const auto& q : r.requests) {
+    in.push_back(q.input_tokens);
+    out.push_back(q.output_tokens);
+  }
+  EXPECT_EQ(Median(in), c.context_median);
+  EXPECT_EQ(Median(out), c.generated_median);
+  EXPECT_EQ(*std::max_element(in.begin(), in.end()), c.context_max);
+  EXPECT_EQ(*std::max_element(out.begin(), out.end()), c.generated_max);
+  // Both files lie within 18:15-19:14 on 2023-11-16: the span is below
+  // an hour (59 minutes).
+  EXPECT_LT(r.requests.back().arrival_ns, 59LL * 60 * kNsPerSec);
+  EXPECT_GT(r.requests.back().arrival_ns, 50LL * 60 * kNsPerSec);
+  EXPECT_EQ(r.stats.total_skipped(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Files, AzureRealTraceTest,
+    ::testing::Values(AzureCase{"AzureLLMInferenceTrace_code.csv", 8819, 1469, 13, 7437, 1899},
+                      AzureCase{"AzureLLMInferenceTrace_conv.csv", 19366, 1020, 129, 14050,
+                                1000}));
+
+TEST(AzureReaderTest, ArrivalsAreExactDifferencesOfTheTimestamps) {
+  ReadAll r = Read(TraceFormat::kAzure, kData + "AzureLLMInferenceTrace_code.csv");
+  ASSERT_TRUE(r.status.ok());
+  // First rows: 18:17:03.9799600 and 18:17:04.0319600; last 19:14:19.9280160.
+  EXPECT_EQ(r.requests[1].arrival_ns, 52'000'000);
+  int64_t first = 0, last = 0;
+  ASSERT_TRUE(ParseTimestampToNs("2023-11-16 18:17:03.9799600", &first));
+  ASSERT_TRUE(ParseTimestampToNs("2023-11-16 19:14:19.9280160", &last));
+  EXPECT_EQ(r.requests.back().arrival_ns, last - first);
+}
+
+TEST(AzureReaderTest, Reads2024TimestampsWithZoneAndMissingFraction) {
+  ReadAll r = Read(TraceFormat::kAzure, kFixtures + "azure_2024.csv");
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), 2u);
+  EXPECT_EQ(r.requests[1].arrival_ns, 990'070'000);
+}
+
+TEST(AzureReaderTest, AcceptsMissingFinalNewlineAndShortFraction) {
+  ReadAll r = Read(TraceFormat::kAzure, kFixtures + "azure_good.csv");
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), 3u);
+  EXPECT_EQ(r.requests[2].arrival_ns, 220'040'000);
+  EXPECT_EQ(r.requests[2].output_tokens, 27);
+}
+
+struct MooncakeCase {
+  const char* file;
+  size_t rows;
+};
+
+class MooncakeRealTraceTest : public ::testing::TestWithParam<MooncakeCase> {};
+
+TEST_P(MooncakeRealTraceTest, RowCountAndHashesCoverThePrompt) {
+  ReadAll r = Read(TraceFormat::kMooncake, kData + GetParam().file);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), GetParam().rows);
+  ExpectIdsAndOrder(r.requests);
+  for (const auto& q : r.requests) {
+    ASSERT_EQ(q.hash_block_tokens, 512);
+    ASSERT_EQ(q.prefix_hashes.size(), static_cast<size_t>((q.input_tokens + 511) / 512));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, MooncakeRealTraceTest,
+                         ::testing::Values(MooncakeCase{"mooncake_conversation_trace.jsonl",
+                                                        12031},
+                                           MooncakeCase{"mooncake_synthetic_trace.jsonl", 3993}));
+
+TEST(MooncakeReaderTest, SharedHashIdsGiveSharedChainedPrefixes) {
+  ReadAll r = Read(TraceFormat::kMooncake, kData + "mooncake_conversation_trace.jsonl");
+  ASSERT_TRUE(r.status.ok());
+  // Rows 0-4 all start with hash id 0: the same first block...
+  for (int i = 1; i <= 4; ++i) {
+    EXPECT_EQ(r.requests[i].prefix_hashes[0], r.requests[0].prefix_hashes[0]) << i;
+  }
+  // ...and diverge at the second (ids 1, 14, 28, 42, 46).
+  for (int i = 1; i <= 4; ++i) {
+    EXPECT_NE(r.requests[i].prefix_hashes[1], r.requests[0].prefix_hashes[1]) << i;
+  }
+  // Timestamps are ms: the last row is at 3,536,999 ms.
+  EXPECT_EQ(r.requests.back().arrival_ns, 3'536'999LL * kNsPerMs);
+}
+
+TEST(MooncakeReaderTest, EqualIdsAfterADifferentBlockAreNotASharedPrefix) {
+  ReadAll r = Read(TraceFormat::kMooncake, kFixtures + "mooncake_good.jsonl");
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), 3u);
+  EXPECT_EQ(r.requests[0].prefix_hashes[0], r.requests[1].prefix_hashes[0]);
+  EXPECT_NE(r.requests[0].prefix_hashes[1], r.requests[1].prefix_hashes[1]);
+  EXPECT_EQ(r.requests[1].arrival_ns, 3 * kNsPerSec);
+}
+
+TEST(LengthsReaderTest, ShareGptStatsHaveAllRowsAndNoArrivalTimes) {
+  ReaderOptions opts;
+  opts.path = kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv";
+  auto reader = OpenTraceReader(TraceFormat::kLengths, opts);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_FALSE((*reader)->HasArrivalTimes());
+  ReadAll r = Read(TraceFormat::kLengths, opts.path);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), 30731u);
+  EXPECT_EQ(r.requests[0].input_tokens, 74);
+  EXPECT_EQ(r.requests[0].output_tokens, 918);
+  for (const auto& q : r.requests) ASSERT_EQ(q.arrival_ns, 0);
+}
+
+TEST(DetectTraceFormatTest, DetectsEveryShippedFile) {
+  EXPECT_EQ(*DetectTraceFormat(kData + "AzureLLMInferenceTrace_code.csv"), TraceFormat::kAzure);
+  EXPECT_EQ(*DetectTraceFormat(kData + "mooncake_synthetic_trace.jsonl"), TraceFormat::kMooncake);
+  EXPECT_EQ(*DetectTraceFormat(kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv"),
+            TraceFormat::kLengths);
+  EXPECT_EQ(*DetectTraceFormat(kFixtures + "burstgpt_v3.csv"), TraceFormat::kBurstGpt);
+  EXPECT_EQ(*DetectTraceFormat(kFixtures + "bailian_good.jsonl"), TraceFormat::kBailian);
+  EXPECT_EQ(*DetectTraceFormat(std::string(SERVESIM_SHARED_DIR) +
+                               "/data/bench/dstack-llama405b/h100x8-16qps.json.gz"),
+            TraceFormat::kVllmBench);
+  EXPECT_FALSE(DetectTraceFormat(kFixtures + "empty.csv").ok());
+}
+
+// ---- BurstGPT, Bailian, vllm bench
+
+TEST(BurstGptReaderTest, ThirdReleaseColumnsByNameAndFailedRowsCounted) {
+  ReadAll r = Read(TraceFormat::kBurstGpt, kFixtures + "burstgpt_v3.csv");
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), 3u);
+  EXPECT_EQ(r.stats.skipped[static_cast<int>(SkipReason::kFailedRequest)], 1);
+  EXPECT_EQ(r.requests[1].input_tokens, 300);
+  EXPECT_EQ(r.requests[1].arrival_ns, 6 * kNsPerSec);  // 11 s - 5 s
+  EXPECT_EQ(r.requests[1].session_id, 2);
+  EXPECT_EQ(r.requests[2].arrival_ns, 6'500'000'000);
+}
+
+TEST(BurstGptReaderTest, ModelFilterKeepsOneModelAndCountsTheRest) {
+  ReaderOptions opts;
+  opts.model_filter = "GPT-4";
+  ReadAll r = Read(TraceFormat::kBurstGpt, kFixtures + "burstgpt_v3.csv", false, opts);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), 1u);  // the other GPT-4 row failed
+  EXPECT_EQ(r.requests[0].input_tokens, 40);
+  EXPECT_EQ(r.stats.skipped[static_cast<int>(SkipReason::kModelFilter)], 2);
+  EXPECT_EQ(r.stats.skipped[static_cast<int>(SkipReason::kFailedRequest)], 1);
+}
+
+TEST(BurstGptReaderTest, FailedRowIsAnErrorWhenNotSkipped) {
+  ReaderOptions opts;
+  opts.skip_failed_requests = false;
+  ReadAll r = Read(TraceFormat::kBurstGpt, kFixtures + "burstgpt_v1.csv", false, opts);
+  EXPECT_THAT(r.status.message(), HasSubstr("burstgpt_v1.csv:3: column Response tokens: 0"));
+}
+
+TEST(BailianReaderTest, TurnsJoinTheirRootChatSessionAndShareHashes) {
+  ReadAll r = Read(TraceFormat::kBailian, kFixtures + "bailian_good.jsonl");
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), 4u);
+  EXPECT_EQ(r.requests[0].session_id, 159);
+  EXPECT_EQ(r.requests[1].session_id, 160);
+  EXPECT_EQ(r.requests[2].session_id, 159);
+  EXPECT_EQ(r.requests[3].session_id, 159);
+  EXPECT_EQ(r.requests[3].hash_block_tokens, 16);
+  EXPECT_EQ(r.requests[2].arrival_ns, 9'136'000'000);  // 70.25 - 61.114 s
+  for (int b = 0; b < 3; ++b) {
+    EXPECT_EQ(r.requests[3].prefix_hashes[b], r.requests[0].prefix_hashes[b]);
+  }
+}
+
+TEST(VllmBenchReaderTest, ReplaysPerRequestLengthsAndSkipsEmptyAnswers) {
+  const std::string path =
+      std::string(SERVESIM_SHARED_DIR) + "/data/bench/dstack-llama405b/h100x8-16qps.json.gz";
+  auto bench = ReadBenchResult(path);
+  ASSERT_TRUE(bench.ok());
+  size_t nonzero = 0;
+  int64_t want_in = 0;
+  for (size_t i = 0; i < bench->output_lens->size(); ++i) {
+    if ((*bench->output_lens)[i] > 0) {
+      ++nonzero;
+      want_in += static_cast<int64_t>((*bench->input_lens)[i]);
+    }
+  }
+  ASSERT_LT(nonzero, 1000u);  // this client wrote 0 for empty answers
+  ReadAll r = Read(TraceFormat::kVllmBench, path);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), nonzero);
+  EXPECT_EQ(r.stats.skipped[static_cast<int>(SkipReason::kFailedRequest)],
+            static_cast<int64_t>(1000 - nonzero));
+  EXPECT_EQ(r.requests[0].input_tokens, 13);
+  int64_t total_in = 0;
+  for (const auto& q : r.requests) total_in += q.input_tokens;
+  EXPECT_EQ(total_in, want_in);
+}
+
+TEST(VllmBenchReaderTest, SummaryOnlyFileCannotBeReplayed) {
+  ReadAll r = Read(TraceFormat::kVllmBench,
+                   std::string(SERVESIM_SHARED_DIR) +
+                       "/data/bench/mi300x-gemma4-e2b-2026-09-17/c1-in128-out128.json");
+  EXPECT_THAT(r.status.message(), HasSubstr("input_lens"));
+}
+
+// ---- bad input fixtures: error names file:line and field; skip counts
+
+struct BadCase {
+  TraceFormat format;
+  const char* file;
+  const char* where;  // "file:line: field/column X"
+  SkipReason reason;
+  size_t good_rows;  // rows left with skip_bad_rows
+};
+
+class BadInputTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadInputTest, ErrorNamesFileLineAndFieldAndSkipCountsByReason) {
+  const BadCase& c = GetParam();
+  ReadAll strict = Read(c.format, kFixtures + c.file);
+  ASSERT_FALSE(strict.status.ok()) << c.file;
+  EXPECT_THAT(strict.status.message(), HasSubstr(c.where));
+  ReadAll lax = Read(c.format, kFixtures + c.file, /*skip_bad_rows=*/true);
+  ASSERT_TRUE(lax.status.ok()) << lax.status;
+  EXPECT_EQ(lax.requests.size(), c.good_rows);
+  EXPECT_EQ(lax.stats.skipped[static_cast<int>(c.reason)], 1) << SkipReasonName(c.reason);
+  EXPECT_EQ(lax.stats.total_skipped(), 1);
+  ExpectIdsAndOrder(lax.requests);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, BadInputTest,
+    ::testing::Values(
+        BadCase{TraceFormat::kAzure, "azure_malformed_row.csv",
+                "azure_malformed_row.csv:3: column TIMESTAMP", SkipReason::kMalformed, 2},
+        BadCase{TraceFormat::kAzure, "azure_column_count.csv",
+                "azure_column_count.csv:3: expected 3 columns", SkipReason::kColumnCount, 2},
+        BadCase{TraceFormat::kAzure, "azure_time_backwards.csv",
+                "azure_time_backwards.csv:3: field TIMESTAMP", SkipReason::kTimeBackwards, 2},
+        BadCase{TraceFormat::kAzure, "azure_negative_length.csv",
+                "azure_negative_length.csv:3: column ContextTokens: -3180 is negative",
+                SkipReason::kNegativeLength, 2},
+        BadCase{TraceFormat::kAzure, "azure_absurd_length.csv",
+                "azure_absurd_length.csv:3: column GeneratedTokens: 80000000 is above",
+                SkipReason::kAbsurdLength, 2},
+        BadCase{TraceFormat::kAzure, "azure_truncated.csv",
+                "azure_truncated.csv:4: last line cut mid-record", SkipReason::kTruncated, 2},
+        BadCase{TraceFormat::kAzure, "azure_invalid_utf8.csv",
+                "azure_invalid_utf8.csv:3: invalid UTF-8", SkipReason::kInvalidUtf8, 2},
+        BadCase{TraceFormat::kMooncake, "mooncake_truncated.jsonl",
+                "mooncake_truncated.jsonl:3: last line cut mid-record", SkipReason::kTruncated,
+                2},
+        BadCase{TraceFormat::kMooncake, "mooncake_hash_count.jsonl",
+                "mooncake_hash_count.jsonl:2: field hash_ids: has 2 entries",
+                SkipReason::kHashCount, 2},
+        BadCase{TraceFormat::kMooncake, "mooncake_time_backwards.jsonl",
+                "mooncake_time_backwards.jsonl:2: field timestamp", SkipReason::kTimeBackwards,
+                2},
+        BadCase{TraceFormat::kMooncake, "mooncake_malformed_row.jsonl",
+                "mooncake_malformed_row.jsonl:2: invalid JSON", SkipReason::kMalformed, 2},
+        BadCase{TraceFormat::kMooncake, "mooncake_invalid_utf8.jsonl",
+                "mooncake_invalid_utf8.jsonl:2: invalid UTF-8", SkipReason::kInvalidUtf8, 1}));
+
+TEST(BadInputTest, NegativeLengthNamesTheField) {
+  ReadAll r = Read(TraceFormat::kMooncake, kFixtures + "mooncake_negative_length.jsonl");
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("mooncake_negative_length.jsonl:1: field output_length: -5 is negative"));
+  ReadAll lax = Read(TraceFormat::kMooncake, kFixtures + "mooncake_negative_length.jsonl", true);
+  // Every row skipped: not an error, an empty stream with a count.
+  EXPECT_TRUE(lax.status.ok());
+  EXPECT_EQ(lax.stats.skipped[static_cast<int>(SkipReason::kNegativeLength)], 1);
+}
+
+TEST(BadInputTest, EmptyFilesAreErrorsInEveryFormat) {
+  for (TraceFormat f : {TraceFormat::kAzure, TraceFormat::kBurstGpt, TraceFormat::kLengths}) {
+    ReadAll r = Read(f, kFixtures + "empty.csv", true);
+    EXPECT_THAT(r.status.message(), HasSubstr("empty.csv:1: empty file")) << TraceFormatName(f);
+  }
+  for (TraceFormat f : {TraceFormat::kMooncake, TraceFormat::kBailian}) {
+    ReadAll r = Read(f, kFixtures + "empty.jsonl", true);
+    EXPECT_THAT(r.status.message(), HasSubstr("empty.jsonl:1: empty file")) << TraceFormatName(f);
+  }
+  for (TraceFormat f : {TraceFormat::kVllmBench, TraceFormat::kBinary}) {
+    ReadAll r = Read(f, kFixtures + "empty.jsonl", true);
+    EXPECT_THAT(r.status.message(), HasSubstr("empty")) << TraceFormatName(f);
+  }
+}
+
+TEST(BadInputTest, MissingFileIsAnError) {
+  ReadAll r = Read(TraceFormat::kAzure, "/nonexistent/trace.csv");
+  EXPECT_THAT(r.status.message(), HasSubstr("/nonexistent/trace.csv"));
+}
+
+TEST(BadInputTest, HeaderWithoutRequiredColumnIsAnErrorEvenWhenSkipping) {
+  ReadAll r = Read(TraceFormat::kAzure, kFixtures + "lengths_good.csv", true);
+  EXPECT_THAT(r.status.message(), HasSubstr("lengths_good.csv:1: header has no TIMESTAMP"));
+}
+
+}  // namespace
+}  // namespace servesim
