@@ -139,7 +139,11 @@ void Engine::Arrive(int32_t t) {
   }
   s.Add(std::move(transit_[t]), now_, idx);
   transit_free_.push_back(t);
-  if (!replicas_[r].busy) StartStep(r);
+  Replica& rep = replicas_[r];
+  if (!rep.busy && !rep.kick_pending) {
+    rep.kick_pending = true;
+    events_.Push(now_, kKick, r);
+  }
 }
 
 void Engine::StartStep(int32_t r) {
@@ -197,6 +201,10 @@ absl::Status Engine::Run(RequestSource* source, EngineObserver* observer) {
         break;
       case kStepEnd:
         EndStep(e.a);
+        break;
+      case kKick:
+        replicas_[e.a].kick_pending = false;
+        if (!replicas_[e.a].busy) StartStep(e.a);
         break;
       default:
         SERVESIM_CHECK(false);

@@ -11,7 +11,9 @@
 // A step lasts host_ns + device_ns, or max(host_ns, device_ns) with
 // async_scheduling. A replica starts its next step as soon as the previous
 // one ends (its outputs processed); requests arriving during a step wait for
-// the next one.
+// the next one. An idle replica starts a step after every arrival of the
+// same instant has been queued (vLLM's engine drains its input queue before
+// scheduling), so N requests sent together are batched together.
 //
 // Thread-compatible. Not copyable.
 #ifndef SERVESIM_SIM_ENGINE_H_
@@ -99,9 +101,10 @@ class Engine {
     const StepTimeModel* model = nullptr;
     bool async = false;
     bool busy = false;
+    bool kick_pending = false;  // a kKick event is queued
   };
   class Listener;
-  enum EventKind : int32_t { kWake = 1, kArrive = 2, kStepEnd = 3 };
+  enum EventKind : int32_t { kWake = 1, kArrive = 2, kStepEnd = 3, kKick = 4 };
 
   Engine(std::vector<ReplicaConfig> configs, std::unique_ptr<Router> router,
          const ClientConfig& client, const EngineOptions& options);

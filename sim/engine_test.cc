@@ -1,0 +1,389 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sim/analytic_step_model.h"
+#include "sim/random.h"
+#include "sim/random_source.h"
+#include "sim/vector_source.h"
+
+namespace servesim {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+KvCacheSpec Pool(int64_t blocks, bool with_sliding = false) {
+  KvCacheSpec s;
+  s.num_blocks = blocks;
+  s.groups.push_back(KvGroupSpec{16, 0, 1});
+  if (with_sliding) s.groups.push_back(KvGroupSpec{32, 128, 4});
+  return s;
+}
+
+SchedulerConfig Sched(int32_t budget = 2048, int32_t max_seqs = 256, bool caching = true) {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = budget;
+  c.max_num_seqs = max_seqs;
+  c.max_model_len = 1 << 20;
+  c.enable_prefix_caching = caching;
+  c.async_scheduling = false;
+  return c;
+}
+
+std::unique_ptr<Engine> MakeEngine(const SchedulerConfig& sc, const KvCacheSpec& kv,
+                                   const StepTimeModel* model, const ClientConfig& cc,
+                                   EngineOptions opts = {}) {
+  std::vector<ReplicaConfig> reps(1);
+  reps[0].scheduler = sc;
+  reps[0].kv_cache = kv;
+  reps[0].step_model = model;
+  return Engine::Create(std::move(reps), std::make_unique<RoundRobinRouter>(), cc, opts).value();
+}
+
+RequestSpec Req(int32_t in, int32_t out, TimeNs arrival = 0) {
+  RequestSpec s;
+  s.input_tokens = in;
+  s.output_tokens = out;
+  s.arrival_ns = arrival;
+  return s;
+}
+
+// Checks step starts never go back in time, per replica.
+struct TimeChecker : EngineObserver {
+  std::vector<TimeNs> last_end;
+  int64_t steps = 0;
+  bool ok = true;
+  void OnStep(int32_t r, TimeNs start, TimeNs dur, const Scheduler&, const StepCost&) override {
+    if (last_end.size() <= static_cast<size_t>(r)) last_end.resize(r + 1, 0);
+    if (start < last_end[r] || dur < 0) ok = false;
+    last_end[r] = start + dur;
+    ++steps;
+  }
+};
+
+TEST(EngineTest, LoneRequestTtftEqualsItsPrefillStepTime) {
+  AnalyticStepParams p;
+  p.host_base_ns = 1'000'000;
+  p.device_base_ns = 3'000'000;
+  p.device_per_token_ns = 10'000;
+  p.device_per_context_token_ns = 100;
+  AnalyticStepModel model(p);
+  ClientConfig cc;
+  auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
+  VectorSource src({Req(500, 3)});
+  ASSERT_TRUE(e->Run(&src).ok());
+  const RequestRecord& r = e->records()[0];
+  // Prefill step: 1 ms host + 3 ms + 500 * 10 us device = 9 ms.
+  EXPECT_EQ(r.first_token_ns - r.send_ns, 9'000'000);
+  // Decodes: 1 + 3 + 0.01 + 500 * 100 ns = 4.06 ms, then 4.0601 ms.
+  EXPECT_EQ(r.finish_ns - r.first_token_ns, 4'060'000 + 4'060'100);
+}
+
+TEST(EngineTest, AsyncSchedulingStepTakesTheMaxOfHostAndDevice) {
+  AnalyticStepParams p;
+  p.host_base_ns = 1'000'000;
+  p.device_base_ns = 3'000'000;
+  AnalyticStepModel model(p);
+  SchedulerConfig sc = Sched();
+  sc.async_scheduling = true;
+  auto e = MakeEngine(sc, Pool(1000), &model, ClientConfig{});
+  VectorSource src({Req(100, 1)});
+  ASSERT_TRUE(e->Run(&src).ok());
+  EXPECT_EQ(e->records()[0].first_token_ns, 3'000'000);
+}
+
+TEST(EngineTest, ClosedLoopThroughputMatchesTheClosedForm) {
+  // Constant step time T, N concurrent requests of P in / O out, budget
+  // >= N * P: each wave of N runs in lockstep for O steps, so throughput
+  // is N / (O * T) requests/s and N / T output tokens/s.
+  const TimeNs T = 20'000'000;
+  const int N = 8, O = 16, P = 100, waves = 25;
+  AnalyticStepParams p;
+  p.device_base_ns = static_cast<double>(T);
+  AnalyticStepModel model(p);
+  ClientConfig cc;
+  cc.max_concurrency = N;
+  auto e = MakeEngine(Sched(4096), Pool(10000), &model, cc);
+  std::vector<RequestSpec> reqs(N * waves, Req(P, O));
+  VectorSource src(reqs);
+  ASSERT_TRUE(e->Run(&src).ok());
+  const RunResult r = e->Result();
+  EXPECT_EQ(r.completed, N * waves);
+  EXPECT_DOUBLE_EQ(r.duration_s, waves * O * T / 1e9);
+  EXPECT_NEAR(r.request_throughput, N / (O * T / 1e9), 1e-9);
+  EXPECT_NEAR(r.output_throughput, N / (T / 1e9), 1e-9);
+  EXPECT_DOUBLE_EQ(r.ttft.mean_ms, T / 1e6);
+  EXPECT_DOUBLE_EQ(r.tpot.mean_ms, T / 1e6);
+  EXPECT_DOUBLE_EQ(r.itl.p99_ms, T / 1e6);
+  EXPECT_EQ(e->peak_in_flight(), N);
+}
+
+TEST(EngineTest, ClientOverheadIsCountedInTtftAndLatency) {
+  AnalyticStepParams p;
+  p.device_base_ns = 5'000'000;
+  AnalyticStepModel model(p);
+  ClientConfig cc;
+  cc.client_overhead_ns = 2'000'000;
+  auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
+  VectorSource src({Req(10, 2)});
+  ASSERT_TRUE(e->Run(&src).ok());
+  const RunResult r = e->Result();
+  EXPECT_DOUBLE_EQ(r.ttft.mean_ms, 7.0);
+  EXPECT_DOUBLE_EQ(r.e2el.mean_ms, 12.0);
+}
+
+TEST(EngineTest, LittlesLawHoldsOnALongOpenLoopRun) {
+  AnalyticStepParams p;
+  p.host_base_ns = 2'000'000;
+  p.device_base_ns = 5'000'000;
+  p.device_per_token_ns = 20'000;
+  p.device_per_context_token_ns = 10;
+  AnalyticStepModel model(p);
+  ClientConfig cc;
+  cc.request_rate = 4;
+  cc.burstiness = 1;
+  cc.seed = 3;
+  auto e = MakeEngine(Sched(), Pool(20000), &model, cc);
+  RandomDatasetConfig dc;
+  dc.num_prompts = 20000;
+  dc.input_len = 512;
+  dc.output_len = 64;
+  dc.range_ratio = 0.5;
+  auto src = RandomSource::Create(dc).value();
+  ASSERT_TRUE(e->Run(src.get()).ok());
+  const RunResult r = e->Result();
+  ASSERT_EQ(r.completed, 20000);
+  // Time-average number in system, sampled on a fine grid of the run.
+  std::vector<TimeNs> sends, finishes;
+  for (const RequestRecord& rec : e->records()) {
+    sends.push_back(rec.send_ns);
+    finishes.push_back(rec.finish_ns);
+  }
+  std::sort(sends.begin(), sends.end());
+  std::sort(finishes.begin(), finishes.end());
+  const TimeNs t0 = sends.front(), t1 = finishes.back();
+  const int kSamples = 400000;
+  double sum = 0;
+  size_t si = 0, fi = 0;
+  for (int k = 0; k < kSamples; ++k) {
+    const TimeNs t = t0 + static_cast<TimeNs>((t1 - t0) * ((k + 0.5) / kSamples));
+    while (si < sends.size() && sends[si] <= t) ++si;
+    while (fi < finishes.size() && finishes[fi] <= t) ++fi;
+    sum += static_cast<double>(si - fi);
+  }
+  const double mean_in_system = sum / kSamples;
+  const double little = r.request_throughput * r.e2el.mean_ms / 1e3;
+  EXPECT_NEAR(mean_in_system, little, 0.01 * little);
+  // The arrival rate is what was asked for (Poisson, 20000 samples).
+  EXPECT_NEAR(r.request_throughput, 4.0, 0.1);
+}
+
+struct InvariantParam {
+  bool caching;
+  bool sliding;
+};
+
+class EngineInvariantTest : public ::testing::TestWithParam<InvariantParam> {};
+
+TEST_P(EngineInvariantTest, FreePlusUsedEqualsTotalEveryStepAndEveryRequestEnds) {
+  // A small pool, shared prefixes, open loop overload: preemptions happen.
+  AnalyticStepParams p;
+  p.host_base_ns = 500'000;
+  p.device_base_ns = 3'000'000;
+  p.device_per_token_ns = 5'000;
+  AnalyticStepModel model(p);
+  ClientConfig cc;
+  cc.request_rate = 200;
+  cc.burstiness = 0.5;
+  cc.seed = 11;
+  EngineOptions opts;
+  opts.check_kv_every_step = true;  // deep check: free list, ref counts, tables
+  SchedulerConfig sc = Sched(512, 64, GetParam().caching);
+  sc.max_model_len = 2048;
+  auto e = MakeEngine(sc, Pool(300, GetParam().sliding), &model, cc, opts);
+  Rng rng(5);
+  std::vector<RequestSpec> reqs;
+  for (int i = 0; i < 4000; ++i) {
+    RequestSpec s = Req(static_cast<int32_t>(rng.UniformInt(1, 900)),
+                        static_cast<int32_t>(rng.UniformInt(1, 300)));
+    if (i % 50 == 7) s.input_tokens = 4000;  // exceeds max_model_len
+    const int32_t hbt = 64;
+    const int64_t family = rng.UniformInt(0, 4);
+    for (int32_t k = 0; k < s.input_tokens / hbt; ++k) {
+      s.prefix_hashes.push_back(k < 6 ? static_cast<uint64_t>(family * 1000 + k)
+                                      : rng.NextU64());
+    }
+    s.hash_block_tokens = hbt;
+    reqs.push_back(s);
+  }
+  VectorSource src(reqs);
+  TimeChecker tc;
+  ASSERT_TRUE(e->Run(&src, &tc).ok());
+  EXPECT_TRUE(tc.ok);
+  const RunResult r = e->Result();
+  EXPECT_EQ(r.completed + r.failed, 4000);
+  EXPECT_EQ(r.failed, 80);
+  EXPECT_EQ(r.rejected_by_reason[static_cast<int>(RejectReason::kExceedsMaxModelLen)], 80);
+  EXPECT_GT(r.preemptions, 0);
+  for (const RequestRecord& rec : e->records()) {
+    ASSERT_GE(rec.finish_ns, rec.send_ns);
+    if (rec.ok()) {
+      ASSERT_LE(rec.arrival_ns, rec.first_scheduled_ns);
+      ASSERT_LT(rec.first_scheduled_ns, rec.first_token_ns);
+      ASSERT_LE(rec.first_token_ns, rec.finish_ns);
+    }
+  }
+  if (GetParam().caching) {
+    int64_t hit = 0;
+    for (const RequestRecord& rec : e->records()) hit += rec.prefix_hit_tokens;
+    EXPECT_GT(hit, 0);
+  }
+  EXPECT_TRUE(e->replica(0).kv().CheckInvariant(true));
+  EXPECT_EQ(e->replica(0).kv().num_used_blocks(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(CachingAndSliding, EngineInvariantTest,
+                         ::testing::Values(InvariantParam{false, false}, InvariantParam{true, false},
+                                           InvariantParam{false, true}, InvariantParam{true, true}));
+
+TEST(EngineTest, RequestThatCanNeverFitTheKvCacheIsRejectedWithItsReason) {
+  AnalyticStepParams p;
+  p.device_base_ns = 1'000'000;
+  AnalyticStepModel model(p);
+  auto e = MakeEngine(Sched(), Pool(10), &model, ClientConfig{});
+  VectorSource src({Req(100, 10), Req(1000, 10), Req(50, 5)});
+  ASSERT_TRUE(e->Run(&src).ok());
+  EXPECT_TRUE(e->records()[0].ok());
+  EXPECT_EQ(e->records()[1].reject, RejectReason::kExceedsKvCache);
+  EXPECT_TRUE(e->records()[2].ok());
+  EXPECT_EQ(e->Result().failed, 1);
+}
+
+TEST(EngineTest, RoutersSpreadRequestsOverReplicas) {
+  AnalyticStepParams p;
+  p.device_base_ns = 1'000'000;
+  AnalyticStepModel model(p);
+  for (const char* name : {"round-robin", "least-outstanding"}) {
+    std::vector<ReplicaConfig> reps(3);
+    for (auto& r : reps) {
+      r.scheduler = Sched();
+      r.kv_cache = Pool(1000);
+      r.step_model = &model;
+    }
+    auto e = Engine::Create(std::move(reps), MakeRouter(name).value(), ClientConfig{}).value();
+    std::vector<RequestSpec> reqs(30, Req(10, 5));
+    VectorSource src(reqs);
+    ASSERT_TRUE(e->Run(&src).ok());
+    std::vector<int> per(3, 0);
+    for (const auto& rec : e->records()) ++per[rec.replica];
+    EXPECT_EQ(per, (std::vector<int>{10, 10, 10})) << name;
+  }
+  EXPECT_FALSE(MakeRouter("random").ok());
+}
+
+TEST(EngineTest, ReplayedArrivalsAreTheSendTimes) {
+  AnalyticStepParams p;
+  p.device_base_ns = 1'000'000;
+  AnalyticStepModel model(p);
+  ClientConfig cc;
+  cc.replay_arrivals = true;
+  auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
+  VectorSource src({Req(10, 2, 5'000'000), Req(10, 2, 5'500'000), Req(10, 2, 100'000'000)});
+  ASSERT_TRUE(e->Run(&src).ok());
+  EXPECT_EQ(e->records()[0].send_ns, 5'000'000);
+  EXPECT_EQ(e->records()[1].send_ns, 5'500'000);
+  EXPECT_EQ(e->records()[2].send_ns, 100'000'000);
+  // Request 1 arrived during request 0's prefill step: it waits for the
+  // next step.
+  EXPECT_EQ(e->records()[1].first_scheduled_ns, 6'000'000);
+}
+
+TEST(EngineTest, ReplayedArrivalsGoingBackwardsAreAnError) {
+  AnalyticStepParams p;
+  p.device_base_ns = 1'000'000;
+  AnalyticStepModel model(p);
+  ClientConfig cc;
+  cc.replay_arrivals = true;
+  auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
+  VectorSource src({Req(10, 2, 5'000'000), Req(10, 2, 4'000'000)});
+  const absl::Status st = e->Run(&src);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("record 1"), std::string::npos) << st;
+}
+
+TEST(EngineTest, MaxConcurrencyCapsRequestsInFlightInOpenLoop) {
+  AnalyticStepParams p;
+  p.device_base_ns = 10'000'000;
+  AnalyticStepModel model(p);
+  ClientConfig cc;
+  cc.request_rate = 1000;
+  cc.max_concurrency = 3;
+  auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
+  std::vector<RequestSpec> reqs(50, Req(10, 10));
+  VectorSource src(reqs);
+  ASSERT_TRUE(e->Run(&src).ok());
+  EXPECT_EQ(e->peak_in_flight(), 3);
+  // Sends happen in source order.
+  for (size_t i = 1; i < e->records().size(); ++i) {
+    EXPECT_LE(e->records()[i - 1].send_ns, e->records()[i].send_ns);
+    EXPECT_GE(e->records()[i].send_ns, e->records()[i].intended_ns);
+  }
+}
+
+TEST(RandomSourceTest, LengthsStayInTheRangeAndSeedIsDeterministic) {
+  RandomDatasetConfig dc;
+  dc.num_prompts = 2000;
+  dc.input_len = 100;
+  dc.output_len = 10;
+  dc.range_ratio = 0.25;
+  auto a = RandomSource::Create(dc).value();
+  auto b = RandomSource::Create(dc).value();
+  RequestSpec x, y;
+  int32_t lo = 1 << 30, hi = 0;
+  int n = 0;
+  while (a->Next(x).value()) {
+    ASSERT_TRUE(b->Next(y).value());
+    EXPECT_EQ(x.input_tokens, y.input_tokens);
+    lo = std::min(lo, x.input_tokens);
+    hi = std::max(hi, x.input_tokens);
+    EXPECT_GE(x.output_tokens, 7);
+    EXPECT_LE(x.output_tokens, 13);
+    EXPECT_EQ(x.id, n++);
+  }
+  EXPECT_EQ(n, 2000);
+  EXPECT_EQ(lo, 75);
+  EXPECT_EQ(hi, 125);
+  dc.range_ratio = 1.0;
+  EXPECT_FALSE(RandomSource::Create(dc).ok());
+  dc.range_ratio = 0;
+  dc.input_len = -1;
+  const auto bad = RandomSource::Create(dc);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--random-input-len"), std::string::npos);
+}
+
+TEST(RandomTest, GammaAndExponentialHaveTheRightMoments) {
+  Rng rng(1);
+  for (double shape : {0.5, 1.0, 4.0}) {
+    double sum = 0, sq = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; ++i) {
+      const double x = rng.Gamma(shape, 2.0);
+      sum += x;
+      sq += x * x;
+    }
+    const double mean = sum / n, var = sq / n - mean * mean;
+    EXPECT_NEAR(mean, shape * 2.0, 0.02 * shape * 2.0) << shape;
+    EXPECT_NEAR(var, shape * 4.0, 0.05 * shape * 4.0) << shape;
+  }
+  double sum = 0;
+  for (int i = 0; i < 100000; ++i) sum += rng.Exponential(4.0);
+  EXPECT_NEAR(sum / 100000, 0.25, 0.005);
+}
+
+}  // namespace
+}  // namespace servesim

@@ -1,0 +1,97 @@
+#include "sim/metrics.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace servesim {
+namespace {
+
+TEST(MetricsTest, SummaryMatchesNumpyOnAHandExample) {
+  // numpy: mean 4, median 3, std (ddof=0) sqrt(10), percentile 90 -> 7.6,
+  // percentile 99 -> 9.76 (linear interpolation between 4 and 10).
+  std::vector<double> v = {10, 2, 4, 1, 3};
+  const LatencySummary s = Summarize(v);
+  EXPECT_EQ(s.count, 5);
+  EXPECT_DOUBLE_EQ(s.mean_ms, 4.0);
+  EXPECT_DOUBLE_EQ(s.median_ms, 3.0);
+  EXPECT_DOUBLE_EQ(s.std_ms, std::sqrt(10.0));
+  EXPECT_DOUBLE_EQ(s.p90_ms, 7.6);
+  EXPECT_DOUBLE_EQ(s.p99_ms, 9.76);
+}
+
+TEST(MetricsTest, MedianOfAnEvenCountIsTheMidpoint) {
+  std::vector<double> v = {1, 2, 3, 4};
+  EXPECT_DOUBLE_EQ(Summarize(v).median_ms, 2.5);
+  std::vector<double> one = {7};
+  const LatencySummary s = Summarize(one);
+  EXPECT_DOUBLE_EQ(s.p99_ms, 7);
+  EXPECT_DOUBLE_EQ(s.std_ms, 0);
+}
+
+TEST(MetricsTest, EmptyListsGiveZeros) {
+  std::vector<double> v;
+  const LatencySummary s = Summarize(v);
+  EXPECT_EQ(s.count, 0);
+  EXPECT_EQ(s.mean_ms, 0);
+}
+
+TEST(MetricsTest, TpotExcludesSingleTokenRequestsAndDurationSpansFirstSendToLastFinish) {
+  std::vector<RequestRecord> recs(3);
+  // Request 0: sent at 1 ms, first token at 11 ms, done at 41 ms, 4 tokens.
+  recs[0] = RequestRecord{0, 100, 4, 0, 0, 0, RejectReason::kNone,
+                          0, 1'000'000, 1'000'000, 1'000'000, 11'000'000, 41'000'000};
+  // Request 1: one output token: in TTFT, not in TPOT.
+  recs[1] = RequestRecord{1, 50, 1, 0, 0, 0, RejectReason::kNone,
+                          0, 2'000'000, 2'000'000, 2'000'000, 7'000'000, 7'000'000};
+  // Request 2: rejected.
+  recs[2] = RequestRecord{2, 9999, 10, 0, 0, 0, RejectReason::kExceedsMaxModelLen,
+                          0, 3'000'000, 3'000'000, -1, -1, 3'000'000};
+  ItlAccumulator itl;
+  itl.Add(10'000'000);
+  itl.Add(10'000'000);
+  itl.Add(10'000'000);
+  StepStats steps;
+  const RunResult r = ComputeRunResult(recs, itl, steps, 0);
+  EXPECT_EQ(r.completed, 2);
+  EXPECT_EQ(r.failed, 1);
+  EXPECT_EQ(r.rejected_by_reason[static_cast<int>(RejectReason::kExceedsMaxModelLen)], 1);
+  EXPECT_EQ(r.ttft.count, 2);
+  EXPECT_DOUBLE_EQ(r.ttft.mean_ms, 7.5);  // (10 + 5) / 2
+  EXPECT_EQ(r.tpot.count, 1);
+  EXPECT_DOUBLE_EQ(r.tpot.mean_ms, 10.0);  // (40 - 10) / 3
+  EXPECT_DOUBLE_EQ(r.e2el.mean_ms, 22.5);  // (40 + 5) / 2
+  EXPECT_DOUBLE_EQ(r.duration_s, 0.040);   // 1 ms .. 41 ms
+  EXPECT_DOUBLE_EQ(r.output_throughput, 5 / 0.040);
+  EXPECT_DOUBLE_EQ(r.total_token_throughput, 155 / 0.040);
+  EXPECT_DOUBLE_EQ(r.itl.mean_ms, 10.0);
+}
+
+TEST(MetricsTest, ItlSwitchesToAHistogramPastTheCapAndSaysSo) {
+  ItlAccumulator exact(1'000'000), capped(100);
+  for (int i = 1; i <= 1000; ++i) {
+    exact.Add(i * 1'000'000);
+    capped.Add(i * 1'000'000);
+  }
+  const LatencySummary e = exact.Summarize();
+  const LatencySummary c = capped.Summarize();
+  EXPECT_TRUE(e.exact);
+  EXPECT_FALSE(c.exact);
+  EXPECT_EQ(c.count, 1000);
+  EXPECT_NEAR(c.mean_ms, e.mean_ms, 1e-9 * e.mean_ms);
+  EXPECT_NEAR(c.std_ms, e.std_ms, 1e-6 * e.std_ms);
+  EXPECT_NEAR(c.median_ms, e.median_ms, 1e-3 * e.median_ms);
+  EXPECT_NEAR(c.p99_ms, e.p99_ms, 1e-3 * e.p99_ms);
+}
+
+TEST(MetricsTest, StepHistogramSummaryUsesLinearInterpolation) {
+  std::vector<int64_t> hist = {0, 2, 0, 2};  // values 1, 1, 3, 3
+  const auto s = StepStats::HistSummary(hist);
+  EXPECT_DOUBLE_EQ(s[0], 2.0);
+  EXPECT_DOUBLE_EQ(s[1], 2.0);
+  EXPECT_DOUBLE_EQ(s[3], 3.0);
+}
+
+}  // namespace
+}  // namespace servesim

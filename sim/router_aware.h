@@ -1,0 +1,76 @@
+// Load-state-aware routers for fleets, beside sim/router.h's round-robin and
+// least-outstanding:
+//  - KvAwareRouter: the replica with the most free KV blocks, net of the
+//    blocks of requests it sent there that are still waiting (so a burst
+//    arriving within one step does not herd onto one replica);
+//  - PrefixAwareRouter: the replica with the longest cached prefix of the
+//    request (RequestSpec::prefix_hashes), tie -> least outstanding. Like
+//    production cache-aware routers it cannot see inside the replicas'
+//    caches: it tracks which prefix blocks it has sent to each replica, in
+//    an LRU table sized to that replica's KV capacity.
+// Ties in both go to the fewest outstanding requests, then the lowest
+// index. Deterministic; thread-compatible; O(replicas + prefix blocks) per
+// request.
+#ifndef SERVESIM_SIM_ROUTER_AWARE_H_
+#define SERVESIM_SIM_ROUTER_AWARE_H_
+
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "sim/router.h"
+
+namespace servesim {
+
+class KvAwareRouter : public Router {
+ public:
+  int32_t Route(const RequestSpec& request, std::span<const Scheduler* const> replicas) override;
+  std::string Name() const override { return "kv-aware"; }
+
+ private:
+  struct Pending {
+    std::deque<int64_t> blocks;  // estimates of requests sent, oldest first
+    int64_t sum = 0;
+  };
+  std::vector<Pending> pending_;
+};
+
+class PrefixAwareRouter : public Router {
+ public:
+  // `max_entries_per_replica` > 0 fixes each replica's table size (tests);
+  // 0 sizes it from the replica's KV pool (tokens / hash block tokens).
+  explicit PrefixAwareRouter(int64_t max_entries_per_replica = 0)
+      : fixed_capacity_(max_entries_per_replica) {}
+  int32_t Route(const RequestSpec& request, std::span<const Scheduler* const> replicas) override;
+  std::string Name() const override { return "prefix-aware"; }
+
+  // Leading prefix blocks of `request` the router believes `replica` holds.
+  int32_t MatchedBlocks(const RequestSpec& request, int32_t replica) const;
+
+ private:
+  struct Table {
+    std::list<uint64_t> lru;  // most recent at the front
+    absl::flat_hash_map<uint64_t, std::list<uint64_t>::iterator> index;  // never iterated
+  };
+  void ChainKeys(const RequestSpec& request) const;
+  int32_t Matched(const Table& t) const;
+  void Insert(Table& t, int64_t capacity);
+
+  int64_t fixed_capacity_;
+  std::vector<Table> tables_;
+  mutable std::vector<uint64_t> keys_;  // scratch: chained keys of the request
+};
+
+// Every router by name: "round-robin" (also ""), "least-outstanding",
+// "kv-aware", "prefix-aware"; an unknown name is an error listing them.
+absl::StatusOr<std::unique_ptr<Router>> MakeFleetRouter(const std::string& name);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_SIM_ROUTER_AWARE_H_

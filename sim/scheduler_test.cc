@@ -1,0 +1,214 @@
+#include "sim/scheduler.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace servesim {
+namespace {
+
+struct Recorder : StepListener {
+  struct Tok {
+    RequestId id;
+    int32_t num_output;
+    TimeNs t;
+  };
+  std::vector<Tok> tokens;
+  std::vector<RequestId> finished;
+  void OnToken(const SchedRequest& r, TimeNs now) override {
+    tokens.push_back({r.spec.id, r.num_output, now});
+  }
+  void OnFinish(const SchedRequest& r, TimeNs) override { finished.push_back(r.spec.id); }
+};
+
+RequestSpec Req(RequestId id, int32_t in, int32_t out) {
+  RequestSpec s;
+  s.id = id;
+  s.input_tokens = in;
+  s.output_tokens = out;
+  return s;
+}
+
+KvCacheSpec Pool(int64_t blocks) {
+  KvCacheSpec s;
+  s.num_blocks = blocks;
+  s.groups.push_back(KvGroupSpec{16, 0, 1});
+  return s;
+}
+
+SchedulerConfig Cfg(int32_t budget, int32_t max_seqs = 256, bool caching = false) {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = budget;
+  c.max_num_seqs = max_seqs;
+  c.max_model_len = 100000;
+  c.enable_prefix_caching = caching;
+  return c;
+}
+
+TEST(SchedulerTest, LongPromptIsChunkedByTheTokenBudgetAndEmitsAfterTheLastChunk) {
+  auto s = Scheduler::Create(Cfg(100), Pool(1000)).value();
+  Recorder rec;
+  s->Add(Req(0, 250, 3), 0, 0);
+  // Step 1 and 2: 100-token chunks, no token.
+  ASSERT_TRUE(s->Schedule(0));
+  EXPECT_EQ(s->batch_num_tokens(), 100);
+  ASSERT_EQ(s->batch().prefills.size(), 1u);
+  EXPECT_EQ(s->batch().prefills[0].num_computed_before, 0);
+  s->Complete(10, rec);
+  EXPECT_TRUE(rec.tokens.empty());
+  ASSERT_TRUE(s->Schedule(10));
+  EXPECT_EQ(s->batch_num_tokens(), 100);
+  EXPECT_EQ(s->batch().prefills[0].num_computed_before, 100);
+  s->Complete(20, rec);
+  EXPECT_TRUE(rec.tokens.empty());
+  // Step 3: the last 50 prompt tokens; the first token comes at its end.
+  ASSERT_TRUE(s->Schedule(20));
+  EXPECT_EQ(s->batch_num_tokens(), 50);
+  s->Complete(30, rec);
+  ASSERT_EQ(rec.tokens.size(), 1u);
+  EXPECT_EQ(rec.tokens[0].t, 30);
+  // Then one decode token per step.
+  ASSERT_TRUE(s->Schedule(30));
+  EXPECT_EQ(s->batch().decode_context_lens.size(), 1u);
+  EXPECT_EQ(s->batch().decode_context_lens[0], 250);
+  s->Complete(40, rec);
+  ASSERT_TRUE(s->Schedule(40));
+  s->Complete(50, rec);
+  EXPECT_EQ(rec.tokens.size(), 3u);
+  EXPECT_EQ(rec.finished, std::vector<RequestId>{0});
+  EXPECT_FALSE(s->Schedule(50));
+  EXPECT_EQ(s->kv().num_used_blocks(), 0);
+}
+
+TEST(SchedulerTest, RunningRequestsComeFirstAndShareTheBudget) {
+  auto s = Scheduler::Create(Cfg(100), Pool(1000)).value();
+  Recorder rec;
+  s->Add(Req(0, 90, 5), 0, 0);
+  ASSERT_TRUE(s->Schedule(0));
+  s->Complete(1, rec);  // request 0 decoding now
+  s->Add(Req(1, 300, 5), 1, 1);
+  ASSERT_TRUE(s->Schedule(1));
+  // Decode of 0 (1 token) then a 99-token chunk of 1.
+  EXPECT_EQ(s->batch().decode_context_lens.size(), 1u);
+  ASSERT_EQ(s->batch().prefills.size(), 1u);
+  EXPECT_EQ(s->batch().prefills[0].num_tokens, 99);
+}
+
+TEST(SchedulerTest, PreemptsTheLastAdmittedRequestWhichRestartsFromZero) {
+  // 6 blocks of 16 tokens. A and B: 32-token prompts (2 blocks each).
+  auto s = Scheduler::Create(Cfg(1000), Pool(6)).value();
+  Recorder rec;
+  const int32_t a = s->Add(Req(0, 32, 40), 0, 0);
+  const int32_t b = s->Add(Req(1, 32, 40), 0, 1);
+  ASSERT_TRUE(s->Schedule(0));
+  EXPECT_EQ(s->batch_num_seqs(), 2);
+  s->Complete(1, rec);
+  EXPECT_EQ(s->kv().num_used_blocks(), 4);
+  // Tokens 33..48: each needs a third block (6 used), fits.
+  TimeNs t = 1;
+  for (int i = 0; i < 16; ++i, ++t) {
+    ASSERT_TRUE(s->Schedule(t));
+    ASSERT_EQ(s->step_preemptions(), 0);
+    s->Complete(t + 1, rec);
+  }
+  EXPECT_EQ(s->request(a).num_computed, 48);
+  EXPECT_EQ(s->kv().num_used_blocks(), 6);
+  // Token 49 of A needs a 4th block: none free, so B (admitted last) is
+  // preempted: all its blocks freed, computed tokens back to 0, front of the
+  // waiting queue; no waiting request is admitted in this step.
+  ASSERT_TRUE(s->Schedule(t));
+  EXPECT_EQ(s->step_preemptions(), 1);
+  EXPECT_EQ(s->batch_num_seqs(), 1);
+  EXPECT_EQ(s->scheduled_slots()[0], a);
+  EXPECT_EQ(s->request(b).num_computed, 0);
+  EXPECT_EQ(s->request(b).num_preemptions, 1);
+  EXPECT_EQ(s->request(b).num_output, 17);  // kept: recompute, not regenerate
+  EXPECT_EQ(s->num_waiting(), 1);
+  EXPECT_EQ(s->kv().num_used_blocks(), 4);
+  s->Complete(t + 1, rec);
+  // Next step: B would resume by recomputing its prompt and 17 generated
+  // tokens (49 tokens, 4 blocks) but A holds 4 of the 6 blocks: B waits.
+  ASSERT_TRUE(s->Schedule(t + 1));
+  EXPECT_EQ(s->batch_num_seqs(), 1);
+  EXPECT_EQ(s->num_waiting(), 1);
+}
+
+TEST(SchedulerTest, VictimIsTheRequestItselfStopsTheRunningPass) {
+  // 5 blocks. A: 40 tokens in 3 blocks (room up to 48). B: 32 tokens in 2
+  // full blocks. A's decode fits; B's needs a block, none is free, and the
+  // most recently admitted running request is B itself: B is preempted and
+  // the pass stops.
+  auto s = Scheduler::Create(Cfg(1000), Pool(5)).value();
+  Recorder rec;
+  const int32_t a = s->Add(Req(0, 40, 10), 0, 0);
+  const int32_t b = s->Add(Req(1, 32, 10), 0, 1);
+  ASSERT_TRUE(s->Schedule(0));
+  s->Complete(1, rec);
+  ASSERT_TRUE(s->Schedule(1));
+  EXPECT_EQ(s->step_preemptions(), 1);
+  ASSERT_EQ(s->batch_num_seqs(), 1);
+  EXPECT_EQ(s->scheduled_slots()[0], a);
+  EXPECT_EQ(s->request(b).num_computed, 0);
+  EXPECT_EQ(s->request(b).num_preemptions, 1);
+  EXPECT_EQ(s->num_running(), 1);
+  EXPECT_EQ(s->num_waiting(), 1);
+}
+
+TEST(SchedulerTest, WaitingQueueIsHeadOfLineBlocked) {
+  // 10 blocks. First request takes 8; the second needs 3 (does not fit);
+  // the third would fit (1 block) but must wait behind the second.
+  auto s = Scheduler::Create(Cfg(10000), Pool(10)).value();
+  s->Add(Req(0, 128, 2), 0, 0);
+  s->Add(Req(1, 48, 2), 0, 1);
+  s->Add(Req(2, 16, 2), 0, 2);
+  ASSERT_TRUE(s->Schedule(0));
+  EXPECT_EQ(s->batch_num_seqs(), 1);
+  EXPECT_EQ(s->num_waiting(), 2);
+}
+
+TEST(SchedulerTest, MaxNumSeqsCapsRunningRequests) {
+  auto s = Scheduler::Create(Cfg(10000, /*max_seqs=*/2), Pool(1000)).value();
+  Recorder rec;
+  for (int i = 0; i < 5; ++i) s->Add(Req(i, 10, 3), 0, i);
+  ASSERT_TRUE(s->Schedule(0));
+  EXPECT_EQ(s->batch_num_seqs(), 2);
+  EXPECT_EQ(s->num_running(), 2);
+  s->Complete(1, rec);
+  ASSERT_TRUE(s->Schedule(1));
+  EXPECT_EQ(s->batch_num_seqs(), 2);  // still capped
+}
+
+TEST(SchedulerTest, AdmissionTakesThePrefixHit) {
+  auto s = Scheduler::Create(Cfg(10000, 256, /*caching=*/true), Pool(1000)).value();
+  Recorder rec;
+  RequestSpec a = Req(0, 64, 2);
+  a.prefix_hashes = {1, 2, 3, 4};
+  a.hash_block_tokens = 16;
+  RequestSpec b = a;
+  b.id = 1;
+  s->Add(a, 0, 0);
+  ASSERT_TRUE(s->Schedule(0));
+  s->Complete(1, rec);
+  const int32_t sb = s->Add(b, 1, 1);
+  ASSERT_TRUE(s->Schedule(1));
+  EXPECT_EQ(s->request(sb).prefix_hit_tokens, 48);
+  // B computes only 16 tokens, attending to the 48 cached ones.
+  ASSERT_EQ(s->batch().prefills.size(), 1u);
+  EXPECT_EQ(s->batch().prefills[0].num_tokens, 16);
+  EXPECT_EQ(s->batch().prefills[0].num_computed_before, 48);
+}
+
+TEST(SchedulerTest, RequestsThatCanNeverFitAreRejectedWithAReason) {
+  SchedulerConfig c = Cfg(1000);
+  c.max_model_len = 200;
+  auto s = Scheduler::Create(c, Pool(10)).value();
+  EXPECT_EQ(s->CheckFits(Req(0, 150, 51)), RejectReason::kExceedsMaxModelLen);
+  EXPECT_EQ(s->CheckFits(Req(0, 150, 50)), RejectReason::kExceedsKvCache);  // 199 tokens: 13 blocks
+  EXPECT_EQ(s->CheckFits(Req(0, 100, 61)), RejectReason::kNone);   // 160 tokens: 10 blocks
+  EXPECT_EQ(s->CheckFits(Req(0, 100, 62)), RejectReason::kExceedsKvCache);  // 161: 11 blocks
+  EXPECT_EQ(s->CheckFits(Req(0, 0, 5)), RejectReason::kInvalidLengths);
+  EXPECT_EQ(RejectReasonName(RejectReason::kExceedsKvCache), "exceeds_kv_cache");
+}
+
+}  // namespace
+}  // namespace servesim
