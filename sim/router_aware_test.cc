@@ -1,0 +1,133 @@
+#include "sim/router_aware.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace servesim {
+namespace {
+
+std::unique_ptr<Scheduler> MakeReplica(int64_t blocks) {
+  SchedulerConfig sc;
+  sc.max_num_seqs = 64;
+  sc.max_num_batched_tokens = 512;
+  sc.max_model_len = 4096;
+  KvCacheSpec kv;
+  kv.num_blocks = blocks;
+  kv.groups.push_back(KvGroupSpec{16, 0, 1});
+  auto s = Scheduler::Create(sc, kv);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return *std::move(s);
+}
+
+RequestSpec Req(RequestId id, int32_t input, std::vector<uint64_t> hashes = {}) {
+  RequestSpec r;
+  r.id = id;
+  r.input_tokens = input;
+  r.output_tokens = 8;
+  r.prefix_hashes = std::move(hashes);
+  r.hash_block_tokens = r.prefix_hashes.empty() ? 0 : 64;
+  return r;
+}
+
+struct Fleet {
+  std::vector<std::unique_ptr<Scheduler>> owned;
+  std::vector<const Scheduler*> ptrs;
+  explicit Fleet(std::vector<int64_t> blocks) {
+    for (int64_t b : blocks) {
+      owned.push_back(MakeReplica(b));
+      ptrs.push_back(owned.back().get());
+    }
+  }
+  // Routes and queues the request on the chosen replica, as the engine does.
+  int32_t Send(Router& router, const RequestSpec& r) {
+    const int32_t i = router.Route(r, ptrs);
+    owned[i]->Add(r, 0, r.id);
+    return i;
+  }
+};
+
+TEST(KvAwareRouterTest, PicksTheReplicaWithMostFreeBlocks) {
+  Fleet f({100, 300, 200});
+  KvAwareRouter router;
+  EXPECT_EQ(router.Route(Req(0, 64), f.ptrs), 1);
+}
+
+TEST(KvAwareRouterTest, BurstWithinOneStepSpreadsByBlocksStillWaiting) {
+  // Equal replicas, no step in between: free blocks never change, so only
+  // the router's estimate of waiting requests keeps it from herding.
+  Fleet f({100, 100});
+  KvAwareRouter router;
+  EXPECT_EQ(f.Send(router, Req(0, 320)), 0);  // 20 blocks now promised on 0
+  EXPECT_EQ(f.Send(router, Req(1, 160)), 1);  // 100 vs 80 free
+  EXPECT_EQ(f.Send(router, Req(2, 160)), 1);  // 80 vs 90
+  EXPECT_EQ(f.Send(router, Req(3, 16)), 0);   // 80 vs 80: tie, 0 has fewer outstanding
+}
+
+TEST(KvAwareRouterTest, TieGoesToFewestOutstandingThenLowestIndex) {
+  Fleet f({50, 50, 50});
+  KvAwareRouter router;
+  f.owned[0]->Add(Req(100, 0 + 16), 0, 100);  // queued outside the router
+  // Replica 0 has one outstanding; 1 and 2 none: 1 wins the tie.
+  EXPECT_EQ(router.Route(Req(0, 16), f.ptrs), 1);
+}
+
+TEST(PrefixAwareRouterTest, SharedPrefixFollowsTheReplicaThatHasIt) {
+  Fleet f({100, 100});
+  PrefixAwareRouter router;
+  EXPECT_EQ(f.Send(router, Req(0, 256, {1, 2, 3})), 0);
+  // Replica 0 now has more outstanding, but holds the prefix [1, 2].
+  EXPECT_EQ(f.Send(router, Req(1, 256, {1, 2, 9})), 0);
+  EXPECT_EQ(router.MatchedBlocks(Req(9, 256, {1, 2, 9}), 0), 3);
+  // No shared prefix: least outstanding.
+  EXPECT_EQ(f.Send(router, Req(2, 256, {7, 8})), 1);
+  EXPECT_EQ(f.Send(router, Req(3, 256)), 1);  // 2 vs 1 outstanding
+}
+
+TEST(PrefixAwareRouterTest, LongestPrefixWinsOverAShorterOne) {
+  Fleet f({100, 100});
+  PrefixAwareRouter router;
+  ASSERT_EQ(f.Send(router, Req(0, 256, {1})), 0);
+  ASSERT_EQ(f.Send(router, Req(1, 256, {5, 6})), 1);
+  ASSERT_EQ(f.Send(router, Req(2, 256, {1, 2, 3})), 0);
+  // Replica 0 matches [1, 2, 3] (3 blocks), replica 1 nothing.
+  EXPECT_EQ(router.Route(Req(3, 256, {1, 2, 3, 4}), f.ptrs), 0);
+  // Replica 1 matches [5, 6]; 0 matches nothing.
+  EXPECT_EQ(router.Route(Req(4, 256, {5, 6, 7}), f.ptrs), 1);
+}
+
+TEST(PrefixAwareRouterTest, MatchIsPositionalNotASetOfHashes) {
+  Fleet f({100, 100});
+  PrefixAwareRouter router;
+  ASSERT_EQ(f.Send(router, Req(0, 256, {1, 2, 3})), 0);
+  EXPECT_EQ(router.MatchedBlocks(Req(1, 256, {9, 2, 3}), 0), 0);
+  EXPECT_EQ(router.MatchedBlocks(Req(1, 256, {2, 3}), 0), 0);
+}
+
+TEST(PrefixAwareRouterTest, TableForgetsLeastRecentlyUsedBeyondCapacity) {
+  Fleet f({100});
+  PrefixAwareRouter router(/*max_entries_per_replica=*/4);
+  router.Route(Req(0, 256, {1, 2}), f.ptrs);
+  router.Route(Req(1, 256, {3, 4}), f.ptrs);
+  router.Route(Req(2, 256, {1}), f.ptrs);     // refreshes [1]
+  router.Route(Req(3, 256, {5, 6}), f.ptrs);  // evicts the 2 oldest: [1,2] and [3]
+  EXPECT_EQ(router.MatchedBlocks(Req(9, 256, {1, 2}), 0), 1);
+  EXPECT_EQ(router.MatchedBlocks(Req(9, 256, {3, 4}), 0), 0);
+  EXPECT_EQ(router.MatchedBlocks(Req(9, 256, {5, 6}), 0), 2);
+}
+
+TEST(MakeFleetRouterTest, KnowsAllFourNamesAndRejectsOthers) {
+  for (const char* n : {"", "round-robin", "least-outstanding", "kv-aware", "prefix-aware"}) {
+    auto r = MakeFleetRouter(n);
+    ASSERT_TRUE(r.ok()) << n;
+    if (*n) {
+      EXPECT_EQ((*r)->Name(), n);
+    }
+  }
+  auto bad = MakeFleetRouter("random");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("prefix-aware"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace servesim
