@@ -1,16 +1,213 @@
-// servesim calibrate: placeholder until its issue lands (exits non-zero).
+// servesim calibrate: fits a calibration profile from a user's own
+// `vllm bench serve` result files (closed-loop, fixed-length cells), reports
+// the in-sample fit and leave-one-cell-out errors, and saves the profile for
+// `simulate --calibration PROFILE`.
+#include <algorithm>
+#include <cmath>
+#include <memory>
 #include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "calibration/bench_import.h"
+#include "calibration/measurements.h"
+#include "calibration/validation.h"
 #include "experiments/cli.h"
 
 namespace servesim::cli {
+namespace {
+
+struct CalibrateFlags {
+  std::string device;
+  std::vector<std::string> bench;
+  std::string model;
+  std::string quantization = "none";
+  std::string dtype = "auto";
+  int32_t max_model_len = 0;
+  double gpu_memory_utilization = 0.90;
+  int32_t max_num_seqs = 0;
+  int32_t max_num_batched_tokens = 0;
+  bool no_async_scheduling = false;
+  bool no_prefix_caching = false;
+  std::string software_build = "user";
+  std::string out;
+  double tolerance_pct = 5;
+  std::string fit_config = kDefaultFitConfig;
+  bool json = false;
+};
+
+std::string AllowedDeviceNamesForFit(const servesim::proto::FitConfig& c) {
+  std::vector<std::string> names;
+  for (const auto& s : c.fits()) {
+    if (std::find(names.begin(), names.end(), s.device()) == names.end()) names.push_back(s.device());
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+void Err(const std::string& s) { std::fprintf(stderr, "servesim calibrate: %s\n", s.c_str()); }
+
+// Files, with folders expanded to their *.json / *.json.gz (sorted).
+std::vector<std::string> ExpandPaths(const std::vector<std::string>& in) {
+  std::vector<std::string> out;
+  for (const std::string& p : in) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      std::vector<std::string> files;
+      for (const auto& e : std::filesystem::directory_iterator(p, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.ends_with(".json") || name.ends_with(".json.gz")) files.push_back(e.path().string());
+      }
+      std::sort(files.begin(), files.end());
+      out.insert(out.end(), files.begin(), files.end());
+    } else {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+int RunCalibrate(const CalibrateFlags& f) {
+  const std::vector<std::string> paths = ExpandPaths(f.bench);
+  if (paths.empty()) {
+    Err("--bench: no result files given");
+    return kExitBadInput;
+  }
+  std::vector<ImportedCell> cells;
+  for (const std::string& p : paths) {
+    auto c = ImportBenchFile(p);
+    if (!c.ok()) {
+      Err(std::string(c.status().message()));
+      return kExitBadInput;
+    }
+    std::printf(
+        "read %s: model %s, %lld requests, concurrency %s, request rate %s, %.1f in / %.1f out "
+        "tokens%s%s; output %.1f tok/s, median TTFT %.2f ms, median TPOT %.3f ms\n",
+        p.c_str(), c->model_id.empty() ? "?" : c->model_id.c_str(),
+        static_cast<long long>(c->num_prompts),
+        c->max_concurrency > 0 ? std::to_string(c->max_concurrency).c_str() : "unlimited",
+        std::isfinite(c->request_rate) ? absl::StrFormat("%g/s", c->request_rate).c_str() : "inf",
+        c->input_tokens, c->output_tokens, c->fixed_lengths ? "" : " (varying lengths)",
+        c->has_per_request ? ", per-request arrays" : "", c->output_throughput,
+        c->median_ttft_ms, c->median_tpot_ms);
+    cells.push_back(*std::move(c));
+  }
+
+  servesim::proto::MeasurementSet set;
+  auto* run = set.add_runs();
+  run->set_id("user-run");
+  run->set_device(f.device);
+  std::string model = f.model;
+  if (model.empty()) {
+    for (const ImportedCell& c : cells) {
+      if (!c.model_id.empty()) model = c.model_id;
+    }
+  }
+  if (model.empty()) {
+    Err("--model is required (the result files name no model_id)");
+    return kExitBadInput;
+  }
+  run->set_model(model);
+  run->set_dtype(f.dtype);
+  run->set_quantization(f.quantization);
+  run->set_software_build(f.software_build);
+  run->set_max_model_len(f.max_model_len);
+  run->set_gpu_memory_utilization(f.gpu_memory_utilization);
+  run->set_max_num_seqs(f.max_num_seqs);
+  run->set_max_num_batched_tokens(f.max_num_batched_tokens);
+  run->set_async_scheduling(!f.no_async_scheduling);
+  run->set_enable_prefix_caching(!f.no_prefix_caching);
+  std::vector<std::string> refused;
+  for (const ImportedCell& c : cells) {
+    auto ms = CellMeasurements(c, run->id(), f.tolerance_pct);
+    if (!ms.ok()) {
+      refused.push_back(std::string(ms.status().message()));
+      continue;
+    }
+    for (auto& m : *ms) *set.add_measurements() = std::move(m);
+  }
+  for (const std::string& r : refused) Err("not fitted: " + r);
+  if (set.measurements().empty()) {
+    Err("no result file is a closed-loop, fixed-length cell: nothing to fit");
+    return kExitBadInput;
+  }
+  auto db = MeasurementDb::FromSets({set}, "calibrate");
+  if (!db.ok()) {
+    Err(std::string(db.status().message()));
+    return kExitBadInput;
+  }
+  auto shipped = LoadFitConfig(f.fit_config);
+  if (!shipped.ok()) {
+    Err(std::string(shipped.status().message()));
+    return kExitBadInput;
+  }
+  servesim::proto::FitConfig config;
+  for (const auto& spec : shipped->fits()) {
+    if (spec.device() != f.device) continue;
+    auto* s = config.add_fits();
+    *s = spec;
+    s->set_software_build(f.software_build);
+    break;
+  }
+  if (config.fits().empty()) {
+    Err(absl::StrFormat("device '%s' has no fit specification in %s (devices: %s)", f.device,
+                        f.fit_config, AllowedDeviceNamesForFit(*shipped)));
+    return kExitBadInput;
+  }
+  auto report = RunValidation(*db, config, ValidateOptions{});
+  if (!report.ok()) {
+    Err(std::string(report.status().message()));
+    return kExitBadInput;
+  }
+  const std::string text = f.json ? FormatReportJson(*report) : FormatReportText(*report);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  const std::string out = f.out.empty()
+                              ? absl::StrFormat("%s@%s.textproto", f.device, f.software_build)
+                              : f.out;
+  auto st = WriteProfile(MakeProfile(report->groups.front(), report->points), out);
+  if (!st.ok()) {
+    Err(std::string(st.message()));
+    return kExitBadInput;
+  }
+  std::fprintf(stderr, "wrote %s (use: servesim simulate --calibration %s ...)\n", out.c_str(),
+               out.c_str());
+  return report->all_pass ? kExitOk : kExitCheckFailed;
+}
+
+}  // namespace
 
 void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
-  CLI::App* cmd = app.add_subcommand("calibrate", "(not built yet)");
-  cmd->callback([exit_code] {
-    std::fprintf(stderr, "servesim calibrate: not built yet\n");
-    *exit_code = 1;
-  });
+  auto f = std::make_shared<CalibrateFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate",
+      "Fit a calibration profile from your own `vllm bench serve` result files (closed-loop "
+      "cells of fixed lengths), report in-sample and leave-one-out errors, save the profile.");
+  cmd->add_option("--device", f->device, "device the files were measured on")->required();
+  cmd->add_option("--bench", f->bench, "result files (.json, .json.gz) or folders of them")
+      ->required()
+      ->expected(1, -1);
+  cmd->add_option("--model", f->model, "model (default: the files' model_id)");
+  cmd->add_option("--quantization", f->quantization, "none|fp8|w8a8|w4a16|w4a16-emb4")
+      ->capture_default_str();
+  cmd->add_option("--dtype", f->dtype, "bf16|fp16|auto")->capture_default_str();
+  cmd->add_option("--max-model-len", f->max_model_len, "server flag (0: model limit)");
+  cmd->add_option("--gpu-memory-utilization", f->gpu_memory_utilization, "server flag")
+      ->capture_default_str();
+  cmd->add_option("--max-num-seqs", f->max_num_seqs, "server flag (0: vLLM default)");
+  cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens,
+                  "server flag (0: vLLM default)");
+  cmd->add_flag("--no-async-scheduling", f->no_async_scheduling, "server ran without it");
+  cmd->add_flag("--no-enable-prefix-caching", f->no_prefix_caching, "server ran without it");
+  cmd->add_option("--software-build", f->software_build, "label stored in the profile")
+      ->capture_default_str();
+  cmd->add_option("--out", f->out, "profile to write (default <device>@<build>.textproto)");
+  cmd->add_option("--tolerance-pct", f->tolerance_pct, "per-point check")->capture_default_str();
+  cmd->add_option("--fit-config", f->fit_config, "free parameters per device")
+      ->capture_default_str();
+  cmd->add_flag("--json", f->json, "JSON report");
+  cmd->callback([f, exit_code] { *exit_code = RunCalibrate(*f); });
 }
 
 }  // namespace servesim::cli

@@ -1,0 +1,46 @@
+// Turns `vllm bench serve` result files (read by traces' ReadBenchResult,
+// any client version's keys) into measurements the fitter can use:
+// the cell (concurrency, prompts, input/output lengths) and its output
+// throughput, median TTFT and median TPOT.
+#ifndef SERVESIM_CALIBRATION_BENCH_IMPORT_H_
+#define SERVESIM_CALIBRATION_BENCH_IMPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/calibration.pb.h"
+#include "traces/bench_result.h"
+
+namespace servesim {
+
+// What a result file says about its cell, and how it was inferred.
+struct ImportedCell {
+  std::string path;
+  std::string model_id;          // "" when the file has none
+  int64_t num_prompts = 0;       // completed requests
+  int32_t max_concurrency = 0;   // 0: none (open loop)
+  double request_rate = 0;       // +inf for "inf"
+  double input_tokens = 0;       // mean per request
+  double output_tokens = 0;
+  bool fixed_lengths = true;     // every request had the same lengths
+  bool has_per_request = false;  // input_lens / ttfts / itls arrays present
+  double output_throughput = 0, total_throughput = 0;
+  double median_ttft_ms = 0, median_tpot_ms = 0;  // 0: absent
+  std::string inferred;          // which keys the lengths/concurrency came from
+};
+
+// Reads one file. Errors name the file and key.
+absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path);
+
+// Measurements of `cell` on `run_id` (throughput, TTFT, TPOT when present),
+// fit: true, tolerance_pct: `tolerance_pct`. FailedPrecondition (with the
+// reason) when the cell cannot be re-simulated as a closed loop of fixed
+// lengths: open-loop arrivals (finite request rate), or lengths that vary
+// by request.
+absl::StatusOr<std::vector<servesim::proto::Measurement>> CellMeasurements(
+    const ImportedCell& cell, const std::string& run_id, double tolerance_pct);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_CALIBRATION_BENCH_IMPORT_H_
