@@ -60,9 +60,6 @@ struct ParamCounts {
   double audio = 0;
   double Text() const;             // everything but the encoders
   double Total() const { return Text() + vision + audio; }
-  // Parameters whose weights are read per step for one token: all linear
-  // layers except the experts (experts: top_k / num_experts of them).
-  double ActiveText() const;
 };
 ParamCounts CountParams(const ModelArch& m);
 

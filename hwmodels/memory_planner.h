@@ -1,0 +1,54 @@
+// vLLM's memory accounting and hybrid KV cache layout (newer V1 builds):
+// requested = total x gpu_memory_utilization; KV = requested - weights -
+// non-torch - activation peak of a profiling step; pages equalised across
+// attention types; layers split into equal groups sharing one block pool.
+// See /work/shared/reference/hardware-and-models.md for the worked checks.
+// Pure functions; thread-safe.
+#ifndef SERVESIM_HWMODELS_MEMORY_PLANNER_H_
+#define SERVESIM_HWMODELS_MEMORY_PLANNER_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "hwmodels/deployment.h"
+#include "hwmodels/model_arch.h"
+#include "hwmodels/server_spec.h"
+#include "proto/hwmodels.pb.h"
+#include "sim/server_config.h"
+
+namespace servesim {
+
+constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
+
+// The block layout of the hybrid allocator.
+struct KvLayout {
+  KvCacheSpec spec;             // groups (num_blocks left 0)
+  int64_t page_bytes = 0;       // one layer's page (equal for all types)
+  int32_t layers_per_group = 0;
+  int64_t block_bytes = 0;      // page_bytes x layers_per_group
+};
+
+// REQUIRES: block_size > 0. InvalidArgument when pages cannot be equalised
+// (the larger page is not a multiple of the smaller).
+absl::StatusOr<KvLayout> PlanKvLayout(const ModelArch& m, int kv_dtype_bytes, int32_t block_size);
+
+// Blocks one request of `len` tokens needs at its peak: full groups
+// ceil(len / bs); sliding groups ceil(min(window - 1 + in_flight, len) / bs)
+// + 1 with in_flight = (async ? 2 : 1) x max_num_batched_tokens.
+int64_t BlocksPerRequest(const KvLayout& layout, int64_t len, int32_t max_num_batched_tokens,
+                         bool async_scheduling);
+
+// Estimated activation peak of vLLM's profiling run (forward pass of
+// max_num_batched_tokens plus the sampler warm-up over max_num_seqs), GiB.
+double EstimateActivationGib(const proto::Device& device, const ModelArch& m,
+                             const SchedulerConfig& sched, int act_dtype_bytes);
+
+// The whole plan. Measured overrides in `spec` replace the estimates
+// (measured_kv_cache_gib replaces everything before the block count).
+MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m, const WeightFormat& f,
+                      int dtype_bytes, const SchedulerConfig& sched, const ServerSpec& spec,
+                      const KvLayout& layout);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_HWMODELS_MEMORY_PLANNER_H_

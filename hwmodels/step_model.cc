@@ -1,0 +1,547 @@
+#include "hwmodels/step_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "boost/graph/adjacency_list.hpp"
+#include "boost/graph/topological_sort.hpp"
+
+namespace servesim {
+namespace {
+
+// Kernels per decoder layer when nothing is graph-captured (norms, QKV,
+// rope, attention, O, residual, gate/up, activation, down, ...).
+constexpr double kKernelsPerLayer = 12;
+
+// Sum over query positions p = c+1 .. c+n of min(p, w).
+double SlidingPairs(int64_t c, int64_t n, int64_t w) {
+  const int64_t lo = c + 1, hi = c + n;
+  if (hi <= w) return static_cast<double>(lo + hi) * static_cast<double>(n) / 2.0;
+  if (lo >= w) return static_cast<double>(n) * static_cast<double>(w);
+  const int64_t m = w - lo + 1;
+  return static_cast<double>(lo + w) * static_cast<double>(m) / 2.0 +
+         static_cast<double>(hi - w) * static_cast<double>(w);
+}
+
+}  // namespace
+
+BatchAggregates ComputeAggregates(const StepBatch& batch, int32_t window, int32_t num_experts,
+                                  int32_t top_k) {
+  BatchAggregates a;
+  AggVector& v = a.v;
+  v[kAggOne] = 1;
+  double dec_full = 0, dec_slide = 0;
+  const double w = window > 0 ? window : 1e300;
+  for (const int32_t c : batch.decode_context_lens) {
+    const double x = static_cast<double>(c) + 1.0;
+    dec_full += x;
+    dec_slide += x < w ? x : w;
+  }
+  double pf_tokens = 0, pairs_full = 0, pairs_slide = 0, kv_full = 0, kv_slide = 0;
+  for (const PrefillChunk& p : batch.prefills) {
+    const int64_t n = p.num_tokens, c = p.num_computed_before;
+    pf_tokens += static_cast<double>(n);
+    const double pf = static_cast<double>(n) * static_cast<double>(c) +
+                      static_cast<double>(n) * static_cast<double>(n + 1) / 2.0;
+    pairs_full += pf;
+    kv_full += static_cast<double>(c + n);
+    if (window > 0) {
+      pairs_slide += SlidingPairs(c, n, window);
+      kv_slide += static_cast<double>(std::min<int64_t>(c + n, int64_t{window} + n));
+    } else {
+      pairs_slide += pf;
+      kv_slide += static_cast<double>(c + n);
+    }
+  }
+  a.num_decodes = static_cast<int32_t>(batch.decode_context_lens.size());
+  a.num_prefills = static_cast<int32_t>(batch.prefills.size());
+  v[kAggTokens] = pf_tokens + a.num_decodes;
+  v[kAggSeqs] = static_cast<double>(a.num_decodes + a.num_prefills);
+  v[kAggDecCtxFull] = dec_full;
+  v[kAggDecCtxSliding] = dec_slide;
+  v[kAggPrefillPairsFull] = pairs_full;
+  v[kAggPrefillPairsSliding] = pairs_slide;
+  v[kAggPrefillKvFull] = kv_full;
+  v[kAggPrefillKvSliding] = kv_slide;
+  if (num_experts > 0) {
+    const double e = num_experts;
+    v[kAggExpertsTouched] =
+        e * (1.0 - std::exp(v[kAggTokens] * top_k * std::log1p(-1.0 / e)));
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------------------
+// Graph construction.
+
+namespace {
+
+struct VertexProp {
+  std::string name;
+  Operator op;
+};
+using OpGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexProp>;
+using Vertex = boost::graph_traits<OpGraph>::vertex_descriptor;
+
+std::string FfnTag(const LayerArch& l) {
+  return absl::StrCat(l.sliding ? "sliding" : "full", ".ffn", l.intermediate_size);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Build(
+    const proto::Device& device, const ModelArch& m, const WeightFormat& f,
+    const std::string& dtype) {
+  auto g = std::shared_ptr<CompiledStepGraph>(new CompiledStepGraph());
+  if (dtype == "bf16") {
+    if (!device.supports_bf16() || device.peak_flops_bf16() <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dtype: bf16 is not supported on ", device.id(), "; allowed: fp16 (or auto)"));
+    }
+    g->peak_flops_16_ = device.peak_flops_bf16();
+  } else if (dtype == "fp16") {
+    g->peak_flops_16_ = device.peak_flops_fp16();
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dtype: unknown value '", dtype, "'; allowed: auto, bf16, fp16"));
+  }
+  g->peak_flops_quant_ = g->peak_flops_16_;
+  if (f.compute == "fp8" && device.peak_flops_fp8() > 0) g->peak_flops_quant_ = device.peak_flops_fp8();
+  if (f.compute == "int8" && device.peak_ops_int8() > 0) g->peak_flops_quant_ = device.peak_ops_int8();
+  g->bandwidth_ = device.bandwidth_bytes_per_s();
+  if (g->peak_flops_16_ <= 0 || g->bandwidth_ <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device '", device.id(), "': peak FLOP/s and bandwidth must be > 0"));
+  }
+  g->graph_capture_ = device.graph_capture();
+  g->max_capture_ = device.max_graph_capture_size();
+  g->num_layers_ = static_cast<int32_t>(m.layers.size());
+  g->num_experts_ = m.num_experts;
+  g->top_k_ = m.experts_top_k;
+  g->num_moe_layers_ = m.num_experts > 0 ? g->num_layers_ : 0;
+  for (const LayerArch& l : m.layers)
+    if (l.sliding) g->window_ = l.window;
+
+  const double h = m.hidden_size;
+  const double act = 2;  // activations and KV in the 16-bit model dtype
+  const double kvb = 2;
+  const double vocab = static_cast<double>(m.vocab_size);
+  const double ple = m.per_layer_embedding_dim;
+  const double nl = static_cast<double>(m.layers.size());
+  const bool quant = f.weight_bits < 16;
+
+  OpGraph graph;
+  auto add = [&](std::string name, Operator op) {
+    op.name = name;
+    return boost::add_vertex(VertexProp{std::move(name), std::move(op)}, graph);
+  };
+  auto edge = [&](Vertex a, Vertex b) { boost::add_edge(a, b, graph); };
+
+  // Embedding lookup (plus the per-layer embedding lookup, not streamed).
+  Operator emb;
+  emb.op_class = OpClass::kMemory;
+  emb.bytes[kAggTokens] = 2 * h * act;
+  if (ple > 0) {
+    const double ple_elem = f.quantize_embeddings ? f.weight_bits / 8.0 : act;
+    emb.bytes[kAggTokens] += nl * ple * (ple_elem + act);
+  }
+  Vertex prev = add("embedding", emb);
+  if (ple > 0) {
+    Operator proj;
+    proj.quantized = quant;
+    const double params = h * nl * ple;
+    proj.flops[kAggTokens] = 2 * params;
+    proj.bytes[kAggOne] = LinearBytes(f, params, h, static_cast<int>(act));
+    proj.bytes[kAggTokens] = (h + nl * ple) * act;
+    Vertex v = add("per_layer_projection", proj);
+    edge(prev, v);
+    prev = v;
+  }
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    const LayerArch& l = m.layers[i];
+    const std::string p = absl::StrCat("layer", i, ".");
+    const double q = static_cast<double>(l.num_q_heads) * l.head_dim;
+    const double kv = static_cast<double>(l.num_kv_heads) * l.head_dim;
+    const Agg dec = l.sliding ? kAggDecCtxSliding : kAggDecCtxFull;
+    const Agg pairs = l.sliding ? kAggPrefillPairsSliding : kAggPrefillPairsFull;
+    const Agg kvread = l.sliding ? kAggPrefillKvSliding : kAggPrefillKvFull;
+
+    Operator qkv;
+    qkv.quantized = quant;
+    const double qkv_params = h * (q + kv * (l.k_eq_v ? 1 : 2));
+    qkv.flops[kAggTokens] = 2 * qkv_params;
+    qkv.bytes[kAggOne] = LinearBytes(f, qkv_params, h, static_cast<int>(act));
+    qkv.bytes[kAggTokens] = (h + q + 2 * kv) * act + 4 * h * act;  // + norms, residual
+    Vertex vqkv = add(p + "qkv_proj", qkv);
+
+    Operator ad;  // decode attention: one query per sequence
+    ad.op_class = OpClass::kAttention;
+    ad.flops[dec] = 4 * q;                 // QK^T and PV per (query, key)
+    ad.bytes[dec] = 2 * kv * kvb;          // K and V of every attended token
+    Vertex vad = add(p + "attention_decode", ad);
+
+    Operator ap;  // prefill attention (flash): pairs of compute, KV read once per chunk
+    ap.op_class = OpClass::kAttention;
+    ap.flops[pairs] = 4 * q;
+    ap.bytes[kvread] = 2 * kv * kvb;
+    Vertex vap = add(p + "attention_prefill", ap);
+
+    Operator o;
+    o.quantized = quant;
+    const double o_params = q * h + (ple > 0 ? 2 * h * ple : 0);
+    o.flops[kAggTokens] = 2 * o_params;
+    o.bytes[kAggOne] = LinearBytes(f, o_params, h, static_cast<int>(act));
+    o.bytes[kAggTokens] = (q + h) * act;
+    Vertex vo = add(p + "o_proj", o);
+
+    edge(prev, vqkv);
+    edge(vqkv, vad);
+    edge(vqkv, vap);
+    edge(vad, vo);
+    edge(vap, vo);
+    prev = vo;
+
+    if (l.intermediate_size > 0) {
+      Operator ffn;
+      const bool dense16 = m.num_experts > 0 && f.moe_dense_16bit;
+      ffn.quantized = quant && !dense16;
+      const double params = 3 * h * l.intermediate_size;
+      ffn.flops[kAggTokens] = 2 * params;
+      ffn.bytes[kAggOne] = dense16 ? params * act : LinearBytes(f, params, h, static_cast<int>(act));
+      ffn.bytes[kAggTokens] = (2 * h + 6.0 * l.intermediate_size) * act + 4 * h * act;
+      Vertex v = add(p + "ffn", ffn);
+      edge(prev, v);
+      prev = v;
+    }
+    if (m.num_experts > 0) {
+      Operator moe;
+      moe.quantized = quant;
+      const double ie = m.expert_intermediate_size;
+      const double expert_params = 3 * h * ie;
+      const double router_params = h * m.num_experts;
+      moe.flops[kAggTokens] = 2 * (m.experts_top_k * expert_params + router_params);
+      moe.bytes[kAggExpertsTouched] = LinearBytes(f, expert_params, h, static_cast<int>(act));
+      moe.bytes[kAggOne] = router_params * act;
+      moe.bytes[kAggTokens] = m.experts_top_k * (2 * h + 6 * ie) * act;
+      Vertex v = add(p + "experts", moe);
+      edge(prev, v);
+      prev = v;
+    }
+  }
+  Operator head;  // LM head over the sampled positions only (16-bit)
+  head.flops[kAggSeqs] = 2 * h * vocab;
+  head.bytes[kAggOne] = h * vocab * act;
+  head.bytes[kAggSeqs] = vocab * 4 + 2 * h * act;
+  Vertex vh = add("lm_head", head);
+  edge(prev, vh);
+  Operator samp;  // softmax + sampling over fp32 logits
+  samp.op_class = OpClass::kMemory;
+  samp.flops[kAggSeqs] = 8 * vocab;
+  samp.bytes[kAggSeqs] = 3 * vocab * 4;
+  Vertex vs = add("sampling", samp);
+  edge(vh, vs);
+
+  std::vector<Vertex> order;
+  try {
+    boost::topological_sort(graph, std::back_inserter(order));
+  } catch (const boost::not_a_dag&) {
+    return absl::InternalError("step operator graph has a cycle");
+  }
+  std::reverse(order.begin(), order.end());
+  // Fold identical operators (same class, kernel and coefficients) into one
+  // with a count, in topological order of first appearance.
+  for (Vertex v : order) {
+    const VertexProp& vp = graph[v];
+    g->topo_.push_back(vp.name);
+    auto same = [&](const Operator& o) {
+      return o.op_class == vp.op.op_class && o.quantized == vp.op.quantized &&
+             o.flops == vp.op.flops && o.bytes == vp.op.bytes;
+    };
+    auto it = std::find_if(g->ops_.begin(), g->ops_.end(), same);
+    if (it != g->ops_.end()) {
+      it->count += 1;
+      continue;
+    }
+    Operator op = vp.op;
+    // "layer7.ffn" -> "ffn" (+ attention type for layer ops).
+    std::string name = vp.name;
+    if (name.rfind("layer", 0) == 0) {
+      const size_t dot = name.find('.');
+      const int idx = std::stoi(name.substr(5, dot - 5));
+      const LayerArch& l = m.layers[idx];
+      name = absl::StrCat(name.substr(dot + 1), "[", l.sliding ? "sliding" : "full",
+                          name.substr(dot + 1) == "ffn" ? absl::StrCat(",", FfnTag(l)) : "", "]");
+    }
+    op.name = name;
+    g->ops_.push_back(std::move(op));
+  }
+  g->description_ = absl::StrCat(
+      "roofline over ", g->topo_.size(), " operators (", g->ops_.size(),
+      " distinct) on ", device.id(), " ", dtype, ", format ", f.id,
+      absl::StrFormat(": peak %.4g FLOP/s (quantized GEMM %.4g), %.4g B/s", g->peak_flops_16_,
+                      g->peak_flops_quant_, g->bandwidth_));
+  return std::shared_ptr<const CompiledStepGraph>(std::move(g));
+}
+
+double CompiledStepGraph::TotalFlops(const BatchAggregates& a) const {
+  double t = 0;
+  for (const Operator& op : ops_)
+    for (int i = 0; i < kNumAggs; ++i) t += op.count * op.flops[i] * a.v[i];
+  return t;
+}
+
+double CompiledStepGraph::TotalBytes(const BatchAggregates& a) const {
+  double t = 0;
+  for (const Operator& op : ops_)
+    for (int i = 0; i < kNumAggs; ++i) t += op.count * op.bytes[i] * a.v[i];
+  return t;
+}
+
+// ---------------------------------------------------------------------------
+// Parameters.
+
+ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& model,
+                                 const WeightFormat& format) {
+  auto prior = [&](const std::string& key, double def) {
+    auto it = device.param_priors().find(key);
+    return it == device.param_priors().end() ? def : it->second;
+  };
+  const std::string src = absl::StrCat("prior: hwmodels/devices/", device.id(), ".textproto");
+  std::vector<Parameter> ps;
+  auto frac = [&](const std::string& name, double def, double lo, const std::string& meaning) {
+    const double v = prior(name, def);
+    ps.push_back({name, v, lo, 1.0, v, 0.15, 0, "fraction", meaning, src});
+  };
+  auto time = [&](const std::string& name, double def, double hi, const std::string& meaning) {
+    const double v = prior(name, def);
+    ps.push_back({name, v, 0.0, hi, v, std::max(0.5 * v, 1.0), 0, "us", meaning, src});
+  };
+  frac("bw_eff_weights", 0.8, 0.05,
+       "achieved fraction of peak bandwidth streaming weights (GEMM/GEMV), embeddings, sampling");
+  frac("flops_eff_gemm", 0.6, 0.02, "achieved fraction of peak FLOP/s in weight GEMMs");
+  frac("bw_eff_attention", 0.4, 0.01, "achieved fraction of peak bandwidth reading the KV cache");
+  frac("flops_eff_attention", 0.35, 0.01, "achieved fraction of peak FLOP/s in attention");
+  if (format.weight_bits < 16) {
+    const std::string key = absl::StrCat("quant_kernel_eff.", format.kernel);
+    const double v = prior(key, 0.8);
+    ps.push_back({"quant_kernel_eff", v, 0.02, 1.0, v, 0.2, 0, "fraction",
+                  absl::StrCat("efficiency of the ", format.kernel, " kernel (", format.id,
+                               ") relative to 16-bit GEMM, multiplies bw and FLOP efficiency"),
+                  absl::StrCat(src, " (", key, ")")});
+  }
+  time("host_step_us", 2000, 100000, "host time per step (scheduler, input prep, output processing)");
+  time("host_seq_us", 30, 5000, "host time per scheduled sequence per step");
+  time("host_token_us", 0.5, 200, "host time per scheduled token per step");
+  time("kernel_launch_us", 5, 200,
+       "cost per kernel launched outside a captured graph (x eager kernels per step)");
+  time("device_step_us", 300, 50000,
+       "fixed device time per step (graph launch, synchronisation, small kernels)");
+  if (model.num_experts > 0) {
+    time("moe_routing_us", 20, 5000, "per MoE layer per step: routing, permute and unpermute");
+  }
+  return ParameterSet(std::move(ps));
+}
+
+// ---------------------------------------------------------------------------
+// Compilation and evaluation.
+
+namespace {
+
+double ParamOr(const ParameterSet& p, const char* name, double def) {
+  const Parameter* x = p.Find(name);
+  return x == nullptr ? def : x->value;
+}
+double Clamp01(double v) { return std::clamp(v, 1e-3, 1.0); }
+
+}  // namespace
+
+double RooflineStepModel::OpNs(const Operator& op, const AggVector& v) const {
+  double fl = 0, by = 0;
+  for (int i = 0; i < kNumAggs; ++i) {
+    fl += op.flops[i] * v[i];
+    by += op.bytes[i] * v[i];
+  }
+  const CompiledStepGraph& g = *graph_;
+  double ef, eb, peak;
+  switch (op.op_class) {
+    case OpClass::kAttention:
+      ef = eff_fl_a_;
+      eb = eff_bw_a_;
+      peak = g.peak_flops_16();
+      break;
+    default:
+      ef = eff_fl_w_;
+      eb = eff_bw_w_;
+      peak = g.peak_flops_16();
+  }
+  if (op.quantized) {
+    ef *= quant_eff_;
+    eb *= quant_eff_;
+    peak = g.peak_flops_quant();
+  }
+  return op.count * std::max(fl / (peak * ef), by / (g.bandwidth() * eb)) * 1e9;
+}
+
+std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
+    std::shared_ptr<const CompiledStepGraph> graph, const ParameterSet& params) {
+  auto m = std::shared_ptr<RooflineStepModel>(new RooflineStepModel());
+  m->graph_ = std::move(graph);
+  m->params_ = params;
+  const CompiledStepGraph& g = *m->graph_;
+  m->eff_bw_w_ = Clamp01(ParamOr(params, "bw_eff_weights", 0.8));
+  m->eff_fl_w_ = Clamp01(ParamOr(params, "flops_eff_gemm", 0.6));
+  m->eff_bw_a_ = Clamp01(ParamOr(params, "bw_eff_attention", 0.4));
+  m->eff_fl_a_ = Clamp01(ParamOr(params, "flops_eff_attention", 0.35));
+  m->quant_eff_ = Clamp01(ParamOr(params, "quant_kernel_eff", 1.0));
+  auto us = [&](const char* n, double def) { return std::max(0.0, ParamOr(params, n, def)) * 1e3; };
+  m->host_step_ns_ = us("host_step_us", 2000);
+  m->host_seq_ns_ = us("host_seq_us", 30);
+  m->host_token_ns_ = us("host_token_us", 0.5);
+  m->device_step_ns_ = us("device_step_us", 300);
+  m->launch_ns_ = us("kernel_launch_us", 5);
+  m->moe_routing_ns_ = us("moe_routing_us", 20) * g.num_moe_layers();
+  m->eager_kernels_full_graph_ = g.graph_capture() ? 0 : kKernelsPerLayer * g.num_layers() + 4;
+  m->eager_kernels_piecewise_ = g.graph_capture() ? g.num_layers() : kKernelsPerLayer * g.num_layers() + 4;
+
+  // Per-op ns coefficients; sort ops into the compact formula's parts.
+  struct Line {
+    double a, b, c, d;  // max(a + b x, c + d x)
+  };
+  std::vector<Line> tok_lines, seq_lines;
+  for (const Operator& op : g.ops()) {
+    AggVector f{}, b{};
+    for (int i = 0; i < kNumAggs; ++i) {
+      AggVector unit{};
+      unit[i] = 1;
+      Operator one = op;
+      one.bytes = AggVector{};
+      f[i] = op.flops[i] == 0 ? 0 : m->OpNs(one, unit);
+      one = op;
+      one.flops = AggVector{};
+      b[i] = op.bytes[i] == 0 ? 0 : m->OpNs(one, unit);
+    }
+    // Recover per-unit ns of each side (OpNs applies the max; one side zero).
+    auto only = [&](std::initializer_list<int> allowed) {
+      for (int i = 0; i < kNumAggs; ++i) {
+        if (f[i] == 0 && b[i] == 0) continue;
+        if (std::find(allowed.begin(), allowed.end(), i) == allowed.end()) return false;
+      }
+      return true;
+    };
+    int nz_f = -1, nz_b = -1, count_f = 0, count_b = 0;
+    for (int i = 0; i < kNumAggs; ++i) {
+      if (f[i] != 0) { nz_f = i; ++count_f; }
+      if (b[i] != 0) { nz_b = i; ++count_b; }
+    }
+    if (only({kAggOne, kAggTokens})) {
+      tok_lines.push_back({f[kAggOne], f[kAggTokens], b[kAggOne], b[kAggTokens]});
+    } else if (only({kAggOne, kAggSeqs})) {
+      seq_lines.push_back({f[kAggOne], f[kAggSeqs], b[kAggOne], b[kAggSeqs]});
+    } else if (count_f <= 1 && count_b <= 1 && (nz_f == nz_b || nz_f < 0 || nz_b < 0)) {
+      const int i = nz_f >= 0 ? nz_f : nz_b;
+      m->linear_[i] += std::max(f[i], b[i]);
+    } else {
+      m->max_terms_.push_back({f, b});
+    }
+  }
+  auto build_pwl = [](const std::vector<Line>& lines) {
+    std::vector<double> bps = {0.0};
+    for (const Line& l : lines) {
+      if (l.b != l.d) {
+        const double x = (l.c - l.a) / (l.b - l.d);
+        if (x > 0 && std::isfinite(x)) bps.push_back(x);
+      }
+    }
+    std::sort(bps.begin(), bps.end());
+    bps.erase(std::unique(bps.begin(), bps.end()), bps.end());
+    std::vector<Segment> segs;
+    for (size_t j = 0; j < bps.size(); ++j) {
+      const double xm = j + 1 < bps.size() ? 0.5 * (bps[j] + bps[j + 1]) : bps[j] + 1.0;
+      Segment s{bps[j], 0, 0};
+      for (const Line& l : lines) {
+        if (l.a + l.b * xm >= l.c + l.d * xm) {
+          s.intercept += l.a;
+          s.slope += l.b;
+        } else {
+          s.intercept += l.c;
+          s.slope += l.d;
+        }
+      }
+      segs.push_back(s);
+    }
+    return segs;
+  };
+  m->pwl_tokens_ = build_pwl(tok_lines);
+  m->pwl_seqs_ = build_pwl(seq_lines);
+  return m;
+}
+
+double RooflineStepModel::EvalPwl(const std::vector<Segment>& segs, double x) {
+  // Few segments: scan from the end.
+  size_t j = segs.size();
+  while (j > 1 && segs[j - 1].start > x) --j;
+  const Segment& s = segs[j - 1];
+  return s.intercept + s.slope * x;
+}
+
+double RooflineStepModel::OverheadNs(const BatchAggregates& a, double* host_ns) const {
+  const double seqs = a.v[kAggSeqs], tokens = a.v[kAggTokens];
+  *host_ns = host_step_ns_ + host_seq_ns_ * seqs + host_token_ns_ * tokens;
+  const bool full_graph = a.num_prefills == 0 && a.num_decodes <= graph_->max_graph_capture_size();
+  const double eager = full_graph ? eager_kernels_full_graph_ : eager_kernels_piecewise_;
+  return device_step_ns_ + launch_ns_ * eager + moe_routing_ns_;
+}
+
+StepCost RooflineStepModel::Cost(const StepBatch& batch) const {
+  const BatchAggregates a =
+      ComputeAggregates(batch, graph_->window(), graph_->num_experts(), graph_->top_k());
+  double host = 0;
+  double dev = OverheadNs(a, &host);
+  dev += EvalPwl(pwl_tokens_, a.v[kAggTokens]) + EvalPwl(pwl_seqs_, a.v[kAggSeqs]);
+  for (int i = 0; i < kNumAggs; ++i) dev += linear_[i] * a.v[i];
+  for (const MaxTerm& t : max_terms_) {
+    double f = 0, b = 0;
+    for (int i = 0; i < kNumAggs; ++i) {
+      f += t.f[i] * a.v[i];
+      b += t.b[i] * a.v[i];
+    }
+    dev += std::max(f, b);
+  }
+  return StepCost{static_cast<TimeNs>(std::llround(host)),
+                  std::max<TimeNs>(1, static_cast<TimeNs>(std::ceil(dev)))};
+}
+
+StepCost RooflineStepModel::CostByWalk(const StepBatch& batch) const {
+  const BatchAggregates a =
+      ComputeAggregates(batch, graph_->window(), graph_->num_experts(), graph_->top_k());
+  double host = 0;
+  double dev = OverheadNs(a, &host);
+  for (const Operator& op : graph_->ops()) dev += OpNs(op, a.v);
+  return StepCost{static_cast<TimeNs>(std::llround(host)),
+                  std::max<TimeNs>(1, static_cast<TimeNs>(std::ceil(dev)))};
+}
+
+std::string RooflineStepModel::Describe() const {
+  std::string s = absl::StrCat(
+      graph_->description(),
+      ". step: host_ns = host_step + host_seq x seqs + host_token x tokens; device_ns = "
+      "device_step + kernel_launch x eager kernels (0 for a captured decode-only batch, "
+      "one per layer otherwise; all kernels without graph capture) + moe_routing x MoE "
+      "layers + sum over operators of max(flops / (peak x flops_eff), bytes / (bandwidth x "
+      "bw_eff)) (quantized GEMMs also x quant_kernel_eff). Compiled into ",
+      pwl_tokens_.size(), "+", pwl_seqs_.size(), " piecewise-linear segments and ",
+      max_terms_.size(), " max terms. Parameters:");
+  for (const Parameter& p : params_.params()) {
+    absl::StrAppend(&s, absl::StrFormat(" %s=%.6g %s [%s]", p.name, p.value, p.unit, p.source));
+    if (p.std_error > 0) absl::StrAppend(&s, absl::StrFormat(" (+-%.3g)", p.std_error));
+    absl::StrAppend(&s, ";");
+  }
+  return s;
+}
+
+}  // namespace servesim

@@ -1,0 +1,167 @@
+// The roofline step-time model.
+//
+// CompiledStepGraph: one engine step as an operator DAG (Boost.Graph):
+// embeddings, per layer QKV projection, attention (decode and prefill
+// parts, over the layer's window or full context), output projection, FFN
+// or routed experts, then LM head and sampling. Each operator's FLOPs and
+// bytes are linear in a few batch aggregates (BatchAggregates). Built once
+// per (model, device, format, dtype); immutable, thread-safe.
+//
+// RooflineStepModel: the graph compiled against one ParameterSet into a
+// compact formula: piecewise-linear functions of the token and sequence
+// counts (weight GEMMs, LM head, sampling), linear terms (decode attention)
+// and a few explicit max() terms (prefill attention, experts). Each
+// operator costs max(flops / (peak x eff), bytes / (bandwidth x eff)) with
+// eff <= 1, so no step beats the device's peak FLOP/s or bandwidth.
+// Cost() is O(batch) with no allocation.
+#ifndef SERVESIM_HWMODELS_STEP_MODEL_H_
+#define SERVESIM_HWMODELS_STEP_MODEL_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hwmodels/model_arch.h"
+#include "hwmodels/params.h"
+#include "proto/hwmodels.pb.h"
+#include "sim/step_time_model.h"
+
+namespace servesim {
+
+// Batch aggregates the operator costs are linear in.
+enum Agg : int {
+  kAggOne = 0,          // 1 per step
+  kAggTokens,           // tokens computed (prefill chunk tokens + decodes)
+  kAggSeqs,             // sequences sampled (decodes + prefill chunks)
+  kAggDecCtxFull,       // sum over decodes of (context + 1)
+  kAggDecCtxSliding,    // sum over decodes of min(context + 1, window)
+  kAggPrefillPairsFull,     // (query, key) pairs of prefill chunks, full attention
+  kAggPrefillPairsSliding,  // same within the sliding window
+  kAggPrefillKvFull,        // KV tokens a prefill chunk reads: computed_before + chunk
+  kAggPrefillKvSliding,     // min(computed_before + chunk, window + chunk)
+  kAggExpertsTouched,       // expected distinct experts per MoE layer
+  kNumAggs
+};
+using AggVector = std::array<double, kNumAggs>;
+
+struct BatchAggregates {
+  AggVector v{};
+  int32_t num_decodes = 0;
+  int32_t num_prefills = 0;
+};
+
+// O(batch). `window` 0: the model has no sliding layers.
+BatchAggregates ComputeAggregates(const StepBatch& batch, int32_t window, int32_t num_experts,
+                                  int32_t top_k);
+
+enum class OpClass {
+  kGemm,       // weight-streaming matrix multiply (GEMM/GEMV)
+  kAttention,  // attention over the KV cache
+  kMemory,     // lookups, element-wise, sampling
+};
+
+// One operator (possibly standing for `count` identical layers).
+struct Operator {
+  std::string name;     // "layer[0-3].sliding.ffn", "lm_head", ...
+  OpClass op_class = OpClass::kGemm;
+  bool quantized = false;  // runs the quantized-format kernel
+  double count = 1;        // identical instances (layers)
+  AggVector flops{};       // per instance, per unit of each aggregate
+  AggVector bytes{};
+};
+
+class CompiledStepGraph {
+ public:
+  // InvalidArgument when the device lacks the dtype (bf16 on t4).
+  static absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> Build(
+      const servesim::proto::Device& device, const ModelArch& model, const WeightFormat& format,
+      const std::string& dtype);
+
+  // Merged operators (identical layers folded into `count`).
+  const std::vector<Operator>& ops() const { return ops_; }
+  // Per-layer operator names in a topological order of the DAG.
+  const std::vector<std::string>& topological_order() const { return topo_; }
+  int num_graph_vertices() const { return static_cast<int>(topo_.size()); }
+
+  double peak_flops_16() const { return peak_flops_16_; }
+  double peak_flops_quant() const { return peak_flops_quant_; }
+  double bandwidth() const { return bandwidth_; }
+  int32_t window() const { return window_; }
+  int32_t num_experts() const { return num_experts_; }
+  int32_t top_k() const { return top_k_; }
+  int32_t num_layers() const { return num_layers_; }
+  int32_t num_moe_layers() const { return num_moe_layers_; }
+  bool graph_capture() const { return graph_capture_; }
+  int32_t max_graph_capture_size() const { return max_capture_; }
+  const std::string& description() const { return description_; }
+
+  // Total FLOPs and bytes of a batch (for roofline bound checks).
+  double TotalFlops(const BatchAggregates& a) const;
+  double TotalBytes(const BatchAggregates& a) const;
+
+ private:
+  CompiledStepGraph() = default;
+  std::vector<Operator> ops_;
+  std::vector<std::string> topo_;
+  double peak_flops_16_ = 0, peak_flops_quant_ = 0, bandwidth_ = 0;
+  int32_t window_ = 0, num_experts_ = 0, top_k_ = 0, num_layers_ = 0, num_moe_layers_ = 0;
+  bool graph_capture_ = false;
+  int32_t max_capture_ = 0;
+  std::string description_;
+};
+
+// The parameters RooflineStepModel reads (names of ParameterSet entries).
+// Priors come from the device file (param_priors); see step_params.cc.
+ParameterSet PriorStepParameters(const servesim::proto::Device& device, const ModelArch& model,
+                                 const WeightFormat& format);
+
+class RooflineStepModel final : public StepTimeModel {
+ public:
+  // Missing parameters take their prior; efficiencies are clamped to
+  // [1e-3, 1], times to >= 0. Cost: O(number of operators x log).
+  static std::shared_ptr<const RooflineStepModel> Compile(
+      std::shared_ptr<const CompiledStepGraph> graph, const ParameterSet& params);
+
+  StepCost Cost(const StepBatch& batch) const override;
+  std::string Describe() const override;
+
+  // Same as Cost() but walking every operator (slow reference for tests).
+  StepCost CostByWalk(const StepBatch& batch) const;
+  const CompiledStepGraph& graph() const { return *graph_; }
+
+ private:
+  struct Segment {
+    double start;      // segment applies for x >= start
+    double intercept;  // ns
+    double slope;      // ns per unit x
+  };
+  struct MaxTerm {
+    AggVector f{};  // ns per unit aggregate (compute side)
+    AggVector b{};  // ns per unit aggregate (memory side)
+  };
+  RooflineStepModel() = default;
+  static double EvalPwl(const std::vector<Segment>& segs, double x);
+  double OpNs(const Operator& op, const AggVector& v) const;
+  double OverheadNs(const BatchAggregates& a, double* host_ns) const;
+
+  std::shared_ptr<const CompiledStepGraph> graph_;
+  ParameterSet params_;
+  // Compiled formula.
+  std::vector<Segment> pwl_tokens_;  // ops depending on (1, tokens) only
+  std::vector<Segment> pwl_seqs_;    // ops depending on (1, seqs) only
+  AggVector linear_{};               // ops with flops and bytes on one same aggregate
+  std::vector<MaxTerm> max_terms_;   // the rest
+  // Per-op efficiencies resolved (for CostByWalk).
+  double eff_bw_w_ = 1, eff_fl_w_ = 1, eff_bw_a_ = 1, eff_fl_a_ = 1, quant_eff_ = 1;
+  // Overheads (ns).
+  double host_step_ns_ = 0, host_seq_ns_ = 0, host_token_ns_ = 0;
+  double device_step_ns_ = 0, launch_ns_ = 0, moe_routing_ns_ = 0;
+  double eager_kernels_full_graph_ = 0, eager_kernels_piecewise_ = 0;
+};
+
+}  // namespace servesim
+
+#endif  // SERVESIM_HWMODELS_STEP_MODEL_H_
