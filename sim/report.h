@@ -1,0 +1,78 @@
+// Reports of one run, all deterministic (same inputs: same bytes):
+//  (a) BenchResultJson: the object `vllm bench serve --save-result` writes
+//      (same keys), plus a "servesim" object with simulator-only results
+//      and provenance; with `detailed`, vLLM's per-request arrays
+//      (input_lens, output_lens, ttfts, itls in seconds, start_times,
+//      errors);
+//  (b) RequestsCsv: one row per request with its timeline;
+//  (c) ChromeTraceRecorder: a Chrome/Perfetto trace (steps per replica as
+//      complete events with the batch in args; request lifetimes as async
+//      events);
+//  (d) SummaryText: a printout like `vllm bench serve`'s.
+#ifndef SERVESIM_SIM_REPORT_H_
+#define SERVESIM_SIM_REPORT_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "sim/engine.h"
+#include "sim/metrics.h"
+
+namespace servesim {
+
+// What the report says about the run beyond the numbers.
+struct ReportContext {
+  // "date" key; a fixed default so output is reproducible (pass the real
+  // date from the config when wanted).
+  std::string date = "19700101-000000";
+  std::string backend = "vllm";
+  std::string model_id;
+  std::string tokenizer_id;  // empty: same as model_id
+  double request_rate = std::numeric_limits<double>::infinity();
+  double burstiness = 1.0;
+  int32_t max_concurrency = 0;  // 0: unlimited (null)
+  // Free-text provenance lines (engine, step model, source, versions).
+  std::vector<std::string> provenance;
+  // Resolved experiment config (text format), embedded when non-empty.
+  std::string resolved_config;
+};
+
+// REQUIRES for detailed: request_itls has one list per record (empty lists
+// are written when it is empty).
+std::string BenchResultJson(const RunResult& result, const ReportContext& ctx,
+                            const std::vector<RequestRecord>& records,
+                            const std::vector<std::vector<float>>& request_itls, bool detailed,
+                            int indent = 2);
+
+// Header: id,replica,input_tokens,output_tokens,status,intended_s,send_s,
+// arrival_s,first_scheduled_s,first_token_s,finish_s,ttft_ms,e2el_ms,
+// queueing_ms,preemptions,prefix_hit_tokens. Times in seconds of simulated
+// time; empty cells for events that never happened.
+std::string RequestsCsv(const std::vector<RequestRecord>& records);
+
+std::string SummaryText(const RunResult& result, const ReportContext& ctx);
+
+// Records a Chrome trace while the engine runs. Steps beyond `max_steps`
+// are dropped and the trace's metadata says so.
+class ChromeTraceRecorder : public EngineObserver {
+ public:
+  explicit ChromeTraceRecorder(int64_t max_steps = 200'000) : max_steps_(max_steps) {}
+  void OnStep(int32_t replica, TimeNs start_ns, TimeNs duration_ns, const Scheduler& s,
+              const StepCost& cost) override;
+  void OnRequestDone(const RequestRecord& record) override;
+  // The complete JSON document. `num_replicas` names the process tracks.
+  std::string Finish(int32_t num_replicas) const;
+  int64_t dropped_steps() const { return dropped_steps_; }
+
+ private:
+  std::string events_;  // comma-separated event objects
+  int64_t steps_ = 0;
+  int64_t dropped_steps_ = 0;
+  int64_t max_steps_;
+};
+
+}  // namespace servesim
+
+#endif  // SERVESIM_SIM_REPORT_H_
