@@ -64,18 +64,13 @@ KvCache::KvCache(const KvCacheSpec& spec, bool caching)
   }
   if (caching_) {
     const size_t n = static_cast<size_t>(num_blocks_) + 1;
-    ref_.assign(n, 0);
-    prev_.assign(n, -1);
-    next_.assign(n, -1);
-    key_.assign(n, 0);
-    has_key_.assign(n, 0);
-    ref_[0] = 1;  // the null block is never free
-    for (int32_t b = 1; b <= num_blocks_; ++b) {
-      prev_[b] = b - 1 >= 1 ? b - 1 : -1;
-      next_[b] = b + 1 <= num_blocks_ ? b + 1 : -1;
-    }
-    head_ = 1;
-    tail_ = static_cast<int32_t>(num_blocks_);
+    meta_.assign(n, BlockMeta{});
+    meta_[0].ref = 1;  // the null block is never free
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    ring_.resize(cap);
+    ring_mask_ = cap - 1;
+    for (int32_t b = 1; b <= num_blocks_; ++b) PushFreeTail(b);
     hit_ids_.resize(num_groups_);
     hit_hashes_.resize(num_groups_);
     hit_prefix_.resize(num_groups_);
@@ -104,6 +99,9 @@ void KvCache::EnsureSlot(int32_t slot) {
   SERVESIM_CHECK(slot >= 0);
   const size_t need = (static_cast<size_t>(slot) + 1) * num_groups_;
   if (tables_.size() < need) tables_.resize(std::max(need, tables_.size() * 2));
+  if (fast_.size() <= static_cast<size_t>(slot)) {
+    fast_.resize(std::max(static_cast<size_t>(slot) + 1, fast_.size() * 2));
+  }
 }
 
 uint64_t KvCache::SeedHash(int g) const {
@@ -132,33 +130,60 @@ uint64_t KvCache::BlockHash(uint64_t parent, const KvRequestView& req, int g, in
 }
 
 int32_t KvCache::PopFree() {
-  const int32_t b = head_;
-  SERVESIM_CHECK(b > 0);
-  RemoveFromFree(b);
-  if (has_key_[b]) {
-    auto it = cached_.find(key_[b]);
+  int32_t b;
+  while (true) {
+    SERVESIM_CHECK(ring_head_ < ring_tail_);
+    const FreeEntry e = ring_[ring_head_ & ring_mask_];
+    // Prefetch the metadata of an entry a few places ahead: the queue is
+    // read in order, the metadata is scattered.
+    if (ring_head_ + 8 < ring_tail_) {
+      __builtin_prefetch(&meta_[ring_[(ring_head_ + 8) & ring_mask_].block]);
+    }
+    ++ring_head_;
+    if (meta_[e.block].in_free && meta_[e.block].stamp == e.stamp) {
+      b = e.block;
+      break;
+    }
+  }
+  meta_[b].in_free = 0;
+  if (meta_[b].has_key) {
+    auto it = cached_.find(meta_[b].key);
     if (it != cached_.end() && it->second == b) cached_.erase(it);
-    has_key_[b] = 0;
+    meta_[b].has_key = 0;
   }
   return b;
 }
 
 void KvCache::PushFreeTail(int32_t b) {
-  prev_[b] = tail_;
-  next_[b] = -1;
-  if (tail_ >= 0) next_[tail_] = b; else head_ = b;
-  tail_ = b;
+  if (ring_tail_ - ring_head_ == ring_.size()) CompactRing();
+  BlockMeta& m = meta_[b];
+  ++m.stamp;
+  m.in_free = 1;
+  ring_[ring_tail_ & ring_mask_] = FreeEntry{b, m.stamp};
+  ++ring_tail_;
 }
 
 void KvCache::RemoveFromFree(int32_t b) {
-  if (prev_[b] >= 0) next_[prev_[b]] = next_[b]; else head_ = next_[b];
-  if (next_[b] >= 0) prev_[next_[b]] = prev_[b]; else tail_ = prev_[b];
-  prev_[b] = next_[b] = -1;
+  // Lazy deletion: the queue entry becomes stale (its stamp no longer
+  // matches once the block is pushed again; in_free is 0 until then).
+  meta_[b].in_free = 0;
+}
+
+void KvCache::CompactRing() {
+  // At most num_blocks + 1 entries are live and the ring holds twice that,
+  // so compaction frees at least half of it: amortised O(1) per push.
+  uint64_t w = ring_head_;
+  for (uint64_t r = ring_head_; r < ring_tail_; ++r) {
+    const FreeEntry e = ring_[r & ring_mask_];
+    if (meta_[e.block].in_free && meta_[e.block].stamp == e.stamp) ring_[w++ & ring_mask_] = e;
+  }
+  ring_tail_ = w;
+  SERVESIM_CHECK(ring_tail_ - ring_head_ < ring_.size());
 }
 
 void KvCache::Release(int32_t b) {
-  SERVESIM_CHECK(b > 0 && ref_[b] > 0);
-  if (--ref_[b] == 0) {
+  SERVESIM_CHECK(b > 0 && meta_[b].ref > 0);
+  if (--meta_[b].ref == 0) {
     PushFreeTail(b);
     ++num_free_;
     --num_used_;
@@ -166,11 +191,11 @@ void KvCache::Release(int32_t b) {
 }
 
 void KvCache::Register(int32_t b, uint64_t key) {
-  if (has_key_[b]) return;
+  if (meta_[b].has_key) return;
   auto [it, inserted] = cached_.try_emplace(key, b);
   if (inserted) {
-    key_[b] = key;
-    has_key_[b] = 1;
+    meta_[b].key = key;
+    meta_[b].has_key = 1;
   }
 }
 
@@ -197,11 +222,22 @@ void KvCache::ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_com
 void KvCache::RegisterShared(GroupTable& t, const KvRequestView& req, int g, int32_t num_full) {
   // Chain hashes advance only while the content is shared; unique blocks
   // are registered lazily on preemption (see the header).
+  if (t.hash_done) return;
+  int64_t hashed_limit = 0;
+  if (req.hash_block_tokens > 0) {
+    hashed_limit = std::min<int64_t>(
+        req.input_tokens, static_cast<int64_t>(req.prefix_hashes.size()) * req.hash_block_tokens);
+  }
+  const int64_t bs = groups_[g].block_size;
   while (t.num_hashed < num_full) {
+    if ((t.num_hashed + 1) * bs > hashed_limit) {
+      t.hash_done = true;
+      return;
+    }
     bool shared = false;
     const uint64_t h = BlockHash(t.num_hashed == 0 ? SeedHash(g) : t.last_hash, req, g,
                                  t.num_hashed, &shared);
-    if (!shared) break;
+    SERVESIM_CHECK(shared);
     if (t.num_hashed >= t.first_live) Register(t.blocks[t.num_hashed], h);
     t.last_hash = h;
     ++t.num_hashed;
@@ -270,6 +306,12 @@ bool KvCache::Allocate(int32_t slot, const KvRequestView& req, int32_t num_compu
                        int32_t num_new, bool use_hit) {
   EnsureSlot(slot);
   const int64_t end_tokens = static_cast<int64_t>(num_computed) + num_new;
+  if (!use_hit) {
+    const SlotFast& f = fast_[slot];
+    if (end_tokens <= f.alloc_limit && num_computed < f.release_at && !f.hash_pending) {
+      return true;
+    }
+  }
   if (use_hit) {
     SERVESIM_CHECK(num_computed == hit_tokens_);
     int64_t need = 0;
@@ -284,7 +326,7 @@ bool KvCache::Allocate(int32_t slot, const KvRequestView& req, int32_t num_compu
       }
       if (caching_) {
         for (int32_t j = first; j < hit_blocks; ++j) {
-          if (ref_[hit_ids_[g][j]] == 0) ++need;  // taken out of the free queue
+          if (meta_[hit_ids_[g][j]].ref == 0) ++need;  // taken out of the free queue
         }
       }
       need += std::max<int64_t>(0, CeilDiv(end_tokens, gi.block_size) - hit_blocks);
@@ -302,6 +344,7 @@ bool KvCache::Allocate(int32_t slot, const KvRequestView& req, int32_t num_compu
       t.num_blocks = hit_blocks;
       t.num_hashed = 0;
       t.last_hash = 0;
+      t.hash_done = false;
       if (caching_) {
         t.blocks.clear();
         for (int32_t j = 0; j < hit_blocks; ++j) {
@@ -310,12 +353,12 @@ bool KvCache::Allocate(int32_t slot, const KvRequestView& req, int32_t num_compu
             continue;
           }
           const int32_t b = hit_ids_[g][j];
-          if (ref_[b] == 0) {
+          if (meta_[b].ref == 0) {
             RemoveFromFree(b);
             --num_free_;
             ++num_used_;
           }
-          ++ref_[b];
+          ++meta_[b].ref;
           t.blocks.push_back(b);
         }
         t.num_hashed = hit_blocks;
@@ -343,7 +386,7 @@ bool KvCache::Allocate(int32_t slot, const KvRequestView& req, int32_t num_compu
       if (caching_) {
         for (int32_t k = 0; k < n; ++k) {
           const int32_t b = PopFree();
-          ref_[b] = 1;
+          meta_[b].ref = 1;
           t.blocks.push_back(b);
         }
       }
@@ -353,7 +396,24 @@ bool KvCache::Allocate(int32_t slot, const KvRequestView& req, int32_t num_compu
     }
     if (caching_) RegisterShared(t, req, g, static_cast<int32_t>(end_tokens / gi.block_size));
   }
+  UpdateFast(slot);
   return true;
+}
+
+void KvCache::UpdateFast(int32_t slot) {
+  SlotFast f;
+  f.alloc_limit = INT64_MAX;
+  for (int g = 0; g < num_groups_; ++g) {
+    const GroupInfo& gi = groups_[g];
+    const GroupTable& t = Table(slot, g);
+    f.alloc_limit = std::min<int64_t>(f.alloc_limit, static_cast<int64_t>(t.num_blocks) * gi.block_size);
+    if (gi.window > 0) {
+      f.release_at = std::min<int64_t>(
+          f.release_at, static_cast<int64_t>(t.first_live + 1) * gi.block_size + gi.window - 1);
+    }
+    if (caching_ && !t.hash_done) f.hash_pending = true;
+  }
+  fast_[slot] = f;
 }
 
 void KvCache::Free(int32_t slot, const KvRequestView& req, int32_t num_computed, bool preempted) {
@@ -373,7 +433,10 @@ void KvCache::Free(int32_t slot, const KvRequestView& req, int32_t num_computed,
           ++t.num_hashed;
         }
       }
-      for (int32_t j = t.num_blocks - 1; j >= t.first_live; --j) Release(t.blocks[j]);
+      for (int32_t j = t.num_blocks - 1; j >= t.first_live; --j) {
+        if (j - 8 >= t.first_live) __builtin_prefetch(&meta_[t.blocks[j - 8]]);
+        Release(t.blocks[j]);
+      }
       t.blocks.clear();
     } else {
       const int64_t n = t.num_blocks - t.first_live;
@@ -384,7 +447,9 @@ void KvCache::Free(int32_t slot, const KvRequestView& req, int32_t num_computed,
     t.first_live = 0;
     t.num_hashed = 0;
     t.last_hash = 0;
+    t.hash_done = false;
   }
+  fast_[slot] = SlotFast{};
 }
 
 bool KvCache::CheckInvariant(bool deep) const {
@@ -392,23 +457,26 @@ bool KvCache::CheckInvariant(bool deep) const {
   if (!deep) return true;
   if (caching_) {
     int64_t free_count = 0;
-    int32_t prev = -1;
-    for (int32_t b = head_; b >= 0; b = next_[b]) {
-      if (ref_[b] != 0 || prev_[b] != prev) return false;
-      prev = b;
+    for (uint64_t r = ring_head_; r < ring_tail_; ++r) {
+      const FreeEntry e = ring_[r & ring_mask_];
+      if (!meta_[e.block].in_free || meta_[e.block].stamp != e.stamp) continue;
+      if (meta_[e.block].ref != 0 || e.block == 0) return false;
       if (++free_count > num_blocks_) return false;
     }
-    if (free_count != num_free_ || tail_ != prev) return false;
+    if (free_count != num_free_) return false;
+    int64_t flagged = 0;
+    for (int32_t b = 1; b <= num_blocks_; ++b) flagged += meta_[b].in_free;
+    if (flagged != num_free_) return false;
     int64_t used = 0;
-    for (int32_t b = 1; b <= num_blocks_; ++b) used += ref_[b] > 0 ? 1 : 0;
+    for (int32_t b = 1; b <= num_blocks_; ++b) used += meta_[b].ref > 0 ? 1 : 0;
     if (used != num_used_) return false;
     // References from tables equal the reference counts.
-    std::vector<int32_t> refs(ref_.size(), 0);
+    std::vector<int32_t> refs(meta_.size(), 0);
     for (const GroupTable& t : tables_) {
       for (int32_t j = t.first_live; j < t.num_blocks; ++j) ++refs[t.blocks[j]];
     }
     for (int32_t b = 1; b <= num_blocks_; ++b) {
-      if (refs[b] != ref_[b]) return false;
+      if (refs[b] != meta_[b].ref) return false;
     }
   } else {
     int64_t held = 0;

@@ -106,6 +106,14 @@ class KvCache {
     int32_t first_live = 0;       // entries before this are the null block
     int32_t num_hashed = 0;       // leading blocks whose chain hash is known
     uint64_t last_hash = 0;       // chain hash of block num_hashed - 1
+    bool hash_done = false;       // reached the request's unique content
+  };
+  // Per slot: while a step stays below these limits, Allocate has nothing
+  // to do (the common decode step), so it returns at once.
+  struct SlotFast {
+    int64_t alloc_limit = 0;        // tokens the tables already cover
+    int64_t release_at = INT64_MAX; // num_computed that frees a sliding block
+    bool hash_pending = false;      // shared blocks may still need registering
   };
   struct GroupInfo {
     int32_t block_size = 16;
@@ -121,10 +129,12 @@ class KvCache {
   int32_t PopFree();               // caching mode; evicts the head's hash
   void PushFreeTail(int32_t b);
   void RemoveFromFree(int32_t b);
+  void CompactRing();
   void Release(int32_t b);         // ref--, to the free queue at 0
   void Register(int32_t b, uint64_t key);
   void ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_computed);
   void RegisterShared(GroupTable& t, const KvRequestView& req, int g, int32_t num_full);
+  void UpdateFast(int32_t slot);
 
   KvCacheSpec spec_;
   bool caching_;
@@ -135,13 +145,27 @@ class KvCache {
   int32_t num_groups_;
   int32_t align_tokens_;  // lcm of block sizes
   std::vector<GroupTable> tables_;  // slot * num_groups + g
+  std::vector<SlotFast> fast_;      // per slot
 
   // Caching mode: per block (index 0 is the null block).
-  std::vector<int32_t> ref_;
-  std::vector<int32_t> prev_, next_;
-  std::vector<uint64_t> key_;
-  std::vector<uint8_t> has_key_;
-  int32_t head_ = -1, tail_ = -1;
+  struct BlockMeta {
+    uint64_t key = 0;     // prefix-cache key, valid when has_key
+    uint32_t stamp = 0;   // bumped each time the block enters the free queue
+    int32_t ref = 0;      // requests holding the block
+    uint8_t has_key = 0;
+    uint8_t in_free = 0;  // in the free queue
+  };
+  struct FreeEntry {
+    int32_t block;
+    uint32_t stamp;  // live iff equal to the block's stamp while in_free
+  };
+  std::vector<BlockMeta> meta_;  // 16 bytes per block
+  // The LRU free queue as a ring of entries with lazy deletion: sequential
+  // memory instead of a linked list (the pool is cycled through in order,
+  // so a list would miss the cache on every link).
+  std::vector<FreeEntry> ring_;
+  uint64_t ring_mask_ = 0;
+  uint64_t ring_head_ = 0, ring_tail_ = 0;
   absl::flat_hash_map<uint64_t, int32_t> cached_;  // lookup only, never iterated
 
   // Scratch of the last FindPrefixHit (reused, no per-call allocation).

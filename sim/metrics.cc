@@ -2,15 +2,31 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "sim/status_macros.h"
 
 namespace servesim {
 namespace {
 
-constexpr double kHistMinMs = 1e-6;  // 1 ns
-constexpr double kHistRatio = 1e-3;  // relative bin width
-constexpr int kHistBins = 30000;     // up to ~1e7 ms
+// ITL histogram bins: the top 10 mantissa bits and the exponent of the
+// double value in ms, i.e. 1024 bins per octave (relative width ~1e-3),
+// from 1 ns (1e-6 ms) up; exact integer arithmetic, deterministic.
+constexpr double kHistMinMs = 1e-6;
+constexpr int kHistShift = 42;        // 52 mantissa bits - 10
+constexpr int kHistBins = 46 * 1024;  // 46 octaves: up to ~7e7 ms
+
+uint64_t Bits(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+double FromBits(uint64_t b) {
+  double v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+const uint64_t kHistBase = Bits(kHistMinMs) >> kHistShift;
 
 double NsToMs(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
 
@@ -64,14 +80,15 @@ void ItlAccumulator::Add(TimeNs gap_ns) {
 
 int ItlAccumulator::BinOf(double ms) const {
   if (!(ms > kHistMinMs)) return 0;
-  const int b = static_cast<int>(std::log(ms / kHistMinMs) / std::log1p(kHistRatio)) + 1;
-  return std::min(b, kHistBins - 1);
+  const uint64_t b = (Bits(ms) >> kHistShift) - kHistBase + 1;
+  return static_cast<int>(std::min<uint64_t>(b, kHistBins - 1));
 }
 
 double ItlAccumulator::BinValue(int bin) const {
   if (bin == 0) return 0;
-  // Geometric middle of [min * r^(bin-1), min * r^bin).
-  return kHistMinMs * std::pow(1 + kHistRatio, bin - 0.5);
+  // Middle of the bin's value range.
+  const uint64_t key = static_cast<uint64_t>(bin - 1) + kHistBase;
+  return 0.5 * (FromBits(key << kHistShift) + FromBits((key + 1) << kHistShift));
 }
 
 void ItlAccumulator::SpillToHistogram() {

@@ -10,7 +10,8 @@
 //  - duration: first send to last finish (rejections included).
 // Memory stays bounded for huge runs: per-request records are small PODs;
 // pooled ITL is kept exactly up to `itl_exact_cap` values, then a
-// deterministic log-spaced histogram (relative bin width 1e-3) takes over
+// deterministic log-spaced histogram (1024 bins per octave, relative bin
+// width < 1e-3) takes over
 // for the percentiles (mean and std stay exact) and the summary says so.
 #ifndef SERVESIM_SIM_METRICS_H_
 #define SERVESIM_SIM_METRICS_H_

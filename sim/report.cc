@@ -123,8 +123,8 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
   w.KV("itl_exact", r.itl.exact);
   if (!r.itl.exact) {
     w.KV("itl_note",
-         "pooled ITL exceeded the exact cap: percentiles from a log histogram (relative bin "
-         "width 1e-3); mean and std exact");
+         "pooled ITL exceeded the exact cap: percentiles from a log histogram (1024 bins per "
+         "octave, relative bin width < 1e-3); mean and std exact");
   }
   w.Key("provenance").BeginArray();
   for (const auto& line : ctx.provenance) w.String(line);
