@@ -1,1 +1,255 @@
+#include "hwmodels/step_model.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
 #include "gtest/gtest.h"
+#include "hwmodels/catalog.h"
+#include "hwmodels/deployment.h"
+
+namespace servesim {
+namespace {
+
+struct Built {
+  Deployment d;
+  const RooflineStepModel* model;
+};
+
+Built Build(const std::string& device, const std::string& model, const std::string& q) {
+  ServerSpec s;
+  s.device = device;
+  s.model = model;
+  s.quantization = q;
+  s.max_model_len = 8192;
+  auto d = BuildDeployment(s);
+  EXPECT_TRUE(d.ok()) << d.status();
+  Built b{*d, dynamic_cast<const RooflineStepModel*>(d->step_model.get())};
+  EXPECT_NE(b.model, nullptr);
+  return b;
+}
+
+StepCost DecodeCost(const StepTimeModel& m, int n, int32_t ctx) {
+  std::vector<int32_t> ctxs(n, ctx);
+  return m.Cost(StepBatch{{}, ctxs});
+}
+
+const Operator* FindOp(const CompiledStepGraph& g, const std::string& prefix) {
+  for (const Operator& op : g.ops())
+    if (op.name.rfind(prefix, 0) == 0) return &op;
+  return nullptr;
+}
+
+TEST(AggregatesTest, SlidingLayersAttendToAtMostTheWindow) {
+  const std::vector<int32_t> ctx = {10, 600, 5000};
+  const PrefillChunk pf[] = {{100, 0}, {256, 1000}};
+  BatchAggregates a = ComputeAggregates(StepBatch{pf, ctx}, 512, 0, 0);
+  EXPECT_EQ(a.v[kAggTokens], 356 + 3);
+  EXPECT_EQ(a.v[kAggSeqs], 5);
+  EXPECT_EQ(a.v[kAggDecCtxFull], 11 + 601 + 5001);
+  EXPECT_EQ(a.v[kAggDecCtxSliding], 11 + 512 + 512);
+  // Chunk 1: positions 1..100: 5050 pairs (all inside the window).
+  // Chunk 2: positions 1001..1256, full: sum = 256 x 1000 + 256 x 257 / 2.
+  EXPECT_EQ(a.v[kAggPrefillPairsFull], 5050 + 256.0 * 1000 + 256.0 * 257 / 2);
+  EXPECT_EQ(a.v[kAggPrefillPairsSliding], 5050 + 256.0 * 512);
+  EXPECT_EQ(a.v[kAggPrefillKvFull], 100 + 1256);
+  EXPECT_EQ(a.v[kAggPrefillKvSliding], 100 + (512 + 256));
+}
+
+TEST(AggregatesTest, SlidingPairsStraddlingTheWindowEdge) {
+  // Positions 501..520 with window 512: 501..512 sum + 8 x 512.
+  const PrefillChunk pf[] = {{20, 500}};
+  BatchAggregates a = ComputeAggregates(StepBatch{pf, {}}, 512, 0, 0);
+  double expect = 0;
+  for (int p = 501; p <= 520; ++p) expect += std::min(p, 512);
+  EXPECT_EQ(a.v[kAggPrefillPairsSliding], expect);
+}
+
+TEST(AggregatesTest, ExpectedDistinctExpertsSaturate) {
+  const std::vector<int32_t> one = {5};
+  BatchAggregates a = ComputeAggregates(StepBatch{{}, one}, 0, 128, 8);
+  // One token, 8 draws among 128: 128 (1 - (127/128)^8) ~ 7.78.
+  EXPECT_NEAR(a.v[kAggExpertsTouched], 7.78, 0.01);
+  std::vector<int32_t> many(4096, 5);
+  a = ComputeAggregates(StepBatch{{}, many}, 0, 128, 8);
+  EXPECT_NEAR(a.v[kAggExpertsTouched], 128, 1e-6);
+}
+
+TEST(OperatorCountsTest, Gemma12bLayerOperatorsMatchHandCounts) {
+  Built b = Build("l4", "gemma-4-12b", "none");
+  const CompiledStepGraph& g = b.model->graph();
+  const double h = 3840;
+  // Sliding layer QKV: q 16 x 256, k and v 8 x 256 each.
+  const Operator* qkv = FindOp(g, "qkv_proj[sliding");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->count, 40);
+  EXPECT_EQ(qkv->flops[kAggTokens], 2 * h * (4096 + 2 * 2048));
+  EXPECT_EQ(qkv->bytes[kAggOne], 2 * h * (4096 + 2 * 2048));
+  // Full layer: q 16 x 512, one shared K=V projection of 1 x 512.
+  const Operator* qkv_full = FindOp(g, "qkv_proj[full");
+  ASSERT_NE(qkv_full, nullptr);
+  EXPECT_EQ(qkv_full->count, 8);
+  EXPECT_EQ(qkv_full->flops[kAggTokens], 2 * h * (8192 + 512));
+  // Decode attention, sliding: 4 x 16 heads x 256 FLOPs per attended
+  // token; K and V of 8 heads x 256 x 2 B read per attended token.
+  const Operator* ad = FindOp(g, "attention_decode[sliding");
+  ASSERT_NE(ad, nullptr);
+  EXPECT_EQ(ad->flops[kAggDecCtxSliding], 4 * 16 * 256);
+  EXPECT_EQ(ad->bytes[kAggDecCtxSliding], 2 * 8 * 256 * 2);
+  const Operator* ad_full = FindOp(g, "attention_decode[full");
+  ASSERT_NE(ad_full, nullptr);
+  EXPECT_EQ(ad_full->flops[kAggDecCtxFull], 4 * 16 * 512);
+  EXPECT_EQ(ad_full->bytes[kAggDecCtxFull], 2 * 1 * 512 * 2);
+  // FFN: gate, up, down of 3840 x 15360.
+  const Operator* ffn = FindOp(g, "ffn");
+  ASSERT_NE(ffn, nullptr);
+  EXPECT_EQ(ffn->count, 48);
+  EXPECT_EQ(ffn->flops[kAggTokens], 2 * 3 * h * 15360);
+  EXPECT_EQ(ffn->bytes[kAggOne], 2 * 3 * h * 15360);
+  // LM head over sampled sequences, 16-bit tied embedding.
+  const Operator* head = FindOp(g, "lm_head");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->flops[kAggSeqs], 2 * h * 262144);
+  EXPECT_EQ(head->bytes[kAggOne], 2 * h * 262144);
+  // embedding, 5 operators per layer, lm_head, sampling.
+  EXPECT_EQ(g.num_graph_vertices(), 3 + 48 * 5);
+}
+
+TEST(OperatorCountsTest, MoeExpertsReadOnlyTouchedExperts) {
+  Built b = Build("mi300x", "gemma-4-26b-a4b", "none");
+  const Operator* e = FindOp(b.model->graph(), "experts");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->count, 30);
+  EXPECT_EQ(e->bytes[kAggExpertsTouched], 2.0 * 3 * 2816 * 704);
+  EXPECT_EQ(e->flops[kAggTokens], 2.0 * (8 * 3 * 2816 * 704 + 2816 * 128));
+}
+
+TEST(OperatorCountsTest, W4a16WeightsStreamHalfBytesPlusChannelScales) {
+  Built b = Build("t4", "gemma-4-12b", "w4a16-emb4");
+  const Operator* ffn = FindOp(b.model->graph(), "ffn");
+  ASSERT_NE(ffn, nullptr);
+  EXPECT_TRUE(ffn->quantized);
+  const double params = 3.0 * 3840 * 15360;
+  EXPECT_DOUBLE_EQ(ffn->bytes[kAggOne], params / 2 + params / 3840 * 2);
+  const Operator* head = FindOp(b.model->graph(), "lm_head");
+  EXPECT_FALSE(head->quantized);
+}
+
+TEST(StepModelTest, CompiledFormulaEqualsOperatorWalk) {
+  std::mt19937_64 rng(7);
+  for (const auto& [dev, model, q] :
+       {std::tuple<const char*, const char*, const char*>{"mi300x", "gemma-4-e2b", "none"},
+        {"t4", "gemma-4-12b", "w4a16-emb4"},
+        {"l4", "gemma-4-26b-a4b", "w4a16"},
+        {"tpu-v6e", "gemma-4-31b", "none"}}) {
+    Built b = Build(dev, model, q);
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<int32_t> ctx(rng() % 65);
+      for (auto& c : ctx) c = static_cast<int32_t>(rng() % 8000);
+      std::vector<PrefillChunk> pf(rng() % 3);
+      for (auto& p : pf) p = {static_cast<int32_t>(1 + rng() % 2048), static_cast<int32_t>(rng() % 4000)};
+      if (ctx.empty() && pf.empty()) ctx.push_back(1);
+      StepBatch batch{pf, ctx};
+      const StepCost fast = b.model->Cost(batch);
+      const StepCost slow = b.model->CostByWalk(batch);
+      EXPECT_EQ(fast.host_ns, slow.host_ns);
+      EXPECT_NEAR(static_cast<double>(fast.device_ns), static_cast<double>(slow.device_ns),
+                  1e-9 * static_cast<double>(slow.device_ns) + 2)
+          << dev << " " << model;
+    }
+  }
+}
+
+TEST(StepModelTest, StepTimeGrowsWithTokensAndContext) {
+  Built b = Build("l4", "gemma-4-12b", "none");
+  const StepTimeModel& m = *b.model;
+  TimeNs prev = 0;
+  for (int n : {1, 2, 4, 16, 64, 256}) {
+    const TimeNs t = DecodeCost(m, n, 1000).device_ns;
+    EXPECT_GE(t, prev) << n;
+    prev = t;
+  }
+  EXPECT_GT(DecodeCost(m, 256, 1000).device_ns, DecodeCost(m, 1, 1000).device_ns);
+  prev = 0;
+  for (int32_t ctx : {16, 512, 1024, 4096, 8000}) {
+    const TimeNs t = DecodeCost(m, 32, ctx).device_ns;
+    EXPECT_GE(t, prev) << ctx;
+    prev = t;
+  }
+  EXPECT_GT(DecodeCost(m, 32, 8000).device_ns, DecodeCost(m, 32, 16).device_ns);
+  prev = 0;
+  for (int32_t chunk : {16, 256, 1024, 2048}) {
+    const PrefillChunk pf[] = {{chunk, 0}};
+    const TimeNs t = m.Cost(StepBatch{pf, {}}).device_ns;
+    EXPECT_GT(t, prev) << chunk;
+    prev = t;
+  }
+}
+
+TEST(StepModelTest, NoStepBeatsPeakFlopsOrBandwidth) {
+  std::mt19937_64 rng(11);
+  for (const auto& [dev, model, q] :
+       {std::tuple<const char*, const char*, const char*>{"mi300x", "gemma-4-e2b", "none"},
+        {"t4", "gemma-4-12b", "w4a16-emb4"},
+        {"l4", "gemma-4-e4b", "w8a8"},
+        {"tpu-v5e", "gemma-4-26b-a4b", "none"}}) {
+    Built b = Build(dev, model, q);
+    // Most optimistic parameters: full efficiency, no overheads.
+    ParameterSet best = b.d.params;
+    for (Parameter& p : best.mutable_params()) p.value = p.unit == "fraction" ? 1.0 : 0.0;
+    auto fastest = RebuildStepModel(b.d, best);
+    const CompiledStepGraph& g = b.model->graph();
+    const double peak = std::max(g.peak_flops_16(), g.peak_flops_quant());
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<int32_t> ctx(rng() % 300);
+      for (auto& c : ctx) c = static_cast<int32_t>(rng() % 8000);
+      std::vector<PrefillChunk> pf(rng() % 4);
+      for (auto& p : pf) p = {static_cast<int32_t>(1 + rng() % 4096), static_cast<int32_t>(rng() % 4000)};
+      if (ctx.empty() && pf.empty()) ctx.push_back(0);
+      StepBatch batch{pf, ctx};
+      const BatchAggregates a = ComputeAggregates(batch, g.window(), g.num_experts(), g.top_k());
+      const double t = static_cast<double>(fastest->Cost(batch).device_ns);
+      EXPECT_GE(t * (1 + 1e-9) + 1, g.TotalFlops(a) / peak * 1e9) << dev;
+      EXPECT_GE(t * (1 + 1e-9) + 1, g.TotalBytes(a) / g.bandwidth() * 1e9) << dev;
+      EXPECT_GE(static_cast<double>(b.model->Cost(batch).device_ns) + 1, t) << dev;
+    }
+  }
+}
+
+TEST(StepModelTest, RebuildWithOtherParametersChangesCost) {
+  Built b = Build("t4", "gemma-4-12b", "w4a16-emb4");
+  ParameterSet p = b.d.params;
+  p.FindMutable("quant_kernel_eff")->value = 0.5 * b.d.params.Get("quant_kernel_eff");
+  auto slower = RebuildStepModel(b.d, p);
+  EXPECT_GT(DecodeCost(*slower, 1, 100).device_ns, DecodeCost(*b.model, 1, 100).device_ns);
+  p = b.d.params;
+  p.FindMutable("host_step_us")->value += 1000;
+  auto more_host = RebuildStepModel(b.d, p);
+  EXPECT_EQ(DecodeCost(*more_host, 1, 100).host_ns, DecodeCost(*b.model, 1, 100).host_ns + 1000000);
+}
+
+// With the priors, single-stream decode lands near the published figures
+// (calibration fits them exactly later): within 50%.
+TEST(StepModelTest, PriorsGiveBallparkSingleStreamDecode) {
+  auto tpot_ms = [](const Built& b, int32_t ctx) {
+    const StepCost c = DecodeCost(*b.model, 1, ctx);
+    const double step = b.d.scheduler.async_scheduling
+                            ? std::max(c.host_ns, c.device_ns)
+                            : static_cast<double>(c.host_ns + c.device_ns);
+    return step / 1e6;
+  };
+  const Built mi = Build("mi300x", "gemma-4-e2b", "none");
+  std::printf("prior TPOT: mi300x e2b %.3f ms (ctx 128) %.3f (1024) %.3f (8192); t4 12b %.1f tok/s; l4 12b %.1f tok/s\n",
+              tpot_ms(mi, 128), tpot_ms(mi, 1024), tpot_ms(mi, 8192),
+              1000.0 / tpot_ms(Build("t4", "gemma-4-12b", "w4a16-emb4"), 100),
+              1000.0 / tpot_ms(Build("l4", "gemma-4-12b", "w4a16-emb4"), 100));
+  EXPECT_NEAR(tpot_ms(mi, 128), 2.85, 2.85 * 0.5);
+  const Built t4 = Build("t4", "gemma-4-12b", "w4a16-emb4");
+  EXPECT_NEAR(1000.0 / tpot_ms(t4, 100), 28.5, 28.5 * 0.5);
+  const Built l4 = Build("l4", "gemma-4-12b", "w4a16-emb4");
+  EXPECT_NEAR(1000.0 / tpot_ms(l4, 100), 35.2, 35.2 * 0.5);
+}
+
+}  // namespace
+}  // namespace servesim
