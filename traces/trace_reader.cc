@@ -904,6 +904,7 @@ class BinaryReader : public TraceReader {
     while (true) {
       bool clean_eof = false;
       const int64_t record = stats_.rows + 1;
+      rec_.Clear();  // the delimited parser merges into the message
       if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&rec_, stream_.get(),
                                                                     &clean_eof)) {
         if (clean_eof) {

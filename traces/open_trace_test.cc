@@ -1,0 +1,262 @@
+#include "traces/open_trace.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "traces/trace_stats.h"
+#include "traces/trace_writer.h"
+
+namespace servesim {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kData = std::string(SERVESIM_SHARED_DIR) + "/data/traces/";
+const std::string kFixtures = std::string(SERVESIM_SOURCE_DIR) + "/tests/testdata/traces/";
+
+std::vector<RequestSpec> Drain(RequestSource& s) {
+  std::vector<RequestSpec> out;
+  RequestSpec r;
+  while (true) {
+    auto got = s.Next(r);
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (!got.ok() || !*got) break;
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<RequestSpec> Open(const TraceOptions& o) {
+  auto s = OpenTrace(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  if (!s.ok()) return {};
+  return Drain(**s);
+}
+
+TEST(OpenTraceTest, DetectsFormatAndReadsTheWholeTrace) {
+  TraceOptions o;
+  o.path = kData + "mooncake_synthetic_trace.jsonl";
+  auto r = Open(o);
+  EXPECT_EQ(r.size(), 3993u);
+  auto s = OpenTrace(o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_THAT((*s)->Describe(), HasSubstr("mooncake trace"));
+}
+
+TEST(OpenTraceTest, TargetRateRescalesTheSpan) {
+  TraceOptions o;
+  o.path = kData + "AzureLLMInferenceTrace_code.csv";
+  o.target_rate_per_s = 10;
+  auto s = OpenTrace(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto span = MeasureSpan(**s);
+  ASSERT_TRUE(span.ok());
+  EXPECT_EQ(span->requests, 8819);
+  EXPECT_NEAR(span->MeanRatePerS(), 10.0, 1e-6);
+}
+
+TEST(OpenTraceTest, RateScaleTwoHalvesTheSpan) {
+  TraceOptions o;
+  o.path = kData + "AzureLLMInferenceTrace_conv.csv";
+  auto base = Open(o);
+  o.rate_scale = 2;
+  auto fast = Open(o);
+  ASSERT_EQ(base.size(), fast.size());
+  EXPECT_NEAR(static_cast<double>(fast.back().arrival_ns), base.back().arrival_ns / 2.0, 1.0);
+}
+
+TEST(OpenTraceTest, WindowThenLoopThenLimit) {
+  TraceOptions o;
+  o.path = kData + "AzureLLMInferenceTrace_code.csv";
+  auto full = Open(o);
+  size_t inside = 0;
+  for (const auto& r : full) inside += r.arrival_ns >= 600 * kNsPerSec && r.arrival_ns < 1200 * kNsPerSec;
+  o.window_start_ns = 600 * kNsPerSec;
+  o.window_end_ns = 1200 * kNsPerSec;
+  auto window = Open(o);
+  ASSERT_GT(inside, 10u);
+  ASSERT_EQ(window.size(), inside);
+  EXPECT_LT(window.back().arrival_ns, 600 * kNsPerSec);
+  o.loop_to_requests = static_cast<int64_t>(window.size()) * 3 + 1;
+  o.max_requests = static_cast<int64_t>(window.size()) * 2;
+  auto looped = Open(o);
+  ASSERT_EQ(looped.size(), window.size() * 2);
+  EXPECT_EQ(looped[window.size()].input_tokens, window[0].input_tokens);
+  EXPECT_GT(looped[window.size()].arrival_ns, window.back().arrival_ns);
+  for (size_t i = 0; i < looped.size(); ++i) ASSERT_EQ(looped[i].id, static_cast<int64_t>(i));
+}
+
+TEST(OpenTraceTest, LengthTableGetsTheRequestedArrivalProcess) {
+  TraceOptions o;
+  o.path = kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv";
+  o.arrivals.kind = ArrivalSpec::Kind::kPoisson;
+  o.arrivals.rate_per_s = 8;
+  o.seed = 3;
+  o.max_requests = 5000;
+  auto r = Open(o);
+  ASSERT_EQ(r.size(), 5000u);
+  const double rate = 4999.0 / (r.back().arrival_ns / 1e9);
+  EXPECT_NEAR(rate, 8.0, 0.4);
+}
+
+TEST(OpenTraceTest, BadOptionsNameTheField) {
+  TraceOptions o;
+  o.path = kData + "AzureLLMInferenceTrace_code.csv";
+  o.sample_fraction = 1.5;
+  auto s = OpenTrace(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("sample fraction"));
+  o.sample_fraction = 1;
+  o.format = "nope";
+  EXPECT_THAT(OpenTrace(o).status().message(), HasSubstr("allowed: azure"));
+}
+
+// ---- conversion round trips
+
+class ConvertTest : public ::testing::TestWithParam<OutputFormat> {};
+
+TEST_P(ConvertTest, RoundTripKeepsTimesLengthsSessionsAndSharing) {
+  TraceOptions o;
+  o.path = kData + "mooncake_conversation_trace.jsonl";
+  o.max_requests = 2000;
+  auto src = OpenTrace(o);
+  ASSERT_TRUE(src.ok());
+  const std::string out = ::testing::TempDir() + "/rt." +
+                          (GetParam() == OutputFormat::kCsv     ? "csv"
+                           : GetParam() == OutputFormat::kJsonl ? "jsonl"
+                                                                : "bin");
+  auto n = ConvertTrace(**src, out, GetParam());
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 2000);
+  auto original = Open(o);
+  TraceOptions back;
+  back.path = out;
+  auto copy = Open(back);
+  ASSERT_EQ(copy.size(), original.size());
+  for (size_t i = 0; i < copy.size(); ++i) {
+    ASSERT_EQ(copy[i].arrival_ns, original[i].arrival_ns) << i;
+    ASSERT_EQ(copy[i].input_tokens, original[i].input_tokens);
+    ASSERT_EQ(copy[i].output_tokens, original[i].output_tokens);
+    ASSERT_EQ(copy[i].prefix_hashes.size(), original[i].prefix_hashes.size());
+    ASSERT_EQ(copy[i].hash_block_tokens, original[i].hash_block_tokens);
+    if (GetParam() != OutputFormat::kJsonl) {
+      ASSERT_EQ(copy[i].prefix_hashes, original[i].prefix_hashes);
+    }
+  }
+  // Sharing structure survives (JSONL re-chains values): same equalities.
+  for (size_t i = 1; i < 50; ++i) {
+    EXPECT_EQ(copy[i].prefix_hashes[0] == copy[0].prefix_hashes[0],
+              original[i].prefix_hashes[0] == original[0].prefix_hashes[0]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, ConvertTest,
+                         ::testing::Values(OutputFormat::kBinary, OutputFormat::kCsv,
+                                           OutputFormat::kJsonl));
+
+TEST(ConvertTest, BinaryKeepsSessionsOfSyntheticWorkload) {
+  SyntheticOptions so;
+  so.num_requests = 300;
+  so.sessions.min_turns = 2;
+  so.sessions.max_turns = 4;
+  so.arrival.rate_per_s = 3;
+  auto src = MakeSyntheticSource(so);
+  ASSERT_TRUE(src.ok());
+  const std::string out = ::testing::TempDir() + "/syn.bin";
+  ASSERT_TRUE(ConvertTrace(**src, out, OutputFormat::kBinary).ok());
+  auto again = MakeSyntheticSource(so);
+  auto original = Drain(**again);
+  TraceOptions back;
+  back.path = out;
+  auto copy = Open(back);
+  ASSERT_EQ(copy.size(), 300u);
+  for (size_t i = 0; i < copy.size(); ++i) {
+    ASSERT_EQ(copy[i].session_id, original[i].session_id);
+    ASSERT_EQ(copy[i].prefix_hashes, original[i].prefix_hashes);
+    ASSERT_EQ(copy[i].arrival_ns, original[i].arrival_ns);
+  }
+}
+
+TEST(ConvertTest, TruncatedBinaryFileIsAnErrorNamingTheRecord) {
+  TraceOptions o;
+  o.path = kFixtures + "mooncake_good.jsonl";
+  auto src = OpenTrace(o);
+  ASSERT_TRUE(src.ok());
+  const std::string out = ::testing::TempDir() + "/cut.bin";
+  ASSERT_TRUE(ConvertTrace(**src, out, OutputFormat::kBinary).ok());
+  std::string bytes;
+  {
+    std::ifstream in(out, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::ofstream(out, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 3);
+  TraceOptions back;
+  back.path = out;
+  auto s = OpenTrace(back);
+  ASSERT_TRUE(s.ok()) << s.status();
+  RequestSpec r;
+  absl::Status st;
+  while (true) {
+    auto got = (*s)->Next(r);
+    if (!got.ok()) {
+      st = got.status();
+      break;
+    }
+    if (!*got) break;
+  }
+  EXPECT_THAT(st.message(), HasSubstr("cut.bin: record 3: truncated"));
+}
+
+// ---- stats
+
+TEST(TraceStatsTest, AzureCodeStatsMatchTheReadme) {
+  TraceOptions o;
+  o.path = kData + "AzureLLMInferenceTrace_code.csv";
+  auto reader = OpenTraceReaderFor(o);
+  ASSERT_TRUE(reader.ok());
+  auto st = ComputeTraceStats(**reader);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->requests, 8819);
+  EXPECT_EQ(st->input.p50, 1469);
+  EXPECT_EQ(st->output.p50, 13);
+  EXPECT_EQ(st->input.max, 7437);
+  EXPECT_NEAR(st->mean_rate_per_s, 8818.0 / (st->span_ns / 1e9), 1e-9);
+  EXPECT_GT(st->interarrival_cv, 1.0);  // bursty production traffic
+  EXPECT_EQ(st->hashed_blocks, 0);
+  ASSERT_TRUE(st->reader.has_value());
+  EXPECT_EQ(st->reader->rows, 8819);
+  const std::string json = FormatTraceStatsJson(*st);
+  EXPECT_THAT(json, HasSubstr("\"p50\": 1469"));
+  EXPECT_THAT(FormatTraceStatsText(*st), HasSubstr("skipped rows: none"));
+}
+
+TEST(TraceStatsTest, PrefixSharingCountsRepeatedChainedBlocks) {
+  TraceOptions o;
+  o.path = kFixtures + "mooncake_good.jsonl";  // hash_ids [0,1], [0,2,3], [4]
+  auto reader = OpenTraceReaderFor(o);
+  ASSERT_TRUE(reader.ok());
+  auto st = ComputeTraceStats(**reader);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->hashed_blocks, 6);
+  EXPECT_DOUBLE_EQ(st->prefix_sharing_ratio, 1.0 / 6.0);
+}
+
+TEST(TraceStatsTest, SkippedRowsAreReportedByReason) {
+  TraceOptions o;
+  o.path = kFixtures + "azure_time_backwards.csv";
+  o.skip_bad_rows = true;
+  auto reader = OpenTraceReaderFor(o);
+  ASSERT_TRUE(reader.ok());
+  auto st = ComputeTraceStats(**reader);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->requests, 2);
+  EXPECT_THAT(FormatTraceStatsText(*st), HasSubstr("skipped rows: time_backwards=1"));
+  EXPECT_THAT(FormatTraceStatsJson(*st), HasSubstr("\"time_backwards\": 1"));
+}
+
+}  // namespace
+}  // namespace servesim

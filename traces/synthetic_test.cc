@@ -1,0 +1,262 @@
+#include "traces/synthetic.h"
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace servesim {
+namespace {
+
+std::vector<RequestSpec> Drain(RequestSource& s) {
+  std::vector<RequestSpec> out;
+  RequestSpec r;
+  while (true) {
+    auto got = s.Next(r);
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (!got.ok() || !*got) break;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// Mean and coefficient of variation of the gaps of `n` arrivals.
+std::pair<double, double> GapStats(const ArrivalSpec& spec, int n, uint64_t seed = 1) {
+  auto p = ArrivalProcess::Create(spec, seed);
+  EXPECT_TRUE(p.ok()) << p.status();
+  TimeNs prev = (*p)->Next();
+  double sum = 0, sum2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const TimeNs t = (*p)->Next();
+    EXPECT_GE(t, prev);
+    const double g = (t - prev) / 1e9;
+    sum += g;
+    sum2 += g * g;
+    prev = t;
+  }
+  const double mean = sum / n;
+  return {mean, std::sqrt(sum2 / n - mean * mean) / mean};
+}
+
+TEST(SamplerTest, UniformIntStaysInRangeAndHitsBothEnds) {
+  Sampler s(7);
+  std::map<int64_t, int> counts;
+  for (int i = 0; i < 10000; ++i) ++counts[s.UniformInt(3, 7)];
+  EXPECT_EQ(counts.size(), 5u);
+  EXPECT_EQ(counts.begin()->first, 3);
+  EXPECT_EQ(counts.rbegin()->first, 7);
+  for (const auto& [v, c] : counts) EXPECT_NEAR(c, 2000, 200) << v;
+}
+
+TEST(SamplerTest, GammaHasMeanShapeTimesScale) {
+  for (double shape : {0.3, 1.0, 4.0}) {
+    Sampler s(11);
+    double sum = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; ++i) sum += s.Gamma(shape, 2.0);
+    EXPECT_NEAR(sum / n, 2.0 * shape, 0.03 * 2.0 * shape) << shape;
+  }
+}
+
+TEST(ArrivalProcessTest, PoissonHasTheRateAndCvOne) {
+  ArrivalSpec spec;
+  spec.kind = ArrivalSpec::Kind::kPoisson;
+  spec.rate_per_s = 4;
+  auto [mean, cv] = GapStats(spec, 100000);
+  EXPECT_NEAR(mean, 0.25, 0.005);
+  EXPECT_NEAR(cv, 1.0, 0.02);
+}
+
+TEST(ArrivalProcessTest, GammaBurstinessSetsCvToOneOverSqrtShape) {
+  ArrivalSpec spec;
+  spec.kind = ArrivalSpec::Kind::kGamma;
+  spec.rate_per_s = 10;
+  spec.shape = 0.25;  // vLLM --burstiness 0.25: CV 2
+  auto [mean, cv] = GapStats(spec, 200000);
+  EXPECT_NEAR(mean, 0.1, 0.003);
+  EXPECT_NEAR(cv, 2.0, 0.06);
+}
+
+TEST(ArrivalProcessTest, WeibullKeepsTheMeanRate) {
+  ArrivalSpec spec;
+  spec.kind = ArrivalSpec::Kind::kWeibull;
+  spec.rate_per_s = 2;
+  spec.shape = 0.5;
+  auto [mean, cv] = GapStats(spec, 200000);
+  EXPECT_NEAR(mean, 0.5, 0.02);
+  EXPECT_GT(cv, 1.5);  // k < 1 is burstier than Poisson (CV sqrt(5) for k = 0.5)
+}
+
+TEST(ArrivalProcessTest, FirstArrivalAtZeroAndConstantIsExact) {
+  ArrivalSpec spec;
+  spec.kind = ArrivalSpec::Kind::kConstant;
+  spec.rate_per_s = 4;
+  auto p = ArrivalProcess::Create(spec, 0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ((*p)->Next(), 0);
+  EXPECT_EQ((*p)->Next(), 250'000'000);
+  EXPECT_EQ((*p)->Next(), 500'000'000);
+}
+
+TEST(ArrivalProcessTest, ScheduleGivesEachPhaseItsRate) {
+  ArrivalSpec spec;
+  spec.kind = ArrivalSpec::Kind::kSchedule;
+  spec.schedule = {{100, 1.0}, {100, 0.0}, {100, 9.0}};
+  auto p = ArrivalProcess::Create(spec, 3);
+  ASSERT_TRUE(p.ok());
+  int counts[3] = {0, 0, 0};
+  for (int i = 0; i < 50000; ++i) {
+    const double t = (*p)->Next() / 1e9;
+    counts[static_cast<int>(std::fmod(t, 300.0) / 100.0)]++;
+  }
+  EXPECT_EQ(counts[1], 0);  // a quiet phase has no arrivals
+  EXPECT_NEAR(static_cast<double>(counts[2]) / counts[0], 9.0, 0.5);
+}
+
+TEST(ArrivalProcessTest, RejectsBadSpecsNamingTheField) {
+  ArrivalSpec spec;
+  spec.kind = ArrivalSpec::Kind::kGamma;
+  spec.rate_per_s = -1;
+  auto p = ArrivalProcess::Create(spec, 0);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), ::testing::HasSubstr("rate_per_s"));
+  spec.kind = ArrivalSpec::Kind::kSchedule;
+  spec.schedule = {{10, 0}};
+  EXPECT_FALSE(ArrivalProcess::Create(spec, 0).ok());
+}
+
+SyntheticOptions Base() {
+  SyntheticOptions o;
+  o.num_requests = 500;
+  o.seed = 42;
+  o.arrival.kind = ArrivalSpec::Kind::kPoisson;
+  o.arrival.rate_per_s = 5;
+  return o;
+}
+
+TEST(SyntheticSourceTest, SameSeedSameStreamDifferentSeedDifferentStream) {
+  SyntheticOptions o = Base();
+  o.lengths.kind = LengthSpec::Kind::kUniform;
+  o.lengths.range_ratio = 0.5;
+  auto a = MakeSyntheticSource(o);
+  auto b = MakeSyntheticSource(o);
+  o.seed = 43;
+  auto c = MakeSyntheticSource(o);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  auto ra = Drain(**a), rb = Drain(**b), rc = Drain(**c);
+  ASSERT_EQ(ra.size(), 500u);
+  bool differs = false;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    EXPECT_EQ(ra[i].arrival_ns, rb[i].arrival_ns);
+    EXPECT_EQ(ra[i].input_tokens, rb[i].input_tokens);
+    differs |= ra[i].input_tokens != rc[i].input_tokens;
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(SyntheticSourceTest, UniformLengthsFollowVllmRandomDatasetBounds) {
+  SyntheticOptions o = Base();
+  o.num_requests = 5000;
+  o.lengths.kind = LengthSpec::Kind::kUniform;
+  o.lengths.input_len = 1000;
+  o.lengths.output_len = 100;
+  o.lengths.range_ratio = 0.2;
+  auto s = MakeSyntheticSource(o);
+  ASSERT_TRUE(s.ok());
+  int32_t lo = 1 << 30, hi = 0;
+  for (const auto& r : Drain(**s)) {
+    lo = std::min(lo, r.input_tokens);
+    hi = std::max(hi, r.input_tokens);
+    ASSERT_GE(r.output_tokens, 80);
+    ASSERT_LE(r.output_tokens, 120);
+    EXPECT_TRUE(r.prefix_hashes.empty());
+    EXPECT_EQ(r.session_id, -1);
+  }
+  EXPECT_EQ(lo, 800);
+  EXPECT_EQ(hi, 1200);
+}
+
+TEST(SyntheticSourceTest, EachTurnExtendsItsSessionPrefix) {
+  SyntheticOptions o = Base();
+  o.num_requests = 2000;
+  o.sessions.min_turns = 2;
+  o.sessions.max_turns = 5;
+  o.sessions.think_time_s = 3;
+  o.lengths.input_len = 100;
+  o.lengths.output_len = 50;
+  auto s = MakeSyntheticSource(o);
+  ASSERT_TRUE(s.ok());
+  auto reqs = Drain(**s);
+  ASSERT_EQ(reqs.size(), 2000u);
+  std::map<int64_t, RequestSpec> last_turn;
+  int follow_ups = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const RequestSpec& r = reqs[i];
+    ASSERT_EQ(r.id, static_cast<int64_t>(i));
+    if (i > 0) {
+      ASSERT_GE(r.arrival_ns, reqs[i - 1].arrival_ns);
+    }
+    ASSERT_GE(r.session_id, 0);
+    EXPECT_EQ(r.prefix_hashes.size(), static_cast<size_t>(r.input_tokens / 16));
+    auto it = last_turn.find(r.session_id);
+    if (it != last_turn.end()) {
+      ++follow_ups;
+      const RequestSpec& prev = it->second;
+      // prompt = previous prompt + previous answer + new user text
+      EXPECT_EQ(r.input_tokens, prev.input_tokens + prev.output_tokens + 100);
+      // Every full block of the previous prompt is a shared prefix.
+      for (size_t b = 0; b < prev.prefix_hashes.size(); ++b) {
+        ASSERT_EQ(r.prefix_hashes[b], prev.prefix_hashes[b]);
+      }
+    } else if (!last_turn.empty()) {
+      // A new session shares nothing with another session.
+      EXPECT_NE(r.prefix_hashes[0], last_turn.begin()->second.prefix_hashes[0]);
+    }
+    last_turn[r.session_id] = r;
+  }
+  EXPECT_GT(follow_ups, 1000);
+}
+
+TEST(SyntheticSourceTest, SharedSystemPromptIsHashedForEveryRequest) {
+  SyntheticOptions o = Base();
+  o.sessions.shared_prefix_tokens = 100;  // 6 full 16-token blocks
+  auto s = MakeSyntheticSource(o);
+  ASSERT_TRUE(s.ok());
+  auto reqs = Drain(**s);
+  for (const auto& r : reqs) {
+    ASSERT_EQ(r.prefix_hashes.size(), 6u);
+    EXPECT_EQ(r.prefix_hashes, reqs[0].prefix_hashes);
+    EXPECT_EQ(r.input_tokens, 1124);
+  }
+}
+
+TEST(SyntheticSourceTest, EmpiricalLengthsComeFromTheSample) {
+  SyntheticOptions o = Base();
+  o.lengths.kind = LengthSpec::Kind::kEmpirical;
+  o.lengths.empirical = {{10, 1}, {20, 2}, {30, 3}};
+  auto s = MakeSyntheticSource(o);
+  ASSERT_TRUE(s.ok());
+  std::map<int32_t, int> seen;
+  for (const auto& r : Drain(**s)) {
+    ASSERT_EQ(r.output_tokens * 10, r.input_tokens);  // pairs drawn jointly
+    ++seen[r.input_tokens];
+  }
+  EXPECT_EQ(seen.size(), 3u);
+}
+
+TEST(SyntheticSourceTest, ReservoirKeepsAtMostMaxSamplesInSourceOrder) {
+  SyntheticOptions o = Base();
+  o.num_requests = 1000;
+  o.lengths.kind = LengthSpec::Kind::kUniform;
+  o.lengths.range_ratio = 0.9;
+  auto s = MakeSyntheticSource(o);
+  ASSERT_TRUE(s.ok());
+  auto sample = SampleEmpiricalLengths(**s, 100, 5);
+  ASSERT_TRUE(sample.ok());
+  EXPECT_EQ(sample->size(), 100u);
+}
+
+}  // namespace
+}  // namespace servesim

@@ -1,0 +1,268 @@
+#include "traces/transforms.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "sim/status_macros.h"
+#include "traces/prefix_hash.h"
+
+namespace servesim {
+namespace {
+
+// A wrapper that renumbers ids; subclasses decide what to keep.
+class Wrapper : public RequestSource {
+ public:
+  explicit Wrapper(std::unique_ptr<RequestSource> source) : source_(std::move(source)) {}
+
+  absl::StatusOr<bool> Next(RequestSpec& out) final {
+    if (done_) return false;
+    while (true) {
+      ASSIGN_OR_RETURN(bool got, source_->Next(out));
+      if (!got) {
+        done_ = true;
+        return false;
+      }
+      switch (Apply(out)) {
+        case Verdict::kKeep:
+          out.id = next_id_++;
+          return true;
+        case Verdict::kDrop:
+          continue;
+        case Verdict::kStop:
+          done_ = true;
+          return false;
+      }
+    }
+  }
+
+ protected:
+  enum class Verdict { kKeep, kDrop, kStop };
+  virtual Verdict Apply(RequestSpec& r) = 0;
+
+  std::unique_ptr<RequestSource> source_;
+
+ private:
+  int64_t next_id_ = 0;
+  bool done_ = false;
+};
+
+class WithArrivalsSource : public Wrapper {
+ public:
+  WithArrivalsSource(std::unique_ptr<RequestSource> s, std::unique_ptr<ArrivalProcess> a)
+      : Wrapper(std::move(s)), arrivals_(std::move(a)) {}
+  std::string Describe() const override {
+    return absl::StrCat(source_->Describe(), " | arrivals ", arrivals_->Describe());
+  }
+
+ private:
+  Verdict Apply(RequestSpec& r) override {
+    r.arrival_ns = arrivals_->Next();
+    return Verdict::kKeep;
+  }
+  std::unique_ptr<ArrivalProcess> arrivals_;
+};
+
+class TimeWindowSource : public Wrapper {
+ public:
+  TimeWindowSource(std::unique_ptr<RequestSource> s, TimeNs start, TimeNs end)
+      : Wrapper(std::move(s)), start_(start), end_(end) {}
+  std::string Describe() const override {
+    return absl::StrCat(source_->Describe(), " | window [", start_ / 1e9, " s, ", end_ / 1e9,
+                        " s)");
+  }
+
+ private:
+  Verdict Apply(RequestSpec& r) override {
+    if (r.arrival_ns >= end_) return Verdict::kStop;
+    if (r.arrival_ns < start_) return Verdict::kDrop;
+    r.arrival_ns -= start_;
+    return Verdict::kKeep;
+  }
+  TimeNs start_, end_;
+};
+
+class ScaleTimeSource : public Wrapper {
+ public:
+  ScaleTimeSource(std::unique_ptr<RequestSource> s, double f) : Wrapper(std::move(s)), f_(f) {}
+  std::string Describe() const override {
+    return absl::StrCat(source_->Describe(), " | time x", f_);
+  }
+
+ private:
+  Verdict Apply(RequestSpec& r) override {
+    const long double t = static_cast<long double>(r.arrival_ns) * f_;
+    r.arrival_ns = t >= 9.2e18L ? std::numeric_limits<TimeNs>::max()
+                                : static_cast<TimeNs>(std::llroundl(t));
+    return Verdict::kKeep;
+  }
+  double f_;
+};
+
+class SampleSource : public Wrapper {
+ public:
+  SampleSource(std::unique_ptr<RequestSource> s, double fraction, uint64_t seed)
+      : Wrapper(std::move(s)), fraction_(fraction), seed_(seed),
+        sampler_(SeedFor(seed, kStreamSampling)) {}
+  std::string Describe() const override {
+    return absl::StrCat(source_->Describe(), " | sample ", fraction_, " seed ", seed_);
+  }
+
+ private:
+  Verdict Apply(RequestSpec&) override {
+    return sampler_.Uniform01() < fraction_ ? Verdict::kKeep : Verdict::kDrop;
+  }
+  double fraction_;
+  uint64_t seed_;
+  Sampler sampler_;
+};
+
+class FilterLengthsSource : public Wrapper {
+ public:
+  FilterLengthsSource(std::unique_ptr<RequestSource> s, LengthFilter f)
+      : Wrapper(std::move(s)), f_(f) {}
+  std::string Describe() const override {
+    return absl::StrCat(source_->Describe(), " | input ", f_.min_input, "..", f_.max_input,
+                        " output ", f_.min_output, "..", f_.max_output);
+  }
+
+ private:
+  Verdict Apply(RequestSpec& r) override {
+    const bool ok = r.input_tokens >= f_.min_input && r.input_tokens <= f_.max_input &&
+                    r.output_tokens >= f_.min_output && r.output_tokens <= f_.max_output;
+    return ok ? Verdict::kKeep : Verdict::kDrop;
+  }
+  LengthFilter f_;
+};
+
+class LimitSource : public Wrapper {
+ public:
+  LimitSource(std::unique_ptr<RequestSource> s, int64_t n) : Wrapper(std::move(s)), n_(n) {}
+  std::string Describe() const override {
+    return absl::StrCat(source_->Describe(), " | first ", n_);
+  }
+
+ private:
+  Verdict Apply(RequestSpec&) override { return seen_++ < n_ ? Verdict::kKeep : Verdict::kStop; }
+  int64_t n_;
+  int64_t seen_ = 0;
+};
+
+class LoopSource : public RequestSource {
+ public:
+  LoopSource(SourceFactory factory, std::unique_ptr<RequestSource> first, int64_t target,
+             bool distinct)
+      : factory_(std::move(factory)), source_(std::move(first)), target_(target),
+        distinct_(distinct) {}
+
+  absl::StatusOr<bool> Next(RequestSpec& out) override {
+    while (emitted_ < target_) {
+      ASSIGN_OR_RETURN(bool got, source_->Next(out));
+      if (!got) {
+        if (pass_ == 0) {
+          if (count0_ == 0) return false;
+          span_ = last0_ - first0_;
+          gap_ = count0_ > 1 ? span_ / (count0_ - 1) : 0;
+        }
+        ++pass_;
+        ASSIGN_OR_RETURN(source_, factory_());
+        continue;
+      }
+      if (pass_ == 0) {
+        if (count0_ == 0) first0_ = out.arrival_ns;
+        last0_ = out.arrival_ns;
+        ++count0_;
+        max_session_ = std::max(max_session_, out.session_id);
+      } else {
+        out.arrival_ns += pass_ * (span_ + gap_);
+        if (out.session_id >= 0) out.session_id += pass_ * (max_session_ + 1);
+        if (distinct_) {
+          for (uint64_t& h : out.prefix_hashes) h = ChainHash(h, static_cast<uint64_t>(pass_));
+        }
+      }
+      out.id = emitted_++;
+      return true;
+    }
+    return false;
+  }
+
+  std::string Describe() const override {
+    return absl::StrCat(source_->Describe(), " | loop to ", target_, " requests",
+                        distinct_ ? " (distinct hashes per pass)" : " (hashes kept)");
+  }
+
+ private:
+  SourceFactory factory_;
+  std::unique_ptr<RequestSource> source_;
+  int64_t target_;
+  bool distinct_;
+  int64_t emitted_ = 0;
+  int64_t pass_ = 0;
+  int64_t count0_ = 0;
+  TimeNs first0_ = 0, last0_ = 0, span_ = 0, gap_ = 0;
+  int64_t max_session_ = -1;
+};
+
+}  // namespace
+
+std::unique_ptr<RequestSource> WithArrivals(std::unique_ptr<RequestSource> source,
+                                            std::unique_ptr<ArrivalProcess> arrivals) {
+  return std::make_unique<WithArrivalsSource>(std::move(source), std::move(arrivals));
+}
+
+std::unique_ptr<RequestSource> TimeWindow(std::unique_ptr<RequestSource> source, TimeNs start_ns,
+                                          TimeNs end_ns) {
+  return std::make_unique<TimeWindowSource>(std::move(source), start_ns, end_ns);
+}
+
+std::unique_ptr<RequestSource> ScaleTime(std::unique_ptr<RequestSource> source,
+                                         double time_factor) {
+  return std::make_unique<ScaleTimeSource>(std::move(source), time_factor);
+}
+
+std::unique_ptr<RequestSource> Sample(std::unique_ptr<RequestSource> source, double fraction,
+                                      uint64_t seed) {
+  return std::make_unique<SampleSource>(std::move(source), fraction, seed);
+}
+
+std::unique_ptr<RequestSource> FilterLengths(std::unique_ptr<RequestSource> source,
+                                             LengthFilter filter) {
+  return std::make_unique<FilterLengthsSource>(std::move(source), filter);
+}
+
+std::unique_ptr<RequestSource> Limit(std::unique_ptr<RequestSource> source,
+                                     int64_t max_requests) {
+  return std::make_unique<LimitSource>(std::move(source), max_requests);
+}
+
+absl::StatusOr<std::unique_ptr<RequestSource>> Loop(SourceFactory factory,
+                                                    int64_t target_requests,
+                                                    bool distinct_hashes) {
+  if (target_requests < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("loop target ", target_requests, " is negative (allowed 0..)"));
+  }
+  ASSIGN_OR_RETURN(auto first, factory());
+  return std::unique_ptr<RequestSource>(
+      new LoopSource(std::move(factory), std::move(first), target_requests, distinct_hashes));
+}
+
+double SourceSpan::MeanRatePerS() const {
+  if (requests < 2 || last_ns <= first_ns) return 0;
+  return static_cast<double>(requests - 1) * 1e9 / static_cast<double>(last_ns - first_ns);
+}
+
+absl::StatusOr<SourceSpan> MeasureSpan(RequestSource& source) {
+  SourceSpan span;
+  RequestSpec r;
+  while (true) {
+    ASSIGN_OR_RETURN(bool got, source.Next(r));
+    if (!got) break;
+    if (span.requests == 0) span.first_ns = r.arrival_ns;
+    span.last_ns = r.arrival_ns;
+    ++span.requests;
+  }
+  return span;
+}
+
+}  // namespace servesim
