@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "proto/experiment.pb.h"
 #include "proto/sweep.pb.h"
+#include "sim/metrics.h"
 
 namespace servesim {
 
@@ -32,6 +33,19 @@ struct PointRunner {
   std::vector<std::string> metric_names;
   std::function<absl::StatusOr<std::vector<double>>(const proto::ExperimentConfig&)> run;
 };
+
+// The metrics every simulated point reports, in this order: the `vllm bench
+// serve` result keys (completed, failed, duration_s, request_throughput,
+// output_throughput, total_token_throughput, {mean,median,p90,p99}_{ttft,
+// tpot,itl,e2el}_ms) then servesim extras (mean/p99 queueing, preemptions,
+// KV occupancy, batch size).
+const std::vector<std::string>& SimulatorMetricNames();
+// The values of SimulatorMetricNames() for one run.
+std::vector<double> SimulatorMetrics(const RunResult& result);
+
+// The point runner of the real simulator (RunExperiment). Defined in
+// experiments/cmd_sweep.cc (library servesim_cli), not in servesim_capacity.
+PointRunner SimulatorPointRunner();
 
 // Sets the field at `path` ("server.device", "fleet.replicas[0].count") of
 // `config` from its text form. A repeated field's index may be past its end:
