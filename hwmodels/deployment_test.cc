@@ -1,1 +1,117 @@
+#include "hwmodels/deployment.h"
+
+#include <cstdio>
+#include <string>
+
 #include "gtest/gtest.h"
+#include "hwmodels/calibration_profile.h"
+
+namespace servesim {
+namespace {
+
+ServerSpec Spec(const char* device, const char* model, const char* q = "none") {
+  ServerSpec s;
+  s.device = device;
+  s.model = model;
+  s.quantization = q;
+  s.max_model_len = 8192;
+  return s;
+}
+
+TEST(DeploymentTest, AutoDtypePicksFp16OnT4AndBf16Elsewhere) {
+  EXPECT_EQ(BuildDeployment(Spec("t4", "gemma-4-e2b"))->dtype, "fp16");
+  EXPECT_EQ(BuildDeployment(Spec("l4", "gemma-4-e2b"))->dtype, "bf16");
+  ServerSpec s = Spec("t4", "gemma-4-e2b");
+  s.dtype = "bf16";
+  auto d = BuildDeployment(s);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("--dtype"), std::string::npos);
+  EXPECT_NE(d.status().message().find("fp16"), std::string::npos);
+}
+
+TEST(DeploymentTest, UnknownNamesAndBadNumbersNameTheFlag) {
+  struct Case {
+    ServerSpec spec;
+    const char* flag;
+  };
+  ServerSpec util = Spec("t4", "gemma-4-e2b");
+  util.gpu_memory_utilization = 1.5;
+  ServerSpec len = Spec("t4", "gemma-4-e2b");
+  len.max_model_len = 1 << 20;
+  for (const Case& c : {Case{Spec("a100", "gemma-4-e2b"), "--device"},
+                        Case{Spec("t4", "gemma-9"), "--model"},
+                        Case{Spec("t4", "gemma-4-e2b", "awq"), "--quantization"},
+                        Case{util, "--gpu-memory-utilization"}, Case{len, "--max-model-len"}}) {
+    auto d = BuildDeployment(c.spec);
+    ASSERT_FALSE(d.ok()) << c.flag;
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(d.status().message().find(c.flag), std::string::npos) << d.status();
+  }
+}
+
+TEST(DeploymentTest, KvCacheSpecMatchesMemoryPlan) {
+  auto d = BuildDeployment(Spec("l4", "gemma-4-e4b"));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->kv_cache.num_blocks, d->memory.num_blocks);
+  // E4B: 24 layers hold KV (20 sliding + 4 full): groups of 4 layers.
+  ASSERT_EQ(d->kv_cache.groups.size(), 6u);
+  EXPECT_EQ(d->kv_cache.groups[0].num_layers, 4);
+  EXPECT_NE(d->step_model, nullptr);
+  EXPECT_NE(d->provenance.find("bw_eff_weights"), std::string::npos);
+}
+
+TEST(DeploymentTest, ParametersComeFromOverrideThenProfileThenPriors) {
+  ServerSpec s = Spec("l4", "gemma-4-12b", "w4a16-emb4");
+  auto prior = DefaultParameters(s);
+  ASSERT_TRUE(prior.ok());
+  ASSERT_NE(prior->Find("quant_kernel_eff"), nullptr);
+  EXPECT_EQ(prior->Find("moe_routing_us"), nullptr);  // dense model
+  for (const Parameter& p : prior->params()) {
+    EXPECT_LE(p.lower, p.value) << p.name;
+    EXPECT_LE(p.value, p.upper) << p.name;
+    EXPECT_FALSE(p.meaning.empty()) << p.name;
+  }
+  // A profile written and read back is applied by name.
+  ParameterSet fitted = *prior;
+  fitted.FindMutable("bw_eff_weights")->value = 0.5;
+  fitted.FindMutable("bw_eff_weights")->std_error = 0.01;
+  proto::CalibrationProfile prof = ProfileFromParameters("l4", fitted);
+  prof.set_software_build("test");
+  const std::string path = ::testing::TempDir() + "/servesim_profile_l4.textproto";
+  ASSERT_TRUE(SaveCalibrationProfile(prof, path).ok());
+  s.calibration_profile = path;
+  auto d = BuildDeployment(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_DOUBLE_EQ(d->params.Get("bw_eff_weights"), 0.5);
+  EXPECT_DOUBLE_EQ(d->params.Find("bw_eff_weights")->std_error, 0.01);
+  // An explicit override wins over the profile.
+  ParameterSet over = *prior;
+  over.FindMutable("bw_eff_weights")->value = 0.7;
+  auto d2 = BuildDeployment(s, &over);
+  ASSERT_TRUE(d2.ok());
+  EXPECT_DOUBLE_EQ(d2->params.Get("bw_eff_weights"), 0.7);
+  std::remove(path.c_str());
+  // A broken profile is an error naming the file.
+  s.calibration_profile = ::testing::TempDir() + "/servesim_missing_profile.textproto";
+  auto d3 = BuildDeployment(s);
+  ASSERT_FALSE(d3.ok());
+  EXPECT_NE(d3.status().message().find("servesim_missing_profile"), std::string::npos);
+}
+
+TEST(DeploymentTest, RebuildKeepsUnlistedParameters) {
+  auto d = BuildDeployment(Spec("mi300x", "gemma-4-e2b"));
+  ASSERT_TRUE(d.ok());
+  Parameter host;
+  host.name = "host_step_us";
+  host.value = 0;
+  ParameterSet only_host({host});
+  auto m = RebuildStepModel(*d, only_host);
+  const int32_t ctx[] = {128};
+  const StepBatch b{{}, ctx};
+  EXPECT_EQ(m->Cost(b).host_ns, d->step_model->Cost(b).host_ns -
+                                    static_cast<TimeNs>(d->params.Get("host_step_us") * 1000));
+  EXPECT_EQ(m->Cost(b).device_ns, d->step_model->Cost(b).device_ns);
+}
+
+}  // namespace
+}  // namespace servesim

@@ -1,6 +1,7 @@
 #include "hwmodels/step_model.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -35,13 +36,16 @@ BatchAggregates ComputeAggregates(const StepBatch& batch, int32_t window, int32_
   BatchAggregates a;
   AggVector& v = a.v;
   v[kAggOne] = 1;
-  double dec_full = 0, dec_slide = 0;
-  const double w = window > 0 ? window : 1e300;
+  // Integer sums (vectorise well): sum of (c + 1) and of min(c + 1, w).
+  int64_t sum_ctx = 0, sum_ctx_capped = 0;
+  const int32_t cap = window > 0 ? window - 1 : INT32_MAX;
   for (const int32_t c : batch.decode_context_lens) {
-    const double x = static_cast<double>(c) + 1.0;
-    dec_full += x;
-    dec_slide += x < w ? x : w;
+    sum_ctx += c;
+    sum_ctx_capped += c < cap ? c : cap;
   }
+  const double n_dec = static_cast<double>(batch.decode_context_lens.size());
+  const double dec_full = static_cast<double>(sum_ctx) + n_dec;
+  const double dec_slide = static_cast<double>(sum_ctx_capped) + n_dec;
   double pf_tokens = 0, pairs_full = 0, pairs_slide = 0, kv_full = 0, kv_slide = 0;
   for (const PrefillChunk& p : batch.prefills) {
     const int64_t n = p.num_tokens, c = p.num_computed_before;
@@ -446,8 +450,24 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
       const int i = nz_f >= 0 ? nz_f : nz_b;
       m->linear_[i] += std::max(f[i], b[i]);
     } else {
-      m->max_terms_.push_back({f, b});
+      MaxTerm t;
+      for (int i = 0; i < kNumAggs; ++i) {
+        if (f[i] != 0) {
+          t.f_idx[t.num_f] = static_cast<uint8_t>(i);
+          t.f_coef[t.num_f++] = f[i];
+        }
+        if (b[i] != 0) {
+          t.b_idx[t.num_b] = static_cast<uint8_t>(i);
+          t.b_coef[t.num_b++] = b[i];
+        }
+      }
+      m->max_terms_.push_back(t);
     }
+  }
+  for (int i = 0; i < kNumAggs; ++i) {
+    if (m->linear_[i] == 0) continue;
+    m->linear_idx_[m->num_linear_] = static_cast<uint8_t>(i);
+    m->linear_coef_[m->num_linear_++] = m->linear_[i];
   }
   auto build_pwl = [](const std::vector<Line>& lines) {
     std::vector<double> bps = {0.0};
@@ -482,11 +502,12 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
 }
 
 double RooflineStepModel::EvalPwl(const std::vector<Segment>& segs, double x) {
-  // Few segments: scan from the end.
-  size_t j = segs.size();
-  while (j > 1 && segs[j - 1].start > x) --j;
-  const Segment& s = segs[j - 1];
-  return s.intercept + s.slope * x;
+  // Forward scan: breakpoints sit at a few hundred tokens, so typical
+  // decode batches stop after a step or two (predictable branches).
+  const Segment* s = segs.data();
+  const Segment* end = s + segs.size();
+  while (s + 1 != end && s[1].start <= x) ++s;
+  return s->intercept + s->slope * x;
 }
 
 double RooflineStepModel::OverheadNs(const BatchAggregates& a, double* host_ns) const {
@@ -503,13 +524,11 @@ StepCost RooflineStepModel::Cost(const StepBatch& batch) const {
   double host = 0;
   double dev = OverheadNs(a, &host);
   dev += EvalPwl(pwl_tokens_, a.v[kAggTokens]) + EvalPwl(pwl_seqs_, a.v[kAggSeqs]);
-  for (int i = 0; i < kNumAggs; ++i) dev += linear_[i] * a.v[i];
+  for (int k = 0; k < num_linear_; ++k) dev += linear_coef_[k] * a.v[linear_idx_[k]];
   for (const MaxTerm& t : max_terms_) {
     double f = 0, b = 0;
-    for (int i = 0; i < kNumAggs; ++i) {
-      f += t.f[i] * a.v[i];
-      b += t.b[i] * a.v[i];
-    }
+    for (int k = 0; k < t.num_f; ++k) f += t.f_coef[k] * a.v[t.f_idx[k]];
+    for (int k = 0; k < t.num_b; ++k) b += t.b_coef[k] * a.v[t.b_idx[k]];
     dev += std::max(f, b);
   }
   return StepCost{static_cast<TimeNs>(std::llround(host)),

@@ -138,9 +138,12 @@ class RooflineStepModel final : public StepTimeModel {
     double intercept;  // ns
     double slope;      // ns per unit x
   };
+  // max(compute side, memory side), each a sparse dot product with the
+  // aggregates (ns per unit).
   struct MaxTerm {
-    AggVector f{};  // ns per unit aggregate (compute side)
-    AggVector b{};  // ns per unit aggregate (memory side)
+    int num_f = 0, num_b = 0;
+    std::array<uint8_t, kNumAggs> f_idx{}, b_idx{};
+    std::array<double, kNumAggs> f_coef{}, b_coef{};
   };
   RooflineStepModel() = default;
   static double EvalPwl(const std::vector<Segment>& segs, double x);
@@ -153,6 +156,9 @@ class RooflineStepModel final : public StepTimeModel {
   std::vector<Segment> pwl_tokens_;  // ops depending on (1, tokens) only
   std::vector<Segment> pwl_seqs_;    // ops depending on (1, seqs) only
   AggVector linear_{};               // ops with flops and bytes on one same aggregate
+  int num_linear_ = 0;               // linear_ compacted to its non-zero entries
+  std::array<uint8_t, kNumAggs> linear_idx_{};
+  std::array<double, kNumAggs> linear_coef_{};
   std::vector<MaxTerm> max_terms_;   // the rest
   // Per-op efficiencies resolved (for CostByWalk).
   double eff_bw_w_ = 1, eff_fl_w_ = 1, eff_bw_a_ = 1, eff_fl_a_ = 1, quant_eff_ = 1;
