@@ -109,13 +109,18 @@ std::vector<ConsistencyFinding> CheckPublishedConsistency(const MeasurementDb& d
   // Write-up A: T4 = 0.65x the L4 price.
   c.Add("t4_l4/price_ratio", "A: T4 $0.736/h = 0.65x L4 $1.1267/h", "0.736 / 1.1267", 0.65,
         0.736 / 1.1267, 0.005);
-  // Write-up A: 16-concurrent T4/L4 throughput ratio 0.63 (E2B) ... 0.53 (12B).
+  // Write-up A: 16-concurrent T4/L4 throughput ratio 0.63 (E2B) ... 0.53 (12B),
+  // from the unrounded throughputs price / cost (the derived 786 / 1,257 and
+  // 216 / 412 are themselves rounded).
+  auto ratio16 = [&c](const char* m) {
+    const double t4 = 0.736 / c.V(absl::StrFormat("t4/cost_per_mtok_16par/%s", m));
+    const double l4 = 1.1267 / c.V(absl::StrFormat("l4/cost_per_mtok_16par/%s", m));
+    return t4 / l4;
+  };
   c.Add("t4_l4/16par_ratio/e2b", "A: 16-concurrent T4/L4 throughput ratio 0.63 (E2B)",
-        "T4 / L4 throughput from cost (786 / 1,257)", 0.63,
-        c.V("t4/output_throughput_16par/e2b") / c.V("l4/output_throughput_16par/e2b"), 0.005);
+        "(0.736 / T4 cost) / (1.1267 / L4 cost)", 0.63, ratio16("e2b"), 0.005);
   c.Add("t4_l4/16par_ratio/12b", "A: 16-concurrent T4/L4 throughput ratio 0.53 (12B)",
-        "T4 / L4 throughput from cost (216 / 412)", 0.53,
-        c.V("t4/output_throughput_16par/12b") / c.V("l4/output_throughput_16par/12b"), 0.005);
+        "(0.736 / T4 cost) / (1.1267 / L4 cost)", 0.53, ratio16("12b"), 0.005);
   // Write-up A: cost = price / (throughput x 3600) x 1e6, using the exact
   // ratio of cost rows: T4 cost / L4 cost "5-24% more per token".
   for (const char* m : {"e2b", "e4b", "12b"}) {

@@ -1,5 +1,6 @@
 #include "calibration/predictor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -112,7 +113,42 @@ absl::Status CheckMethod(const Measurement& m) {
   return absl::OkStatus();
 }
 
+// A pool no larger than the cell can ever occupy: every request of the cell
+// in flight at once at full length, in every group, plus slack. When this
+// is below the real pool neither pool can run out (no preemption, no
+// eviction that matters: prompts are unique), so results are identical,
+// and creating the pool (O(blocks)) stops dominating small cells on large
+// devices (1.7 M blocks on MI300X).
+KvCacheSpec CappedKvCache(const KvCacheSpec& kv, const BenchCell& cell) {
+  const int64_t len = static_cast<int64_t>(cell.input_tokens) + cell.output_tokens;
+  int64_t per_request = 0;
+  for (const KvGroupSpec& g : kv.groups) {
+    per_request += (len + g.block_size_tokens - 1) / std::max(1, g.block_size_tokens) + 2;
+  }
+  const int64_t need =
+      static_cast<int64_t>(std::min(cell.max_concurrency, cell.num_prompts)) * per_request + 64;
+  KvCacheSpec capped = kv;
+  capped.num_blocks = std::min(kv.num_blocks, need);
+  return capped;
+}
+
 }  // namespace
+
+Parameter ApiOverheadPrior() {
+  Parameter p;
+  p.name = kApiOverheadParam;
+  p.value = 5;
+  p.lower = 0;
+  p.upper = 200;
+  p.prior = 5;
+  p.prior_sigma = 5;
+  p.unit = "ms";
+  p.meaning =
+      "per-request latency outside engine steps before the request reaches the scheduler "
+      "(HTTP, tokenization, engine input queue); counts in TTFT and delays a closed loop";
+  p.source = "prior: calibration (a few ms for an OpenAI-compatible vLLM server)";
+  return p;
+}
 
 absl::StatusOr<Predictor> Predictor::Create(const MeasurementDb& db,
                                             const std::vector<std::string>& ids) {
@@ -137,6 +173,12 @@ absl::StatusOr<Predictor> Predictor::Create(const MeasurementDb& db,
     if (p.deployments_.empty()) {
       p.base_params_ = d->params;
       ASSIGN_OR_RETURN(p.prior_params_, DefaultParameters(spec));
+      if (p.base_params_.Find(kApiOverheadParam) == nullptr) {
+        p.base_params_.mutable_params().push_back(ApiOverheadPrior());
+      }
+      if (p.prior_params_.Find(kApiOverheadParam) == nullptr) {
+        p.prior_params_.mutable_params().push_back(ApiOverheadPrior());
+      }
     }
     p.deployments_.emplace(run.id(), *std::move(d));
     const ServerSpec logged = MeasurementDb::WithLoggedMemory(run);
@@ -152,14 +194,23 @@ absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(const ParameterS
   // Step models at these parameters, one per run.
   std::map<std::string, std::shared_ptr<const StepTimeModel>> models;
   std::map<CellKey, BenchCellResult> results;
+  const Parameter* api = params.Find(kApiOverheadParam);
+  const double api_overhead_s = api == nullptr ? 0.0 : std::max(0.0, api->value) / 1e3;
   for (const Measurement& m : points_) {
     for (const CellKey& key : CellsOf(m)) {
       if (results.count(key)) continue;
       const Deployment& d = deployments_.at(key.run);
       auto& model = models[key.run];
       if (model == nullptr) model = RebuildStepModel(d, params);
+      BenchCell cell = key.cell;
+      cell.client_overhead_s += api_overhead_s;
+      // Every prompt of a cell is unique (random dataset, own seed per
+      // repetition), so prefix caching can never hit: simulating without it
+      // gives the same schedule and skips the block-hash bookkeeping.
+      SchedulerConfig sched = d.scheduler;
+      sched.enable_prefix_caching = false;
       ASSIGN_OR_RETURN(BenchCellResult r,
-                       SimulateBenchCell(d.scheduler, d.kv_cache, *model, key.cell));
+                       SimulateBenchCell(sched, CappedKvCache(d.kv_cache, cell), *model, cell));
       results.emplace(key, std::move(r));
     }
   }

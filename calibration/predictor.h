@@ -30,6 +30,15 @@
 
 namespace servesim {
 
+// Calibration-level parameter (not a step-time knob): fixed latency per
+// request between the client's send and the scheduler (API server, HTTP,
+// tokenization), in ms; added to every simulated cell's client overhead.
+// Predictor adds it (with ApiOverheadPrior) to the step model's parameters.
+// `simulate` should add it to ClientConfig::client_overhead_ns when a
+// profile carries it.
+inline constexpr char kApiOverheadParam[] = "api_overhead_ms";
+Parameter ApiOverheadPrior();
+
 // What the simulator says about one measurement.
 struct PointPrediction {
   double value = 0;         // NaN when infeasible
