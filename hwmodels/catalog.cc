@@ -88,6 +88,10 @@ absl::StatusOr<proto::ModelArch> FindModel(const std::string& name_or_path) {
     ss << in.rdbuf();
     return ImportHfConfig(ss.str(), name_or_path);
   }
+  if (absl::EndsWith(name_or_path, ".json")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model: ", name_or_path, ": config file not found or not readable"));
+  }
   const std::string want = NormalizeModelName(name_or_path);
   for (int i = 0; i < internal::kNumEmbeddedModelFiles; ++i) {
     ASSIGN_OR_RETURN(proto::ModelArch m,

@@ -120,6 +120,9 @@ TEST(CatalogTest, ImportErrorsNameTheFileAndField) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("x/config.json"), std::string::npos);
   EXPECT_NE(bad.status().message().find("vocab_size"), std::string::npos);
+  auto missing = FindModel("/nonexistent/config.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("not found"), std::string::npos);
   auto notjson = ImportHfConfig("{", "y/config.json");
   ASSERT_FALSE(notjson.ok());
   EXPECT_NE(notjson.status().message().find("y/config.json"), std::string::npos);
