@@ -56,9 +56,6 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
     }
   }
   const bool has_trace = !f.trace.empty(), has_rate = f.rate > 0;
-  if (has_trace && has_rate) {
-    return absl::InvalidArgumentError("give one of --trace FILE and --rate R, not both");
-  }
   if (!has_trace && !has_rate && f.config.empty()) {
     return absl::InvalidArgumentError("give a workload: --trace FILE or --rate R (> 0)");
   }
@@ -68,10 +65,11 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   if (!f.quantization.empty()) s->set_quantization(f.quantization);
   if (!f.dtype.empty()) s->set_dtype(f.dtype);
   if (f.max_model_len > 0) s->set_max_model_len(f.max_model_len);
-  if (!f.trace.empty()) {
+  if (has_trace) {
     c->set_trace(f.trace);
     c->set_trace_format(f.trace_format);
-  } else if (f.rate > 0) {
+    if (has_rate) c->set_request_rate(f.rate);  // rescales the trace's timeline
+  } else if (has_rate) {
     c->set_request_rate(f.rate);
     c->set_random_input_len(f.input_len);
     c->set_random_output_len(f.output_len);
@@ -123,7 +121,9 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--config", f->config, "base ExperimentConfig (text format) to start from");
   cmd->add_option("--trace", f->trace, "workload: replay this trace");
   cmd->add_option("--trace-format", f->trace_format, "trace format (empty: detect)");
-  cmd->add_option("--rate", f->rate, "workload: Poisson arrivals at R requests/s");
+  cmd->add_option("--rate", f->rate,
+                  "workload: Poisson arrivals at R requests/s; with --trace, the trace's\n"
+                  "timeline rescaled to a mean of R requests/s");
   cmd->add_option("--num-prompts", f->num_prompts, "requests to simulate (trace: the first N)");
   cmd->add_option("--random-input-len", f->input_len, "with --rate: prompt tokens");
   cmd->add_option("--random-output-len", f->output_len, "with --rate: output tokens");
