@@ -1,16 +1,208 @@
-// servesim simulate: placeholder until its issue lands (exits non-zero).
+// servesim simulate: one experiment (a replica or a fleet, a client, a
+// dataset or trace) through the discrete-event simulator; prints a summary
+// like `vllm bench serve`, or the result JSON with --json, and writes the
+// optional files (--save-result, --requests-csv, --chrome-trace).
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "experiments/cli.h"
+#include "experiments/server_builder.h"
+#include "experiments/server_flags.h"
+#include "sim/engine.h"
+#include "sim/random_source.h"
+#include "sim/report.h"
+#include "sim/router_aware.h"
+#include "sim/status_macros.h"
+#if __has_include("traces/open_trace.h")
+#include "traces/open_trace.h"
+#define SERVESIM_HAVE_OPEN_TRACE 1
+#endif
 
 namespace servesim::cli {
+namespace {
+
+struct SimulateArgs {
+  ExperimentFlags flags;
+  bool json = false;
+  std::string save_result;
+  bool save_detailed = false;
+  std::string requests_csv;
+  std::string chrome_trace;
+  std::string date = "19700101-000000";
+  std::string router;
+};
+
+absl::Status WriteFile(const std::string& path, const std::string& text, const char* flag) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return absl::InvalidArgumentError(absl::StrFormat("%s: cannot write %s", flag, path));
+  out << text;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrFormat("%s: error writing %s", flag, path));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<RequestSource>> OpenSource(const proto::ClientConfig& cl) {
+  if (cl.trace().empty()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src,
+                     RandomSource::Create(ToRandomDataset(cl)));
+    return std::unique_ptr<RequestSource>(std::move(src));
+  }
+#ifdef SERVESIM_HAVE_OPEN_TRACE
+  TraceOptions opts;
+  opts.path = cl.trace();
+  opts.format = cl.trace_format();
+  opts.seed = cl.has_seed() ? cl.seed() : 0;
+  opts.max_requests = cl.num_prompts();
+  return OpenTrace(opts);
+#else
+  return absl::UnimplementedError("--trace: trace replay is not built into this binary yet");
+#endif
+}
+
+// Returns the process exit code; prints errors to stderr.
+int RunSimulate(const SimulateArgs& args) {
+  auto fail = [](const absl::Status& st) {
+    std::fprintf(stderr, "servesim simulate: error: %s\n", std::string(st.message()).c_str());
+    return kExitBadInput;
+  };
+  absl::StatusOr<proto::ExperimentConfig> resolved = args.flags.Resolve();
+  if (!resolved.ok()) return fail(resolved.status());
+  proto::ExperimentConfig config = *std::move(resolved);
+  if (!args.router.empty()) config.mutable_fleet()->set_router(args.router);
+
+  // One replica, or the fleet's replicas (each with its own server flags).
+  std::vector<std::pair<proto::ServerConfig, int>> servers;
+  if (config.fleet().replicas_size() > 0) {
+    for (const proto::FleetReplica& fr : config.fleet().replicas()) {
+      proto::ExperimentConfig tmp;
+      *tmp.mutable_server() = fr.server();
+      ApplyDefaults(tmp);
+      servers.emplace_back(tmp.server(), fr.count() > 0 ? fr.count() : 1);
+    }
+  } else {
+    servers.emplace_back(config.server(), 1);
+  }
+  std::vector<std::shared_ptr<const StepTimeModel>> models;
+  std::vector<ReplicaConfig> replicas;
+  std::vector<std::string> provenance;
+  for (const auto& [server, count] : servers) {
+    absl::StatusOr<ServerBuild> build = BuildServer(ToServerSpec(server));
+    if (!build.ok()) return fail(build.status());
+    models.push_back(build->step_model);
+    provenance.push_back(build->provenance);
+    for (int i = 0; i < count; ++i) {
+      ReplicaConfig rc;
+      rc.scheduler = build->scheduler;
+      rc.kv_cache = build->kv_cache;
+      rc.step_model = build->step_model.get();
+      rc.description = absl::StrCat(server.device(), "/", server.model());
+      replicas.push_back(std::move(rc));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Router>> router = MakeFleetRouter(config.fleet().router());
+  if (!router.ok()) return fail(router.status());
+  EngineOptions opts;
+  opts.keep_request_itls = args.save_detailed;
+  const ClientConfig client = ToClientConfig(config.client());
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      Engine::Create(std::move(replicas), *std::move(router), client, opts);
+  if (!engine.ok()) return fail(engine.status());
+  absl::StatusOr<std::unique_ptr<RequestSource>> source = OpenSource(config.client());
+  if (!source.ok()) return fail(source.status());
+
+  std::unique_ptr<ChromeTraceRecorder> trace;
+  if (!args.chrome_trace.empty()) trace = std::make_unique<ChromeTraceRecorder>();
+  if (absl::Status st = (*engine)->Run(source->get(), trace.get()); !st.ok()) return fail(st);
+
+  const RunResult result = (*engine)->Result();
+  const std::string config_text = ConfigToText(config);
+  ReportContext ctx;
+  ctx.date = args.date;
+  ctx.model_id = config.fleet().replicas_size() > 0 ? config.fleet().replicas(0).server().model()
+                                                    : config.server().model();
+  ctx.request_rate = client.request_rate;
+  ctx.burstiness = client.burstiness;
+  ctx.max_concurrency = client.max_concurrency;
+  ctx.provenance.push_back("servesim 0.1 simulate");
+  ctx.provenance.push_back((*engine)->Describe());
+  for (const std::string& p : provenance) ctx.provenance.push_back(p);
+  ctx.provenance.push_back(absl::StrCat("client: ", (*source)->Describe()));
+  if (client.replay_arrivals) ctx.provenance.push_back("arrivals: replayed from the trace");
+  if (!config.client().ignore_eos()) {
+    ctx.provenance.push_back(
+        "ignore_eos=false: simulated outputs still have exactly the requested lengths");
+  }
+  ctx.resolved_config = config_text;
+
+  const auto& records = (*engine)->records();
+  if (!args.save_result.empty()) {
+    const std::string json =
+        BenchResultJson(result, ctx, records, (*engine)->request_itls(), args.save_detailed);
+    if (absl::Status st = WriteFile(args.save_result, json, "--save-result"); !st.ok()) {
+      return fail(st);
+    }
+    if (absl::Status st = WriteFile(args.save_result + ".config.textproto", config_text,
+                                    "--save-result");
+        !st.ok()) {
+      return fail(st);
+    }
+  }
+  if (!args.requests_csv.empty()) {
+    if (absl::Status st = WriteFile(args.requests_csv, RequestsCsv(records), "--requests-csv");
+        !st.ok()) {
+      return fail(st);
+    }
+  }
+  if (trace != nullptr) {
+    if (absl::Status st = WriteFile(args.chrome_trace, trace->Finish((*engine)->num_replicas()),
+                                    "--chrome-trace");
+        !st.ok()) {
+      return fail(st);
+    }
+  }
+  if (args.json) {
+    const std::string json =
+        BenchResultJson(result, ctx, records, (*engine)->request_itls(), args.save_detailed);
+    std::fwrite(json.data(), 1, json.size(), stdout);
+  } else {
+    const std::string text = SummaryText(result, ctx);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    for (const std::string& p : provenance) std::printf("note: %s\n", p.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace
 
 void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
-  CLI::App* cmd = app.add_subcommand("simulate", "(not built yet)");
-  cmd->callback([exit_code] {
-    std::fprintf(stderr, "servesim simulate: not built yet\n");
-    *exit_code = 1;
-  });
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate",
+      "Simulate `vllm serve` + `vllm bench serve`: TTFT, TPOT, ITL, throughput, KV use");
+  args->flags.RegisterServerFlags(cmd);
+  args->flags.RegisterClientFlags(cmd);
+  args->flags.RegisterConfigFlags(cmd);
+  cmd->add_option("--router", args->router,
+                  "fleet router: round-robin | least-outstanding | kv-aware | prefix-aware");
+  cmd->add_flag("--json", args->json, "print the result JSON instead of the summary");
+  cmd->add_option("--save-result", args->save_result,
+                  "write the result JSON (vllm bench serve keys) and FILE.config.textproto");
+  cmd->add_flag("--save-detailed", args->save_detailed,
+                "add per-request arrays (input_lens, ttfts, itls, ...) to the JSON");
+  cmd->add_option("--requests-csv", args->requests_csv, "one row per request with its timeline");
+  cmd->add_option("--chrome-trace", args->chrome_trace,
+                  "Chrome/Perfetto trace of steps and requests");
+  cmd->add_option("--date", args->date,
+                  "value of the JSON \"date\" key (fixed by default for reproducible output)");
+  cmd->callback([args, exit_code] { *exit_code = RunSimulate(*args); });
 }
 
 }  // namespace servesim::cli

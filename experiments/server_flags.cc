@@ -1,0 +1,341 @@
+#include "experiments/server_flags.h"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "sim/status_macros.h"
+
+namespace servesim::cli {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool Given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
+
+// Collects the first text-format error with its line and column.
+class ErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (first_.empty()) first_ = absl::StrFormat("%d:%d: %s", line + 1, column + 1, message);
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+absl::Status MergeText(const std::string& text, const std::string& where,
+                       proto::ExperimentConfig& config) {
+  google::protobuf::TextFormat::Parser parser;
+  ErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.MergeFromString(text, &config)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ":", errors.first()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OutOfRange(const char* flag, const std::string& value, const char* range) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s: %s is out of range %s", flag, value, range));
+}
+
+}  // namespace
+
+absl::StatusOr<double> ParseRequestRate(const std::string& text) {
+  const std::string t = absl::AsciiStrToLower(text);
+  if (t == "inf" || t == "infinity") return kInf;
+  double v = 0;
+  if (!absl::SimpleAtod(text, &v) || !std::isfinite(v) || v <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--request-rate: \"%s\" is not a positive number of requests/s or inf", text));
+  }
+  return v;
+}
+
+void ExperimentFlags::RegisterServerFlags(CLI::App* cmd) {
+  device_ = cmd->add_option("--device", device_v_, "t4 | l4 | mi300x | tpu-v5e | tpu-v6e");
+  model_ = cmd->add_option("--model", model_v_, "gemma-4-e2b, gemma-4-e4b, gemma-4-12b, ...");
+  quantization_ = cmd->add_option("--quantization", quantization_v_,
+                                  "none | fp8 | w8a8 | w4a16 | w4a16-emb4");
+  dtype_ = cmd->add_option("--dtype", dtype_v_, "auto | bf16 | fp16");
+  max_model_len_ = cmd->add_option("--max-model-len", max_model_len_v_,
+                                   "context length (default: the model's limit)");
+  gpu_mem_ = cmd->add_option("--gpu-memory-utilization", gpu_mem_v_, "(0, 1], default 0.90");
+  max_num_seqs_ = cmd->add_option("--max-num-seqs", max_num_seqs_v_,
+                                  "default: vLLM's default for the device");
+  max_num_batched_tokens_ = cmd->add_option("--max-num-batched-tokens", max_num_batched_tokens_v_,
+                                            "default: vLLM's default for the device");
+  block_size_ = cmd->add_option("--block-size", block_size_v_, "KV block size, default 16");
+  prefix_caching_ = cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching",
+                                  prefix_caching_v_, "prefix caching (default on)");
+  async_ = cmd->add_flag("--async-scheduling,!--no-async-scheduling", async_v_,
+                         "async scheduling (default on)");
+  calibration_ = cmd->add_option("--calibration", calibration_v_,
+                                 "calibration profile (.textproto); default: the device's");
+}
+
+void ExperimentFlags::RegisterClientFlags(CLI::App* cmd) {
+  num_prompts_ = cmd->add_option("--num-prompts", num_prompts_v_, "requests to send (1000)");
+  request_rate_ = cmd->add_option("--request-rate", request_rate_v_,
+                                  "requests/s or inf (default inf; with --trace: replay)");
+  burstiness_ = cmd->add_option("--burstiness", burstiness_v_, "Gamma shape, 1 = Poisson");
+  max_concurrency_ = cmd->add_option("--max-concurrency", max_concurrency_v_,
+                                     "requests in flight at most (default unlimited)");
+  input_len_ = cmd->add_option("--random-input-len", input_len_v_, "default 1024");
+  output_len_ = cmd->add_option("--random-output-len", output_len_v_, "default 128");
+  range_ratio_ = cmd->add_option("--random-range-ratio", range_ratio_v_, "[0, 1), default 0");
+  seed_ = cmd->add_option("--seed", seed_v_, "random seed (default 0)");
+  ignore_eos_ = cmd->add_flag("--ignore-eos", ignore_eos_v_,
+                              "outputs have exactly the asked length (always so here)");
+  overhead_ = cmd->add_option("--client-overhead-s", overhead_v_,
+                              "fixed client cost per request before it reaches the server");
+  trace_ = cmd->add_option("--trace", trace_v_, "replay this trace instead of random prompts");
+  trace_format_ = cmd->add_option("--trace-format", trace_format_v_, "default: detect");
+}
+
+void ExperimentFlags::RegisterConfigFlags(CLI::App* cmd) {
+  cmd->add_option("--config", config_path_, "experiment config (text proto)");
+  cmd->add_option("--set", sets_, "text-proto override merged on top, e.g. "
+                                  "'client { max_concurrency: 8 }' (repeatable)");
+}
+
+absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
+  proto::ExperimentConfig c;
+  if (!config_path_.empty()) {
+    std::ifstream in(config_path_);
+    if (!in) {
+      return absl::NotFoundError(absl::StrFormat("--config: cannot read %s", config_path_));
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    RETURN_IF_ERROR(MergeText(ss.str(), config_path_, c));
+  }
+  for (size_t i = 0; i < sets_.size(); ++i) {
+    RETURN_IF_ERROR(MergeText(sets_[i], absl::StrFormat("--set #%d", i + 1), c));
+  }
+  proto::ServerConfig& s = *c.mutable_server();
+  if (Given(device_)) s.set_device(device_v_);
+  if (Given(model_)) s.set_model(model_v_);
+  if (Given(quantization_)) s.set_quantization(quantization_v_);
+  if (Given(dtype_)) s.set_dtype(dtype_v_);
+  if (Given(max_model_len_)) {
+    if (max_model_len_v_ < 1 || max_model_len_v_ > INT32_MAX) {
+      return OutOfRange("--max-model-len", absl::StrCat(max_model_len_v_), "[1, 2^31)");
+    }
+    s.set_max_model_len(static_cast<int32_t>(max_model_len_v_));
+  }
+  if (Given(gpu_mem_)) s.set_gpu_memory_utilization(gpu_mem_v_);
+  if (Given(max_num_seqs_)) {
+    if (max_num_seqs_v_ < 1 || max_num_seqs_v_ > INT32_MAX) {
+      return OutOfRange("--max-num-seqs", absl::StrCat(max_num_seqs_v_), "[1, 2^31)");
+    }
+    s.set_max_num_seqs(static_cast<int32_t>(max_num_seqs_v_));
+  }
+  if (Given(max_num_batched_tokens_)) {
+    if (max_num_batched_tokens_v_ < 1 || max_num_batched_tokens_v_ > INT32_MAX) {
+      return OutOfRange("--max-num-batched-tokens", absl::StrCat(max_num_batched_tokens_v_),
+                        "[1, 2^31)");
+    }
+    s.set_max_num_batched_tokens(static_cast<int32_t>(max_num_batched_tokens_v_));
+  }
+  if (Given(block_size_)) {
+    if (block_size_v_ < 1 || block_size_v_ > 1024) {
+      return OutOfRange("--block-size", absl::StrCat(block_size_v_), "[1, 1024]");
+    }
+    s.set_block_size(static_cast<int32_t>(block_size_v_));
+  }
+  if (Given(prefix_caching_)) s.set_enable_prefix_caching(prefix_caching_v_);
+  if (Given(async_)) s.set_async_scheduling(async_v_);
+  if (Given(calibration_)) s.set_calibration_profile(calibration_v_);
+
+  proto::ClientConfig& cl = *c.mutable_client();
+  if (Given(num_prompts_)) {
+    if (num_prompts_v_ < 1 || num_prompts_v_ > INT32_MAX) {
+      return OutOfRange("--num-prompts", absl::StrCat(num_prompts_v_), "[1, 2^31)");
+    }
+    cl.set_num_prompts(static_cast<int32_t>(num_prompts_v_));
+  }
+  if (Given(request_rate_)) {
+    ASSIGN_OR_RETURN(double rate, ParseRequestRate(request_rate_v_));
+    cl.set_request_rate(rate);
+  }
+  if (Given(burstiness_)) cl.set_burstiness(burstiness_v_);
+  if (Given(max_concurrency_)) {
+    if (max_concurrency_v_ < 1 || max_concurrency_v_ > INT32_MAX) {
+      return OutOfRange("--max-concurrency", absl::StrCat(max_concurrency_v_),
+                        "[1, 2^31) (omit it for unlimited)");
+    }
+    cl.set_max_concurrency(static_cast<int32_t>(max_concurrency_v_));
+  }
+  if (Given(input_len_)) {
+    if (input_len_v_ < 1 || input_len_v_ > INT32_MAX) {
+      return OutOfRange("--random-input-len", absl::StrCat(input_len_v_), "[1, 2^31)");
+    }
+    cl.set_random_input_len(static_cast<int32_t>(input_len_v_));
+  }
+  if (Given(output_len_)) {
+    if (output_len_v_ < 1 || output_len_v_ > INT32_MAX) {
+      return OutOfRange("--random-output-len", absl::StrCat(output_len_v_), "[1, 2^31)");
+    }
+    cl.set_random_output_len(static_cast<int32_t>(output_len_v_));
+  }
+  if (Given(range_ratio_)) cl.set_random_range_ratio(range_ratio_v_);
+  if (Given(seed_)) {
+    if (seed_v_ < 0) return OutOfRange("--seed", absl::StrCat(seed_v_), "[0, 2^63)");
+    cl.set_seed(static_cast<uint64_t>(seed_v_));
+  }
+  if (Given(ignore_eos_)) cl.set_ignore_eos(ignore_eos_v_);
+  if (Given(overhead_)) cl.set_client_overhead_s(overhead_v_);
+  if (Given(trace_)) cl.set_trace(trace_v_);
+  if (Given(trace_format_)) cl.set_trace_format(trace_format_v_);
+  ApplyDefaults(c);
+  RETURN_IF_ERROR(Validate(c));
+  return c;
+}
+
+void ApplyDefaults(proto::ExperimentConfig& c) {
+  proto::ServerConfig& s = *c.mutable_server();
+  if (s.dtype().empty()) s.set_dtype("auto");
+  if (s.quantization().empty()) s.set_quantization("none");
+  if (!s.has_gpu_memory_utilization()) s.set_gpu_memory_utilization(0.90);
+  if (!s.has_block_size()) s.set_block_size(16);
+  if (!s.has_enable_prefix_caching()) s.set_enable_prefix_caching(true);
+  if (!s.has_async_scheduling()) s.set_async_scheduling(true);
+  proto::ClientConfig& cl = *c.mutable_client();
+  // With a trace, num_prompts 0 means every request of the trace.
+  if (cl.num_prompts() == 0 && cl.trace().empty()) cl.set_num_prompts(1000);
+  if (cl.random_input_len() == 0) cl.set_random_input_len(1024);
+  if (cl.random_output_len() == 0) cl.set_random_output_len(128);
+  if (!cl.has_burstiness()) cl.set_burstiness(1.0);
+  if (!cl.has_seed()) cl.set_seed(0);
+  if (!cl.has_ignore_eos()) cl.set_ignore_eos(true);
+}
+
+absl::Status Validate(const proto::ExperimentConfig& c) {
+  const proto::ServerConfig& s = c.server();
+  if (s.device().empty()) {
+    return absl::InvalidArgumentError(
+        "--device: required; one of t4, l4, mi300x, tpu-v5e, tpu-v6e");
+  }
+  if (s.model().empty()) {
+    return absl::InvalidArgumentError("--model: required (e.g. gemma-4-e2b)");
+  }
+  if (s.max_model_len() < 0) {
+    return OutOfRange("--max-model-len", absl::StrCat(s.max_model_len()),
+                      "[1, 2^31) (0: the model's limit)");
+  }
+  if (!(s.gpu_memory_utilization() > 0 && s.gpu_memory_utilization() <= 1)) {
+    return OutOfRange("--gpu-memory-utilization", absl::StrCat(s.gpu_memory_utilization()),
+                      "(0, 1]");
+  }
+  if (s.max_num_seqs() < 0) {
+    return OutOfRange("--max-num-seqs", absl::StrCat(s.max_num_seqs()), "[1, 2^31) (0: default)");
+  }
+  if (s.max_num_batched_tokens() < 0) {
+    return OutOfRange("--max-num-batched-tokens", absl::StrCat(s.max_num_batched_tokens()),
+                      "[1, 2^31) (0: default)");
+  }
+  if (s.block_size() < 1 || s.block_size() > 1024) {
+    return OutOfRange("--block-size", absl::StrCat(s.block_size()), "[1, 1024]");
+  }
+  const proto::ClientConfig& cl = c.client();
+  if (cl.num_prompts() < (cl.trace().empty() ? 1 : 0)) {
+    return OutOfRange("--num-prompts", absl::StrCat(cl.num_prompts()), "[1, 2^31)");
+  }
+  if (std::isnan(cl.request_rate()) || cl.request_rate() < 0) {
+    return OutOfRange("--request-rate", absl::StrCat(cl.request_rate()),
+                      "(0, inf] requests/s (0 or omitted: inf, or replay with --trace)");
+  }
+  if (!(cl.burstiness() > 0) || std::isinf(cl.burstiness())) {
+    return OutOfRange("--burstiness", absl::StrCat(cl.burstiness()), "(0, inf)");
+  }
+  if (cl.max_concurrency() < 0) {
+    return OutOfRange("--max-concurrency", absl::StrCat(cl.max_concurrency()),
+                      "[1, 2^31) (0 or omitted: unlimited)");
+  }
+  if (cl.random_input_len() < 1) {
+    return OutOfRange("--random-input-len", absl::StrCat(cl.random_input_len()), "[1, 2^31)");
+  }
+  if (cl.random_output_len() < 1) {
+    return OutOfRange("--random-output-len", absl::StrCat(cl.random_output_len()), "[1, 2^31)");
+  }
+  if (!(cl.random_range_ratio() >= 0 && cl.random_range_ratio() < 1)) {
+    return OutOfRange("--random-range-ratio", absl::StrCat(cl.random_range_ratio()), "[0, 1)");
+  }
+  if (!(cl.client_overhead_s() >= 0) || std::isinf(cl.client_overhead_s())) {
+    return OutOfRange("--client-overhead-s", absl::StrCat(cl.client_overhead_s()), "[0, inf)");
+  }
+  if (!cl.trace_format().empty() && cl.trace().empty()) {
+    return absl::InvalidArgumentError("--trace-format: given without --trace");
+  }
+  if (cl.trace().empty() && s.max_model_len() > 0) {
+    const double r = cl.random_range_ratio();
+    const int64_t max_in = static_cast<int64_t>(std::ceil(cl.random_input_len() * (1 + r)));
+    const int64_t max_out = static_cast<int64_t>(std::ceil(cl.random_output_len() * (1 + r)));
+    if (max_in + max_out > s.max_model_len()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--random-input-len + --random-output-len: up to %d + %d = %d tokens (with "
+          "--random-range-ratio %g) exceeds --max-model-len %d; allowed: at most %d in total",
+          max_in, max_out, max_in + max_out, r, s.max_model_len(), s.max_model_len()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+ServerSpec ToServerSpec(const proto::ServerConfig& s) {
+  ServerSpec spec;
+  spec.device = s.device();
+  spec.model = s.model();
+  spec.dtype = s.dtype().empty() ? "auto" : s.dtype();
+  spec.quantization = s.quantization().empty() ? "none" : s.quantization();
+  spec.max_model_len = s.max_model_len();
+  spec.gpu_memory_utilization = s.has_gpu_memory_utilization() ? s.gpu_memory_utilization() : 0.90;
+  spec.max_num_seqs = s.max_num_seqs();
+  spec.max_num_batched_tokens = s.max_num_batched_tokens();
+  spec.block_size = s.has_block_size() ? s.block_size() : 16;
+  spec.enable_prefix_caching = s.has_enable_prefix_caching() ? s.enable_prefix_caching() : true;
+  spec.async_scheduling = s.has_async_scheduling() ? s.async_scheduling() : true;
+  spec.calibration_profile = s.calibration_profile();
+  return spec;
+}
+
+ClientConfig ToClientConfig(const proto::ClientConfig& cl) {
+  ClientConfig c;
+  const bool replay = !cl.trace().empty() && cl.request_rate() == 0;
+  c.replay_arrivals = replay;
+  c.request_rate = cl.request_rate() > 0 ? cl.request_rate() : kInf;
+  c.burstiness = cl.has_burstiness() ? cl.burstiness() : 1.0;
+  c.max_concurrency = cl.max_concurrency();
+  c.client_overhead_ns = static_cast<TimeNs>(std::llround(cl.client_overhead_s() * 1e9));
+  c.seed = cl.has_seed() ? cl.seed() : 0;
+  return c;
+}
+
+RandomDatasetConfig ToRandomDataset(const proto::ClientConfig& cl) {
+  RandomDatasetConfig d;
+  d.num_prompts = cl.num_prompts() > 0 ? cl.num_prompts() : 1000;
+  d.input_len = cl.random_input_len() > 0 ? cl.random_input_len() : 1024;
+  d.output_len = cl.random_output_len() > 0 ? cl.random_output_len() : 128;
+  d.range_ratio = cl.random_range_ratio();
+  d.seed = cl.has_seed() ? cl.seed() : 0;
+  return d;
+}
+
+std::string ConfigToText(const proto::ExperimentConfig& config) {
+  std::string out;
+  google::protobuf::TextFormat::Printer printer;
+  printer.PrintToString(config, &out);
+  return out;
+}
+
+}  // namespace servesim::cli

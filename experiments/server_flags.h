@@ -1,0 +1,116 @@
+// The `vllm serve` and `vllm bench serve` flags of `servesim simulate` (and
+// any subcommand that wants them), and the experiment config they resolve
+// to. Resolution order, later wins:
+//   built-in defaults < --config FILE.textproto < each --set 'TEXT' (text
+//   format merged on top, in order) < flags given explicitly on the line.
+// Validate() checks ranges and returns errors naming the flag and the
+// allowed range. Values then flow one way into plain structs (ServerSpec,
+// ClientConfig, RandomDatasetConfig).
+#ifndef SERVESIM_EXPERIMENTS_SERVER_FLAGS_H_
+#define SERVESIM_EXPERIMENTS_SERVER_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "hwmodels/server_spec.h"
+#include "proto/experiment.pb.h"
+#include "sim/client.h"
+#include "sim/random_source.h"
+
+namespace servesim::cli {
+
+// Binds the flags to a CLI11 subcommand and keeps their values. Register
+// once, parse, then call Resolve(). Not copyable (CLI11 holds pointers).
+class ExperimentFlags {
+ public:
+  ExperimentFlags() = default;
+  ExperimentFlags(const ExperimentFlags&) = delete;
+  ExperimentFlags& operator=(const ExperimentFlags&) = delete;
+
+  // `vllm serve` flags: --device --model --quantization --dtype
+  // --max-model-len --gpu-memory-utilization --max-num-seqs
+  // --max-num-batched-tokens --block-size --[no-]enable-prefix-caching
+  // --[no-]async-scheduling --calibration.
+  void RegisterServerFlags(CLI::App* cmd);
+  // `vllm bench serve` flags: --num-prompts --request-rate --burstiness
+  // --max-concurrency --random-input-len --random-output-len
+  // --random-range-ratio --seed --ignore-eos --client-overhead-s --trace
+  // --trace-format.
+  void RegisterClientFlags(CLI::App* cmd);
+  // --config FILE.textproto and repeated --set 'TEXT'.
+  void RegisterConfigFlags(CLI::App* cmd);
+
+  // Defaults < --config < --set < explicit flags; then Validate().
+  absl::StatusOr<proto::ExperimentConfig> Resolve() const;
+
+ private:
+  // Server.
+  CLI::Option* device_ = nullptr;
+  CLI::Option* model_ = nullptr;
+  CLI::Option* quantization_ = nullptr;
+  CLI::Option* dtype_ = nullptr;
+  CLI::Option* max_model_len_ = nullptr;
+  CLI::Option* gpu_mem_ = nullptr;
+  CLI::Option* max_num_seqs_ = nullptr;
+  CLI::Option* max_num_batched_tokens_ = nullptr;
+  CLI::Option* block_size_ = nullptr;
+  CLI::Option* prefix_caching_ = nullptr;
+  CLI::Option* async_ = nullptr;
+  CLI::Option* calibration_ = nullptr;
+  std::string device_v_, model_v_, quantization_v_, dtype_v_, calibration_v_;
+  int64_t max_model_len_v_ = 0, max_num_seqs_v_ = 0, max_num_batched_tokens_v_ = 0,
+          block_size_v_ = 0;
+  double gpu_mem_v_ = 0;
+  bool prefix_caching_v_ = true, async_v_ = true;
+  // Client.
+  CLI::Option* num_prompts_ = nullptr;
+  CLI::Option* request_rate_ = nullptr;
+  CLI::Option* burstiness_ = nullptr;
+  CLI::Option* max_concurrency_ = nullptr;
+  CLI::Option* input_len_ = nullptr;
+  CLI::Option* output_len_ = nullptr;
+  CLI::Option* range_ratio_ = nullptr;
+  CLI::Option* seed_ = nullptr;
+  CLI::Option* ignore_eos_ = nullptr;
+  CLI::Option* overhead_ = nullptr;
+  CLI::Option* trace_ = nullptr;
+  CLI::Option* trace_format_ = nullptr;
+  int64_t num_prompts_v_ = 0, max_concurrency_v_ = 0, input_len_v_ = 0, output_len_v_ = 0;
+  std::string request_rate_v_, trace_v_, trace_format_v_;
+  double burstiness_v_ = 0, range_ratio_v_ = 0, overhead_v_ = 0;
+  int64_t seed_v_ = 0;
+  bool ignore_eos_v_ = true;
+  // Config.
+  std::string config_path_;
+  std::vector<std::string> sets_;
+};
+
+// Fills unset fields with the documented defaults (num_prompts 1000,
+// random_input_len 1024, random_output_len 128, burstiness 1, seed 0,
+// ignore_eos true, gpu_memory_utilization 0.90, block_size 16, prefix
+// caching on, async scheduling on, request_rate inf).
+void ApplyDefaults(proto::ExperimentConfig& config);
+
+// Range checks; the message names the flag and the allowed range.
+absl::Status Validate(const proto::ExperimentConfig& config);
+
+// Parses --request-rate: "inf" (any case) or a positive number.
+absl::StatusOr<double> ParseRequestRate(const std::string& text);
+
+// Plain structs from a validated config.
+ServerSpec ToServerSpec(const proto::ServerConfig& server);
+// With a trace and no request_rate (0), the trace's arrival times are
+// replayed; otherwise the client's own arrival process is used.
+ClientConfig ToClientConfig(const proto::ClientConfig& client);
+RandomDatasetConfig ToRandomDataset(const proto::ClientConfig& client);
+
+// The config in text format (deterministic field order).
+std::string ConfigToText(const proto::ExperimentConfig& config);
+
+}  // namespace servesim::cli
+
+#endif  // SERVESIM_EXPERIMENTS_SERVER_FLAGS_H_

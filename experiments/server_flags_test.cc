@@ -1,0 +1,161 @@
+#include "experiments/server_flags.h"
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "experiments/server_builder.h"
+#include "gtest/gtest.h"
+
+namespace servesim::cli {
+namespace {
+
+// Parses `argv` (without the program name) and resolves the config.
+absl::StatusOr<proto::ExperimentConfig> ResolveArgs(std::vector<std::string> argv) {
+  CLI::App app;
+  ExperimentFlags flags;
+  flags.RegisterServerFlags(&app);
+  flags.RegisterClientFlags(&app);
+  flags.RegisterConfigFlags(&app);
+  std::vector<std::string> rev(argv.rbegin(), argv.rend());
+  app.parse(rev);  // CLI11 takes the arguments in reverse order
+  return flags.Resolve();
+}
+
+std::vector<std::string> Base(std::vector<std::string> extra) {
+  std::vector<std::string> v = {"--device", "l4", "--model", "gemma-4-e2b"};
+  v.insert(v.end(), extra.begin(), extra.end());
+  return v;
+}
+
+void ExpectErrorNaming(std::vector<std::string> extra, const std::string& flag) {
+  const auto r = ResolveArgs(Base(extra));
+  ASSERT_FALSE(r.ok()) << flag;
+  EXPECT_NE(r.status().message().find(flag), std::string::npos) << r.status();
+}
+
+TEST(ServerFlagsTest, DefaultsAreVllmDefaults) {
+  const auto r = ResolveArgs(Base({}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->client().num_prompts(), 1000);
+  EXPECT_EQ(r->client().random_input_len(), 1024);
+  EXPECT_EQ(r->client().random_output_len(), 128);
+  EXPECT_EQ(r->server().block_size(), 16);
+  EXPECT_TRUE(r->server().enable_prefix_caching());
+  EXPECT_DOUBLE_EQ(r->server().gpu_memory_utilization(), 0.90);
+  const ClientConfig c = ToClientConfig(r->client());
+  EXPECT_TRUE(std::isinf(c.request_rate));
+  EXPECT_EQ(c.max_concurrency, 0);
+}
+
+TEST(ServerFlagsTest, EachBadFlagIsAnErrorNamingIt) {
+  ExpectErrorNaming({"--random-input-len", "-5"}, "--random-input-len");
+  ExpectErrorNaming({"--random-output-len", "0"}, "--random-output-len");
+  ExpectErrorNaming({"--max-concurrency", "0"}, "--max-concurrency");
+  ExpectErrorNaming({"--num-prompts", "0"}, "--num-prompts");
+  ExpectErrorNaming({"--request-rate", "-1"}, "--request-rate");
+  ExpectErrorNaming({"--request-rate", "fast"}, "--request-rate");
+  ExpectErrorNaming({"--burstiness", "0"}, "--burstiness");
+  ExpectErrorNaming({"--random-range-ratio", "1.5"}, "--random-range-ratio");
+  ExpectErrorNaming({"--client-overhead-s", "-0.1"}, "--client-overhead-s");
+  ExpectErrorNaming({"--gpu-memory-utilization", "1.2"}, "--gpu-memory-utilization");
+  ExpectErrorNaming({"--max-model-len", "0"}, "--max-model-len");
+  ExpectErrorNaming({"--max-num-seqs", "0"}, "--max-num-seqs");
+  ExpectErrorNaming({"--max-num-batched-tokens", "-3"}, "--max-num-batched-tokens");
+  ExpectErrorNaming({"--block-size", "0"}, "--block-size");
+  ExpectErrorNaming({"--seed", "-1"}, "--seed");
+  ExpectErrorNaming({"--trace-format", "azure"}, "--trace-format");
+  ExpectErrorNaming({"--max-model-len", "1000", "--random-input-len", "900",
+                     "--random-output-len", "200"},
+                    "--max-model-len");
+}
+
+TEST(ServerFlagsTest, InputPlusOutputExactlyMaxModelLenIsAccepted) {
+  EXPECT_TRUE(ResolveArgs(Base({"--max-model-len", "1100", "--random-input-len", "900",
+                                "--random-output-len", "200"}))
+                  .ok());
+  EXPECT_FALSE(ResolveArgs(Base({"--max-model-len", "1099", "--random-input-len", "900",
+                                 "--random-output-len", "200"}))
+                   .ok());
+}
+
+TEST(ServerFlagsTest, MissingDeviceOrModelIsAnError) {
+  auto r = ResolveArgs({"--model", "gemma-4-e2b"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--device"), std::string::npos);
+}
+
+TEST(ServerFlagsTest, ConfigThenSetThenExplicitFlagsWin) {
+  const std::string path = ::testing::TempDir() + "/exp.textproto";
+  {
+    std::ofstream out(path);
+    out << "server { device: \"t4\" model: \"gemma-4-12b\" max_num_seqs: 4 }\n"
+           "client { max_concurrency: 2 random_input_len: 100 }\n";
+  }
+  const auto r = ResolveArgs({"--config", path, "--set", "client { max_concurrency: 8 }",
+                              "--set", "server { max_num_seqs: 16 }", "--max-num-seqs", "32"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->server().device(), "t4");
+  EXPECT_EQ(r->client().max_concurrency(), 8);  // --set over the file
+  EXPECT_EQ(r->server().max_num_seqs(), 32);    // explicit flag over --set
+  EXPECT_EQ(r->client().random_input_len(), 100);
+}
+
+TEST(ServerFlagsTest, BadConfigTextNamesTheFileAndLine) {
+  const std::string path = ::testing::TempDir() + "/bad.textproto";
+  {
+    std::ofstream out(path);
+    out << "server { device: \"t4\" }\nclient { max_concurency: 2 }\n";
+  }
+  const auto r = ResolveArgs({"--config", path});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(path + ":2:"), std::string::npos) << r.status();
+  const auto s = ResolveArgs(Base({"--set", "client { nope: 1 }"}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("--set #1"), std::string::npos) << s.status();
+}
+
+TEST(ServerFlagsTest, PrefixCachingAndAsyncCanBeSwitchedOff) {
+  const auto r = ResolveArgs(Base({"--no-enable-prefix-caching", "--no-async-scheduling"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ServerSpec spec = ToServerSpec(r->server());
+  EXPECT_FALSE(spec.enable_prefix_caching);
+  EXPECT_FALSE(spec.async_scheduling);
+}
+
+TEST(ServerFlagsTest, RequestRateParsesInfAndNumbers) {
+  EXPECT_TRUE(std::isinf(ParseRequestRate("inf").value()));
+  EXPECT_DOUBLE_EQ(ParseRequestRate("2.5").value(), 2.5);
+  EXPECT_FALSE(ParseRequestRate("0").ok());
+}
+
+TEST(ServerFlagsTest, TraceWithoutRateReplaysArrivals) {
+  proto::ClientConfig c;
+  c.set_trace("x.jsonl");
+  EXPECT_TRUE(ToClientConfig(c).replay_arrivals);
+  c.set_request_rate(3);
+  EXPECT_FALSE(ToClientConfig(c).replay_arrivals);
+}
+
+TEST(ServerBuilderTest, UnknownDeviceOrModelNamesTheFlagAndAllowedValues) {
+  ServerSpec spec;
+  spec.device = "a100";
+  spec.model = "gemma-4-e2b";
+  auto b = BuildServer(spec);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("--device"), std::string::npos);
+  EXPECT_NE(b.status().message().find("mi300x"), std::string::npos);
+  spec.device = "l4";
+  spec.model = "llama";
+  b = BuildServer(spec);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("--model"), std::string::npos);
+  spec.model = "gemma-4-e2b";
+  b = BuildServer(spec);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->scheduler.max_num_batched_tokens, 2048);
+}
+
+}  // namespace
+}  // namespace servesim::cli
