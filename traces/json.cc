@@ -1,6 +1,8 @@
 #include "traces/json.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <limits>
 #include <cstring>
 
@@ -66,11 +68,11 @@ class Scanner {
   size_t pos() const { return pos_; }
   void set_pos(size_t pos) { pos_ = pos; }
   bool at_end() const { return pos_ >= text_.size(); }
-  char peek() const { return at_end() ? '\0' : text_[pos_]; }
+  [[gnu::always_inline]] char peek() const { return at_end() ? '\0' : text_[pos_]; }
   const std::string& error() const { return error_; }
   size_t error_pos() const { return error_pos_; }
 
-  void SkipWs() {
+  [[gnu::always_inline]] void SkipWs() {
     while (pos_ < text_.size()) {
       const char c = text_[pos_];
       if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
@@ -86,14 +88,18 @@ class Scanner {
     return false;
   }
 
-  bool Expect(char c) {
-    if (peek() != c) {
-      return Fail(at_end() ? absl::StrCat("expected '", std::string(1, c),
-                                          "' but the text ended (truncated?)")
-                           : absl::StrCat("expected '", std::string(1, c), "'"));
+  [[gnu::always_inline]] bool Expect(char c) {
+    if (peek() != c) [[unlikely]] {
+      return ExpectFailed(c);
     }
     ++pos_;
     return true;
+  }
+
+  [[gnu::noinline]] bool ExpectFailed(char c) {
+    return Fail(at_end() ? absl::StrCat("expected '", std::string(1, c),
+                                        "' but the text ended (truncated?)")
+                         : absl::StrCat("expected '", std::string(1, c), "'"));
   }
 
   // Reads a string starting at '"'. `raw` gets the contents between the
@@ -173,6 +179,42 @@ class Scanner {
     }
     *raw = text_.substr(begin, pos_ - begin);
     return true;
+  }
+
+  // A number inside an array: plain non-negative integers are parsed on
+  // the fly; anything else goes through ScanNumber.
+  [[gnu::always_inline]] bool ScanArrayNumber(FlatJsonNumber* out) {
+    const size_t begin = pos_;
+    const size_t n = text_.size();
+    const char* p = text_.data();
+    size_t i = pos_;
+    uint64_t v = 0;
+    bool fits = true;
+    if (i < n && p[i] >= '0' && p[i] <= '9') {
+      if (p[i] == '0') {
+        ++i;
+      } else {
+        while (i < n && p[i] >= '0' && p[i] <= '9') {
+          v = v * 10 + static_cast<uint64_t>(p[i] - '0');
+          ++i;
+        }
+        if (i - begin > 19) {  // 19 digits always fit; more may not
+          const auto r = std::from_chars(p + begin, p + i, v);
+          fits = r.ec == std::errc();
+        }
+      }
+      if (i >= n || (p[i] != '.' && p[i] != 'e' && p[i] != 'E' &&
+                     !(p[i] >= '0' && p[i] <= '9'))) {
+        pos_ = i;
+        out->raw = text_.substr(begin, i - begin);
+        out->value = v;
+        out->is_uint = fits;
+        return true;
+      }
+    }
+    out->is_uint = false;
+    out->value = 0;
+    return ScanNumber(&out->raw);
   }
 
   bool ScanLiteral(std::string_view word) {
@@ -336,6 +378,14 @@ bool IsValidUtf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const auto* end = p + s.size();
   while (p < end) {
+    // ASCII fast path: 8 bytes at a time.
+    while (end - p >= 8) {
+      uint64_t word;
+      std::memcpy(&word, p, 8);
+      if (word & 0x8080808080808080ULL) break;
+      p += 8;
+    }
+    if (p >= end) break;
     if (*p < 0x80) {
       ++p;
       continue;
@@ -379,7 +429,7 @@ absl::StatusOr<JsonValue> ParseJson(std::string_view text, std::string_view sour
 
 absl::Status FlatJsonParser::Parse(std::string_view line) {
   fields_.clear();
-  numbers_.clear();
+  num_count_ = 0;
   Scanner s(line);
   auto fail = [&s]() {
     return absl::InvalidArgumentError(
@@ -419,7 +469,7 @@ absl::Status FlatJsonParser::Parse(std::string_view line) {
         const size_t begin = s.pos();
         s.Expect('[');
         f.kind = FlatJsonField::Kind::kNumberArray;
-        f.array_begin = static_cast<uint32_t>(numbers_.size());
+        f.array_begin = static_cast<uint32_t>(num_count_);
         s.SkipWs();
         if (s.peek() == ']') {
           s.Expect(']');
@@ -431,9 +481,11 @@ absl::Status FlatJsonParser::Parse(std::string_view line) {
               f.kind = FlatJsonField::Kind::kOther;
               break;
             }
-            std::string_view num;
-            if (!s.ScanNumber(&num)) return fail();
-            numbers_.push_back(num);
+            if (num_count_ == numbers_.size()) {
+              numbers_.resize(std::max<size_t>(64, numbers_.size() * 2));
+            }
+            if (!s.ScanArrayNumber(&numbers_[num_count_])) return fail();
+            ++num_count_;
             s.SkipWs();
             if (s.peek() == ',') {
               s.Expect(',');
@@ -444,11 +496,11 @@ absl::Status FlatJsonParser::Parse(std::string_view line) {
           }
         }
         if (f.kind == FlatJsonField::Kind::kOther) {
-          numbers_.resize(f.array_begin);
+          num_count_ = f.array_begin;
           s.set_pos(begin);
           if (!s.SkipValue(1)) return fail();
         }
-        f.array_end = static_cast<uint32_t>(numbers_.size());
+        f.array_end = static_cast<uint32_t>(num_count_);
       } else if (c == '{') {
         f.kind = FlatJsonField::Kind::kOther;
         if (!s.SkipValue(1)) return fail();

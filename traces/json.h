@@ -47,6 +47,13 @@ struct JsonValue {
 absl::StatusOr<JsonValue> ParseJson(std::string_view text,
                                     std::string_view source_name);
 
+// A number inside an array, as parsed by FlatJsonParser.
+struct FlatJsonNumber {
+  std::string_view raw;  // the literal
+  uint64_t value = 0;    // valid when is_uint
+  bool is_uint = false;  // a plain non-negative integer that fits in 64 bits
+};
+
 // One member of a flat JSON object as parsed by FlatJsonParser. Views
 // point into the parsed line and are valid until the next Parse call.
 struct FlatJsonField {
@@ -69,13 +76,16 @@ class FlatJsonParser {
   absl::Status Parse(std::string_view line);
 
   const std::vector<FlatJsonField>& fields() const { return fields_; }
-  const std::vector<std::string_view>& numbers() const { return numbers_; }
+  // Array numbers of the last line; only [0, num_numbers()) are valid.
+  const std::vector<FlatJsonNumber>& numbers() const { return numbers_; }
+  size_t num_numbers() const { return num_count_; }
   // Field named `key`, or nullptr.
   const FlatJsonField* Find(std::string_view key) const;
 
  private:
   std::vector<FlatJsonField> fields_;
-  std::vector<std::string_view> numbers_;
+  std::vector<FlatJsonNumber> numbers_;  // grows, never shrinks
+  size_t num_count_ = 0;
 };
 
 }  // namespace servesim

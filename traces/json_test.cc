@@ -61,8 +61,25 @@ TEST(FlatJsonParserTest, ParsesMooncakeLine) {
   ASSERT_NE(h, nullptr);
   EXPECT_EQ(h->kind, Kind::kNumberArray);
   EXPECT_EQ(h->array_end - h->array_begin, 3u);
-  EXPECT_EQ(p.numbers()[h->array_begin + 2], "22");
+  EXPECT_EQ(p.numbers()[h->array_begin + 2].raw, "22");
+  EXPECT_EQ(p.numbers()[h->array_begin + 2].value, 22u);
+  EXPECT_TRUE(p.numbers()[h->array_begin + 2].is_uint);
   EXPECT_EQ(p.Find("timestamp")->raw, "27");
+}
+
+TEST(FlatJsonParserTest, ArrayNumbersThatAreNotPlainUint64AreFlagged) {
+  FlatJsonParser p;
+  ASSERT_TRUE(p.Parse(R"({"a": [1.5, -2, 18446744073709551616, 18446744073709551615, 0]})").ok());
+  const auto& n = p.numbers();
+  ASSERT_EQ(p.num_numbers(), 5u);
+  EXPECT_FALSE(n[0].is_uint);
+  EXPECT_EQ(n[0].raw, "1.5");
+  EXPECT_FALSE(n[1].is_uint);
+  EXPECT_FALSE(n[2].is_uint);  // 2^64 overflows
+  EXPECT_TRUE(n[3].is_uint);
+  EXPECT_EQ(n[3].value, 18446744073709551615u);
+  EXPECT_TRUE(n[4].is_uint);
+  EXPECT_FALSE(p.Parse(R"({"a": [01]})").ok());
 }
 
 TEST(FlatJsonParserTest, NestedValuesBecomeOtherButAreValidated) {

@@ -21,7 +21,7 @@ inline uint64_t Mix64(uint64_t x) {
 
 // Hash of a block whose content id is `block_id`, following `parent`.
 inline uint64_t ChainHash(uint64_t parent, uint64_t block_id) {
-  return Mix64(parent ^ Mix64(block_id + 0x632BE59BD9B4E019ULL));
+  return Mix64(parent ^ (block_id * 0xD6E8FEB86659FD93ULL + 0x632BE59BD9B4E019ULL));
 }
 
 }  // namespace servesim

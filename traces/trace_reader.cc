@@ -122,7 +122,10 @@ class LineTraceReader : public TraceReader {
       out.hash_block_tokens = 0;
       out.session_id = -1;
       bool ok;
-      if (!IsValidUtf8(line)) {
+      // JSON lines are validated by the JSON scanner (strings checked,
+      // non-ASCII outside strings is a syntax error); the UTF-8 pass is
+      // only redone on failure, to name the reason.
+      if (!validates_utf8_itself_ && !IsValidUtf8(line)) {
         ok = Fail(SkipReason::kInvalidUtf8, "invalid UTF-8 in the row");
       } else if (TrimSpaces(line).empty()) {
         ok = Fail(SkipReason::kMalformed, "blank line (expected a record)");
@@ -137,6 +140,10 @@ class LineTraceReader : public TraceReader {
                                "nondecreasing time order)"));
       }
       if (!ok) {
+        if (validates_utf8_itself_ && !row_error_.filtered && !IsValidUtf8(line)) {
+          row_error_.reason = SkipReason::kInvalidUtf8;
+          row_error_.message = "invalid UTF-8 in the row";
+        }
         if (!lines_->last_line_terminated() && !row_error_.filtered) {
           row_error_.reason = SkipReason::kTruncated;
           row_error_.message = absl::StrCat(
@@ -264,6 +271,7 @@ class LineTraceReader : public TraceReader {
   TraceFormat format_;
   ReaderOptions opts_;
   std::string time_field_;
+  bool validates_utf8_itself_ = false;  // set by JSON line readers
   std::unique_ptr<LineReader> lines_;
   std::vector<std::string> header_owned_;
 
@@ -543,7 +551,10 @@ class LengthsReader : public CsvTraceReader {
 
 class JsonlTraceReader : public LineTraceReader {
  protected:
-  using LineTraceReader::LineTraceReader;
+  JsonlTraceReader(TraceFormat format, ReaderOptions opts, std::string time_field)
+      : LineTraceReader(format, std::move(opts), std::move(time_field)) {
+    validates_utf8_itself_ = true;
+  }
 
   // Parses the line; on failure reports the JSON error (a cut line says
   // "truncated").
@@ -592,13 +603,13 @@ class JsonlTraceReader : public LineTraceReader {
     uint64_t parent = kPrefixHashRoot;
     out.prefix_hashes.reserve(f.array_end - f.array_begin);
     for (uint32_t i = f.array_begin; i < f.array_end; ++i) {
-      uint64_t id = 0;
-      if (!ParseUint64(parser_.numbers()[i], &id)) {
+      const FlatJsonNumber& num = parser_.numbers()[i];
+      if (!num.is_uint) {
         return Fail(SkipReason::kMalformed,
                     absl::StrCat("field ", std::string(f.key), "[", i - f.array_begin, "]: ",
-                                 Clip(parser_.numbers()[i]),
-                                 " is not an unsigned 64-bit integer"));
+                                 Clip(num.raw), " is not an unsigned 64-bit integer"));
       }
+      const uint64_t id = num.value;
       parent = ChainHash(parent, id);
       out.prefix_hashes.push_back(parent);
     }

@@ -1,0 +1,7 @@
+// libFuzzer target: the bailian trace reader never crashes, and what it
+// emits keeps the RequestSource contract.
+#include "traces/fuzz/reader_fuzz.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return servesim::FuzzReader(servesim::TraceFormat::kBailian, "jsonl", data, size);
+}
