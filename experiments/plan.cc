@@ -391,11 +391,8 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
   absl::StrAppend(&header, absl::StrFormat(" %11s %10s %10s\n", "out tok/s", "$/1M out",
                                            "$/1M total"));
   for (const PlanGroup& g : r.groups) {
+    if (g.candidates.empty()) continue;  // the summary below says why
     absl::StrAppend(&out, g.group, ":\n");
-    if (g.candidates.empty()) {
-      absl::StrAppend(&out, "  (none: ", g.reason, ")\n");
-      continue;
-    }
     out += header;
     for (int i : g.candidates) {
       const PlanCandidate& c = r.candidates[i];
