@@ -74,6 +74,9 @@ struct ValidationReport {
 struct ValidateOptions {
   std::string device;  // empty: every device
   bool skip_loo = false;
+  // Checks that only make sense on the shipped data (calibration/data):
+  // the MI300X grid MAE and the published tables' consistency.
+  bool shipped_data_checks = true;
 };
 
 // Free parameters per (device, build): calibration/fit_config.textproto.

@@ -1,0 +1,50 @@
+// Golden-file test of the `servesim validate` report (the table the README
+// shows): tests/golden/validate.txt. Rewritten only when the environment
+// variable SERVESIM_UPDATE_GOLDEN=1 is set; otherwise any difference fails.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "calibration/measurements.h"
+#include "calibration/validation.h"
+#include "gtest/gtest.h"
+
+namespace servesim {
+namespace {
+
+const std::string kRoot = SERVESIM_SOURCE_DIR;
+
+absl::StatusOr<ValidationReport> FullReport() {
+  auto db = MeasurementDb::LoadDir(kRoot + "/calibration/data");
+  if (!db.ok()) return db.status();
+  auto config = LoadFitConfig(kRoot + "/" + kDefaultFitConfig);
+  if (!config.ok()) return config.status();
+  return RunValidation(*db, *config, ValidateOptions{});
+}
+
+TEST(ValidateGoldenTest, ReportMatchesGoldenFile) {
+  auto report = FullReport();
+  ASSERT_TRUE(report.ok()) << report.status();
+  const std::string text = FormatReportText(*report);
+  const std::string path = kRoot + "/tests/golden/validate.txt";
+  const char* update = std::getenv("SERVESIM_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+    GTEST_SKIP() << "rewrote " << path;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in.good()) << path << " missing; run with SERVESIM_UPDATE_GOLDEN=1";
+  std::stringstream golden;
+  golden << in.rdbuf();
+  EXPECT_EQ(text, golden.str()) << "validate report changed; if intended, rerun with "
+                                   "SERVESIM_UPDATE_GOLDEN=1 and review the diff";
+  // The same data give byte-identical reports (text and JSON).
+  auto again = FullReport();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(FormatReportText(*again), text);
+  EXPECT_EQ(FormatReportJson(*again), FormatReportJson(*report));
+}
+
+}  // namespace
+}  // namespace servesim
