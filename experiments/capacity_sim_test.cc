@@ -22,7 +22,8 @@ std::string ReadFile(const fs::path& p) {
   return ss.str();
 }
 
-// 5 devices x 10 concurrencies x 10 input lengths = 500 cheap points.
+// 4 devices x 10 concurrencies x 13 input lengths = 520 cheap points (the
+// MI300X is left out: its 1.7M-block KV pool makes each point slower).
 TEST(SimulatorSweepTest, FiveHundredPointsTwoJobsByteIdenticalToOneAndResumable) {
   proto::SweepGrid g;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
@@ -31,10 +32,11 @@ TEST(SimulatorSweepTest, FiveHundredPointsTwoJobsByteIdenticalToOneAndResumable)
       server { model: "gemma-4-e2b" max_model_len: 4096 }
       client { num_prompts: 8 random_output_len: 8 }
     }
-    axes { path: "server.device" values: ["t4", "l4", "mi300x", "tpu-v5e", "tpu-v6e"] }
+    axes { path: "server.device" values: ["t4", "l4", "tpu-v5e", "tpu-v6e"] }
     axes { path: "client.max_concurrency" values: ["1","2","3","4","5","6","7","8","9","10"] }
     axes { path: "client.random_input_len"
-           values: ["16","32","64","96","128","192","256","384","512","1024"] }
+           values: ["16","32","48","64","96","128","160","192","256","320","384","512",
+                    "1024"] }
   )pb", &g));
   const fs::path base = fs::temp_directory_path() / absl::StrCat("servesim_simsweep_", getpid());
   fs::remove_all(base);
@@ -43,7 +45,7 @@ TEST(SimulatorSweepTest, FiveHundredPointsTwoJobsByteIdenticalToOneAndResumable)
   o2.jobs = 2;
   auto s1 = RunSweep(g, (base / "j1").string(), SimulatorPointRunner(), o1);
   ASSERT_TRUE(s1.ok()) << s1.status();
-  EXPECT_EQ(s1->num_points, 500);
+  EXPECT_EQ(s1->num_points, 520);
   EXPECT_EQ(s1->num_failed, 0);
   // Stopped after 150 points with 2 jobs, then resumed with 2 jobs.
   o2.stop_after = 150;
@@ -55,10 +57,10 @@ TEST(SimulatorSweepTest, FiveHundredPointsTwoJobsByteIdenticalToOneAndResumable)
   ASSERT_TRUE(s2.ok()) << s2.status();
   EXPECT_TRUE(s2->complete);
   EXPECT_EQ(s2->num_resumed, part->num_run);
-  EXPECT_EQ(s2->num_resumed + s2->num_run, 500);
+  EXPECT_EQ(s2->num_resumed + s2->num_run, 520);
   for (const char* f : {"results.jsonl", "results.csv"}) {
     const std::string a = ReadFile(base / "j1" / f);
-    EXPECT_GT(a.size(), 500u * 100);
+    EXPECT_GT(a.size(), 520u * 100);
     EXPECT_EQ(a, ReadFile(base / "j2" / f)) << f;
   }
   fs::remove_all(base);
