@@ -1,0 +1,118 @@
+#include "calibration/validation.h"
+
+#include <cmath>
+
+#include "calibration/bench_import.h"
+#include "gtest/gtest.h"
+
+namespace servesim {
+namespace {
+
+const std::string kRoot = SERVESIM_SOURCE_DIR;
+
+servesim::proto::FitConfig Config() {
+  auto c = LoadFitConfig(kRoot + "/" + kDefaultFitConfig);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+std::vector<servesim::proto::MeasurementSet> ShippedSets() {
+  auto db = MeasurementDb::LoadDir(kRoot + "/calibration/data");
+  EXPECT_TRUE(db.ok()) << db.status();
+  servesim::proto::MeasurementSet set;
+  for (const auto& r : db->runs()) *set.add_runs() = r;
+  for (const auto& m : db->measurements()) *set.add_measurements() = m;
+  return {set};
+}
+
+const ValidatedPoint* Find(const ValidationReport& r, const std::string& id) {
+  for (const auto& p : r.points) {
+    if (p.id == id) return &p;
+  }
+  return nullptr;
+}
+
+ValidationReport RunFor(const std::vector<servesim::proto::MeasurementSet>& sets,
+                     const std::string& device, bool skip_loo = false) {
+  auto db = MeasurementDb::FromSets(sets, "test");
+  EXPECT_TRUE(db.ok()) << db.status();
+  ValidateOptions o;
+  o.device = device;
+  o.skip_loo = skip_loo;
+  auto r = RunValidation(*db, Config(), o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return *r;
+}
+
+TEST(ValidationTest, HeldOutPredictionDoesNotSeeThePointsOwnMeasurement) {
+  auto sets = ShippedSets();
+  const std::string id = "tpu-v5e/output_throughput/in1024/c16";
+  const ValidationReport base = RunFor(sets, "tpu-v5e");
+  for (auto& m : *sets[0].mutable_measurements()) {
+    if (m.id() == id) m.set_value(m.value() * 1.5);
+  }
+  const ValidationReport changed = RunFor(sets, "tpu-v5e");
+  const ValidatedPoint* a = Find(base, id);
+  const ValidatedPoint* b = Find(changed, id);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(a->refit_without_cell);
+  EXPECT_EQ(a->held_out, b->held_out);    // held out: blind to its own value
+  EXPECT_NE(a->predicted, b->predicted);  // in-sample: sees it
+  // The per-dollar row of the same cell is held out with it.
+  const std::string row = "tpu-v5e/tok_s_per_usd_hour/in1024/c16";
+  EXPECT_EQ(Find(base, row)->held_out, Find(changed, row)->held_out);
+}
+
+TEST(ValidationTest, MeasuredInfeasibleCellsAreRejectedBySimulator) {
+  const ValidationReport r = RunFor(ShippedSets(), "mi300x", /*skip_loo=*/true);
+  for (int c : {1, 4, 16, 64}) {
+    const ValidatedPoint* p = Find(r, "mi300x/output_throughput/in32768/c" + std::to_string(c));
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(p->measured_infeasible);
+    EXPECT_FALSE(p->predicted_feasible);
+    EXPECT_TRUE(p->pass);
+    EXPECT_NE(p->note.find("max_model_len 32768"), std::string::npos) << p->note;
+  }
+  const ValidatedPoint* kv = Find(r, "mi300x/kv_capacity_tokens/len32768");
+  ASSERT_NE(kv, nullptr);
+  EXPECT_LT(std::abs(kv->error_pct), 0.01);
+}
+
+TEST(ValidationTest, PlannerSays26bDoesNotFitOneT4) {
+  const ValidationReport r = RunFor(ShippedSets(), "t4", /*skip_loo=*/true);
+  const ValidatedPoint* p = Find(r, "t4/fits_in_memory/26b-a4b");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->predicted, 0);
+  EXPECT_TRUE(p->pass);
+}
+
+TEST(BenchImportTest, InfersSingleStreamCellFromSummaryKeys) {
+  auto c = ImportBenchFile(std::string(SERVESIM_SHARED_DIR) +
+                           "/data/bench/mi300x-gemma4-e2b-2026-09-17/c1-in1024-out128.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->max_concurrency, 1);
+  EXPECT_EQ(c->num_prompts, 8);
+  EXPECT_EQ(c->input_tokens, 1024);
+  EXPECT_EQ(c->output_tokens, 128);
+  EXPECT_TRUE(c->fixed_lengths);
+  auto ms = CellMeasurements(*c, "run", 5);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  EXPECT_EQ(ms->size(), 3u);
+}
+
+TEST(BenchImportTest, ReadsPerRequestArraysOfOpenLoopFilesAndRefusesToFitThem) {
+  for (const char* f : {"h100x8-16qps.json.gz", "mi300x8-16qps.json.gz"}) {
+    auto c = ImportBenchFile(std::string(SERVESIM_SHARED_DIR) + "/data/bench/dstack-llama405b/" + f);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_TRUE(c->has_per_request) << f;
+    EXPECT_EQ(c->num_prompts, 1000);
+    EXPECT_FALSE(c->fixed_lengths);
+    auto ms = CellMeasurements(*c, "run", 5);
+    EXPECT_EQ(ms.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(ms.status().message().find("open-loop"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace servesim
