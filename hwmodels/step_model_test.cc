@@ -17,13 +17,17 @@ struct Built {
   const RooflineStepModel* model;
 };
 
+// With the priors (not the shipped calibration profile), so the checks
+// below do not move when calibration/profiles/ changes.
 Built Build(const std::string& device, const std::string& model, const std::string& q) {
   ServerSpec s;
   s.device = device;
   s.model = model;
   s.quantization = q;
   s.max_model_len = 8192;
-  auto d = BuildDeployment(s);
+  auto priors = DefaultParameters(s);
+  EXPECT_TRUE(priors.ok()) << priors.status();
+  auto d = BuildDeployment(s, &*priors);
   EXPECT_TRUE(d.ok()) << d.status();
   Built b{*d, dynamic_cast<const RooflineStepModel*>(d->step_model.get())};
   EXPECT_NE(b.model, nullptr);
