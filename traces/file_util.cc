@@ -10,7 +10,7 @@
 namespace servesim {
 namespace {
 
-constexpr size_t kInitialBuffer = size_t{1} << 20;
+constexpr size_t kInitialBuffer = size_t{1} << 18;
 
 bool HasGzipMagic(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -81,7 +81,7 @@ absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& 
     }
   }
   r->cap_ = kInitialBuffer;
-  r->buf_ = std::make_unique<char[]>(r->cap_);
+  r->buf_ = std::make_unique_for_overwrite<char[]>(r->cap_);
   return r;
 }
 
@@ -104,7 +104,7 @@ absl::StatusOr<size_t> LineReader::Fill() {
           path_, ":", line_number_ + 1, ": line longer than ", max_line_bytes_, " bytes"));
     }
     const size_t new_cap = cap_ * 2;
-    auto bigger = std::make_unique<char[]>(new_cap);
+    auto bigger = std::make_unique_for_overwrite<char[]>(new_cap);
     std::memcpy(bigger.get(), buf_.get(), end_);
     buf_ = std::move(bigger);
     cap_ = new_cap;

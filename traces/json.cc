@@ -249,8 +249,8 @@ class Scanner {
           if (!ScanString(&raw, &key)) return false;
           SkipWs();
           if (!Expect(':')) return false;
-          out.members.emplace_back(std::move(key), JsonValue());
-          if (!ParseValue(out.members.back().second, depth + 1)) return false;
+          out.members.push_back(JsonMember{std::move(key), JsonValue()});
+          if (!ParseValue(out.members.back().value, depth + 1)) return false;
           SkipWs();
           if (peek() == ',') {
             ++pos_;

@@ -27,6 +27,8 @@ namespace servesim {
 // nothing above U+10FFFF).
 bool IsValidUtf8(std::string_view s);
 
+struct JsonMember;
+
 // A parsed JSON value. Thread-compatible; owns its children.
 struct JsonValue {
   enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
@@ -35,11 +37,16 @@ struct JsonValue {
   double number = 0;  // kNumber
   std::string str;    // kString: decoded; kNumber: the literal text
   std::vector<JsonValue> items;                            // kArray
-  std::vector<std::pair<std::string, JsonValue>> members;  // kObject, in order
+  std::vector<JsonMember> members;  // kObject, in file order
 
   bool is_number() const { return type == Type::kNumber; }
   // First member named `key`, or nullptr (also when not an object).
   const JsonValue* Find(std::string_view key) const;
+};
+
+struct JsonMember {
+  std::string key;
+  JsonValue value;
 };
 
 // Parses a whole JSON document. Errors name `source_name`:line:column.

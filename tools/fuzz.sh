@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of traces/ with clang in the build folder
+# given as $1 (default build-fuzz) and runs each for FUZZ_SECONDS (default
+# 15) seconds on a small max_len, seeded with tests/testdata/traces.
+# Exits non-zero when a target fails to build or any run finds a crash.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${1:-build-fuzz}
+SECONDS_EACH=${FUZZ_SECONDS:-15}
+JOBS=${JOBS:-$(nproc)}
+TARGETS=(azure_fuzzer mooncake_fuzzer burstgpt_fuzzer bailian_fuzzer lengths_fuzzer
+         binary_fuzzer vllm_bench_fuzzer json_fuzzer)
+
+cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSERVESIM_FUZZ=ON \
+  -DSERVESIM_BENCHMARKS=OFF -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+cmake --build "$DIR" -j "$JOBS" --target "${TARGETS[@]}"
+
+CORPUS_SEED=tests/testdata/traces
+status=0
+for t in "${TARGETS[@]}"; do
+  corpus="$DIR/fuzz-corpus/$t"
+  mkdir -p "$corpus"
+  cp -n "$CORPUS_SEED"/* "$corpus"/ 2>/dev/null || true
+  echo "== $t (${SECONDS_EACH}s)"
+  if ! (cd "$DIR" && ASAN_OPTIONS=detect_leaks=1 "./traces/$t" -max_total_time="$SECONDS_EACH" \
+        -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="fuzz-crash-$t-" "fuzz-corpus/$t" 2>&1 | tail -n 12); then
+    echo "!! $t found a crash (artifact in $DIR/fuzz-crash-$t-*)"
+    status=1
+  fi
+done
+exit $status
