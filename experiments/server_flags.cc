@@ -221,20 +221,20 @@ void ApplyDefaults(proto::ExperimentConfig& c) {
   if (!cl.has_ignore_eos()) cl.set_ignore_eos(true);
 }
 
-absl::Status Validate(const proto::ExperimentConfig& c) {
-  const proto::ServerConfig& s = c.server();
+absl::Status ValidateServer(const proto::ServerConfig& s, const std::string& where) {
   if (s.device().empty()) {
     return absl::InvalidArgumentError(
-        "--device: required; one of t4, l4, mi300x, tpu-v5e, tpu-v6e");
+        absl::StrCat(where, "--device: required; one of t4, l4, mi300x, tpu-v5e, tpu-v6e"));
   }
   if (s.model().empty()) {
-    return absl::InvalidArgumentError("--model: required (e.g. gemma-4-e2b)");
+    return absl::InvalidArgumentError(absl::StrCat(where, "--model: required (e.g. gemma-4-e2b)"));
   }
   if (s.max_model_len() < 0) {
     return OutOfRange("--max-model-len", absl::StrCat(s.max_model_len()),
                       "[1, 2^31) (0: the model's limit)");
   }
-  if (!(s.gpu_memory_utilization() > 0 && s.gpu_memory_utilization() <= 1)) {
+  if (s.has_gpu_memory_utilization() &&
+      !(s.gpu_memory_utilization() > 0 && s.gpu_memory_utilization() <= 1)) {
     return OutOfRange("--gpu-memory-utilization", absl::StrCat(s.gpu_memory_utilization()),
                       "(0, 1]");
   }
@@ -245,8 +245,24 @@ absl::Status Validate(const proto::ExperimentConfig& c) {
     return OutOfRange("--max-num-batched-tokens", absl::StrCat(s.max_num_batched_tokens()),
                       "[1, 2^31) (0: default)");
   }
-  if (s.block_size() < 1 || s.block_size() > 1024) {
+  if (s.has_block_size() && (s.block_size() < 1 || s.block_size() > 1024)) {
     return OutOfRange("--block-size", absl::StrCat(s.block_size()), "[1, 1024]");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Validate(const proto::ExperimentConfig& c) {
+  const proto::ServerConfig& s = c.server();
+  if (c.fleet().replicas_size() > 0) {
+    for (int i = 0; i < c.fleet().replicas_size(); ++i) {
+      const proto::FleetReplica& fr = c.fleet().replicas(i);
+      RETURN_IF_ERROR(ValidateServer(fr.server(), absl::StrFormat("fleet.replicas[%d]: ", i)));
+      if (fr.count() < 0) {
+        return OutOfRange("fleet.replicas.count", absl::StrCat(fr.count()), "[1, 2^31)");
+      }
+    }
+  } else {
+    RETURN_IF_ERROR(ValidateServer(s, ""));
   }
   const proto::ClientConfig& cl = c.client();
   if (cl.num_prompts() < (cl.trace().empty() ? 1 : 0)) {

@@ -67,15 +67,14 @@ LatencySummary Summarize(std::vector<double>& values) {
 
 void ItlAccumulator::Add(TimeNs gap_ns) {
   ++count_;
-  const double ms = NsToMs(gap_ns);
-  sum_ms_ += ms;
-  sum_sq_ms_ += static_cast<long double>(ms) * ms;
+  sum_ns_ += gap_ns;
+  sum_sq_ns_ += static_cast<unsigned __int128>(static_cast<__int128>(gap_ns) * gap_ns);
   if (!use_histogram_) {
     exact_.push_back(gap_ns);
     if (static_cast<int64_t>(exact_.size()) > exact_cap_) SpillToHistogram();
     return;
   }
-  ++bins_[BinOf(ms)];
+  ++bins_[BinOf(NsToMs(gap_ns))];
 }
 
 int ItlAccumulator::BinOf(double ms) const {
@@ -110,10 +109,13 @@ LatencySummary ItlAccumulator::Summarize() const {
   s.exact = false;
   s.count = count_;
   const long double n = static_cast<long double>(count_);
-  const long double mean = sum_ms_ / n;
-  s.mean_ms = static_cast<double>(mean);
-  const long double var = std::max<long double>(0, sum_sq_ms_ / n - mean * mean);
-  s.std_ms = std::sqrt(static_cast<double>(var));
+  // Population variance in ns^2 from exact integer sums:
+  // (n * sum_sq - sum^2) / n^2.
+  const long double mean_ns = static_cast<long double>(sum_ns_) / n;
+  s.mean_ms = static_cast<double>(mean_ns / 1e6L);
+  const long double var_ns2 = std::max<long double>(
+      0, static_cast<long double>(sum_sq_ns_) / n - mean_ns * mean_ns);
+  s.std_ms = std::sqrt(static_cast<double>(var_ns2)) / 1e6;
   auto value_at_rank = [this](int64_t rank) {
     int64_t seen = 0;
     for (int b = 0; b < kHistBins; ++b) {

@@ -82,8 +82,10 @@ class ItlAccumulator {
   bool use_histogram_ = false;
   std::vector<TimeNs> exact_;
   std::vector<int64_t> bins_;
-  long double sum_ms_ = 0;
-  long double sum_sq_ms_ = 0;
+  // Exact integer sums of the gaps in ns (and their squares) for the mean
+  // and std once the histogram is in use.
+  __int128 sum_ns_ = 0;
+  unsigned __int128 sum_sq_ns_ = 0;
 };
 
 // Per-step statistics of one run (all replicas together).
