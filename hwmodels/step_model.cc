@@ -29,8 +29,11 @@ double SlidingPairs(int64_t c, int64_t n, int64_t w) {
 
 }  // namespace
 
-BatchAggregates ComputeAggregates(const StepBatch& batch, int32_t window, int32_t num_experts,
-                                  int32_t top_k) {
+namespace {
+
+// k_log_miss = top_k x log(1 - 1 / num_experts): precomputed per model.
+inline BatchAggregates Aggregates(const StepBatch& batch, int32_t window, int32_t num_experts,
+                                  double k_log_miss) {
   BatchAggregates a;
   AggVector& v = a.v;
   v[kAggOne] = 1;
@@ -71,11 +74,20 @@ BatchAggregates ComputeAggregates(const StepBatch& batch, int32_t window, int32_
   v[kAggPrefillKvFull] = kv_full;
   v[kAggPrefillKvSliding] = kv_slide;
   if (num_experts > 0) {
-    const double e = num_experts;
-    v[kAggExpertsTouched] =
-        e * (1.0 - std::exp(v[kAggTokens] * top_k * std::log1p(-1.0 / e)));
+    v[kAggExpertsTouched] = num_experts * (1.0 - std::exp(v[kAggTokens] * k_log_miss));
   }
   return a;
+}
+
+double KLogMiss(int32_t num_experts, int32_t top_k) {
+  return num_experts > 0 ? top_k * std::log1p(-1.0 / num_experts) : 0.0;
+}
+
+}  // namespace
+
+BatchAggregates ComputeAggregates(const StepBatch& batch, int32_t window, int32_t num_experts,
+                                  int32_t top_k) {
+  return Aggregates(batch, window, num_experts, KLogMiss(num_experts, top_k));
 }
 
 // ---------------------------------------------------------------------------
@@ -169,6 +181,9 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
   m->graph_ = std::move(graph);
   m->params_ = params;
   const CompiledStepGraph& g = *m->graph_;
+  m->window_ = g.window();
+  m->num_experts_ = g.num_experts();
+  m->k_log_miss_ = KLogMiss(g.num_experts(), g.top_k());
   m->eff_bw_w_ = Clamp01(ParamOr(params, "bw_eff_weights", 0.8));
   m->eff_fl_w_ = Clamp01(ParamOr(params, "flops_eff_gemm", 0.6));
   m->eff_bw_a_ = Clamp01(ParamOr(params, "bw_eff_attention", 0.4));
@@ -291,8 +306,7 @@ double RooflineStepModel::OverheadNs(const BatchAggregates& a, double* host_ns) 
 }
 
 StepCost RooflineStepModel::Cost(const StepBatch& batch) const {
-  const BatchAggregates a =
-      ComputeAggregates(batch, graph_->window(), graph_->num_experts(), graph_->top_k());
+  const BatchAggregates a = Aggregates(batch, window_, num_experts_, k_log_miss_);
   double host = 0;
   double dev = OverheadNs(a, &host);
   dev += EvalPwl(pwl_tokens_, a.v[kAggTokens]) + EvalPwl(pwl_seqs_, a.v[kAggSeqs]);

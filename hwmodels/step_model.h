@@ -152,6 +152,8 @@ class RooflineStepModel final : public StepTimeModel {
 
   std::shared_ptr<const CompiledStepGraph> graph_;
   ParameterSet params_;
+  int32_t window_ = 0, num_experts_ = 0;
+  double k_log_miss_ = 0;
   // Compiled formula.
   std::vector<Segment> pwl_tokens_;  // ops depending on (1, tokens) only
   std::vector<Segment> pwl_seqs_;    // ops depending on (1, seqs) only
