@@ -123,10 +123,11 @@ uint64_t KvCache::BlockHash(uint64_t parent, const KvRequestView& req, int g, in
     const int64_t hbt = req.hash_block_tokens;
     uint64_t content = Mix(req.prefix_hashes[s / hbt], req.prefix_hashes[(e - 1) / hbt]);
     content = Mix(content, static_cast<uint64_t>(s % hbt));
-    return Mix(parent, content);
+    return Mix(parent, content) | 1;  // nonzero: 0 means "no key"
   }
   *shared = false;
-  return Mix(parent, Mix(kUniqueSalt ^ static_cast<uint64_t>(req.id), static_cast<uint64_t>(j)));
+  return Mix(parent, Mix(kUniqueSalt ^ static_cast<uint64_t>(req.id), static_cast<uint64_t>(j))) |
+         1;
 }
 
 int32_t KvCache::PopFree() {
@@ -140,16 +141,15 @@ int32_t KvCache::PopFree() {
       __builtin_prefetch(&meta_[ring_[(ring_head_ + 8) & ring_mask_].block]);
     }
     ++ring_head_;
-    if (meta_[e.block].in_free && meta_[e.block].stamp == e.stamp) {
+    if (meta_[e.block].ref == 0 && meta_[e.block].stamp == e.stamp) {
       b = e.block;
       break;
     }
   }
-  meta_[b].in_free = 0;
-  if (meta_[b].has_key) {
+  if (meta_[b].key != 0) {
     auto it = cached_.find(meta_[b].key);
     if (it != cached_.end() && it->second == b) cached_.erase(it);
-    meta_[b].has_key = 0;
+    meta_[b].key = 0;
   }
   return b;
 }
@@ -158,15 +158,14 @@ void KvCache::PushFreeTail(int32_t b) {
   if (ring_tail_ - ring_head_ == ring_.size()) CompactRing();
   BlockMeta& m = meta_[b];
   ++m.stamp;
-  m.in_free = 1;
   ring_[ring_tail_ & ring_mask_] = FreeEntry{b, m.stamp};
   ++ring_tail_;
 }
 
 void KvCache::RemoveFromFree(int32_t b) {
-  // Lazy deletion: the queue entry becomes stale (its stamp no longer
-  // matches once the block is pushed again; in_free is 0 until then).
-  meta_[b].in_free = 0;
+  // Lazy deletion: the caller makes ref > 0, so the queue entry is stale
+  // (and its stamp no longer matches once the block is pushed again).
+  (void)b;
 }
 
 void KvCache::CompactRing() {
@@ -175,7 +174,7 @@ void KvCache::CompactRing() {
   uint64_t w = ring_head_;
   for (uint64_t r = ring_head_; r < ring_tail_; ++r) {
     const FreeEntry e = ring_[r & ring_mask_];
-    if (meta_[e.block].in_free && meta_[e.block].stamp == e.stamp) ring_[w++ & ring_mask_] = e;
+    if (meta_[e.block].ref == 0 && meta_[e.block].stamp == e.stamp) ring_[w++ & ring_mask_] = e;
   }
   ring_tail_ = w;
   SERVESIM_CHECK(ring_tail_ - ring_head_ < ring_.size());
@@ -191,11 +190,10 @@ void KvCache::Release(int32_t b) {
 }
 
 void KvCache::Register(int32_t b, uint64_t key) {
-  if (meta_[b].has_key) return;
+  if (meta_[b].key != 0) return;
   auto [it, inserted] = cached_.try_emplace(key, b);
   if (inserted) {
     meta_[b].key = key;
-    meta_[b].has_key = 1;
   }
 }
 
@@ -459,14 +457,11 @@ bool KvCache::CheckInvariant(bool deep) const {
     int64_t free_count = 0;
     for (uint64_t r = ring_head_; r < ring_tail_; ++r) {
       const FreeEntry e = ring_[r & ring_mask_];
-      if (!meta_[e.block].in_free || meta_[e.block].stamp != e.stamp) continue;
+      if (meta_[e.block].ref != 0 || meta_[e.block].stamp != e.stamp) continue;
       if (meta_[e.block].ref != 0 || e.block == 0) return false;
       if (++free_count > num_blocks_) return false;
     }
     if (free_count != num_free_) return false;
-    int64_t flagged = 0;
-    for (int32_t b = 1; b <= num_blocks_; ++b) flagged += meta_[b].in_free;
-    if (flagged != num_free_) return false;
     int64_t used = 0;
     for (int32_t b = 1; b <= num_blocks_; ++b) used += meta_[b].ref > 0 ? 1 : 0;
     if (used != num_used_) return false;

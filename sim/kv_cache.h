@@ -149,15 +149,13 @@ class KvCache {
 
   // Caching mode: per block (index 0 is the null block).
   struct BlockMeta {
-    uint64_t key = 0;     // prefix-cache key, valid when has_key
+    uint64_t key = 0;     // prefix-cache key (odd); 0: none
     uint32_t stamp = 0;   // bumped each time the block enters the free queue
-    int32_t ref = 0;      // requests holding the block
-    uint8_t has_key = 0;
-    uint8_t in_free = 0;  // in the free queue
+    int32_t ref = 0;      // requests holding the block; 0 <=> in the free queue
   };
   struct FreeEntry {
     int32_t block;
-    uint32_t stamp;  // live iff equal to the block's stamp while in_free
+    uint32_t stamp;  // live iff equal to the block's stamp while ref == 0
   };
   std::vector<BlockMeta> meta_;  // 16 bytes per block
   // The LRU free queue as a ring of entries with lazy deletion: sequential
