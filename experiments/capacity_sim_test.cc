@@ -26,19 +26,43 @@ std::string ReadFile(const fs::path& p) {
 // MI300X is left out: its 1.7M-block KV pool makes each point slower).
 TEST(SimulatorSweepTest, FiveHundredPointsTwoJobsByteIdenticalToOneAndResumable) {
   proto::SweepGrid g;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    name: "sim500"
-    base {
-      server { model: "gemma-4-e2b" max_model_len: 4096 }
-      client { num_prompts: 8 random_output_len: 8 }
-    }
-    axes { path: "server.device" values: ["t4", "l4", "tpu-v5e", "tpu-v6e"] }
-    axes { path: "client.max_concurrency" values: ["1","2","3","4","5","6","7","8","9","10"] }
-    axes { path: "client.random_input_len"
-           values: ["16","32","48","64","96","128","160","192","256","320","384","512",
-                    "1024"] }
-  )pb", &g));
-  const fs::path base = fs::temp_directory_path() / absl::StrCat("servesim_simsweep_", getpid());
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        name: "sim500"
+        base {
+          server { model: "gemma-4-e2b" max_model_len: 4096 }
+          client { num_prompts: 8 random_output_len: 8 }
+        }
+        axes {
+          path: "server.device"
+          values: [ "t4", "l4", "tpu-v5e", "tpu-v6e" ]
+        }
+        axes {
+          path: "client.max_concurrency"
+          values: [ "1", "2", "3", "4", "5", "6", "7", "8", "9", "10" ]
+        }
+        axes {
+          path: "client.random_input_len"
+          values: [
+            "16",
+            "32",
+            "48",
+            "64",
+            "96",
+            "128",
+            "160",
+            "192",
+            "256",
+            "320",
+            "384",
+            "512",
+            "1024"
+          ]
+        }
+      )pb",
+      &g));
+  const fs::path base =
+      fs::temp_directory_path() / absl::StrCat("servesim_simsweep_", getpid());
   fs::remove_all(base);
   SweepOptions o1, o2;
   o1.progress = o2.progress = 0;
@@ -74,8 +98,8 @@ TEST(SimulatorPlanTest, AzureConversationPlanMeetsAndOneFewerMisses) {
   PlanOptions o;
   o.base.mutable_server()->set_model("gemma-4-e2b");
   o.base.mutable_server()->set_max_model_len(16384);
-  o.base.mutable_client()->set_trace(
-      SERVESIM_SHARED_DIR "/data/traces/AzureLLMInferenceTrace_conv.csv");
+  o.base.mutable_client()->set_trace(SERVESIM_SHARED_DIR
+                                     "/data/traces/AzureLLMInferenceTrace_conv.csv");
   o.base.mutable_client()->set_num_prompts(600);
   o.base.mutable_client()->set_request_rate(12);
   o.base.mutable_fleet()->set_router("least-outstanding");
@@ -104,8 +128,9 @@ TEST(SimulatorPlanTest, AzureConversationPlanMeetsAndOneFewerMisses) {
     auto again = runner.run(FleetExperiment(o.base, chosen.fleet));
     ASSERT_TRUE(again.ok()) << again.status();
     for (const SloTerm& t : o.slo) {
-      const size_t k = std::find(runner.metric_names.begin(), runner.metric_names.end(),
-                                 t.metric) - runner.metric_names.begin();
+      const size_t k =
+          std::find(runner.metric_names.begin(), runner.metric_names.end(), t.metric) -
+          runner.metric_names.begin();
       EXPECT_TRUE(t.Meets((*again)[k])) << chosen.label << " " << t.text;
     }
     if (chosen.num_replicas < 2) continue;
@@ -116,8 +141,9 @@ TEST(SimulatorPlanTest, AzureConversationPlanMeetsAndOneFewerMisses) {
       ASSERT_TRUE(fewer.ok()) << fewer.status();
       bool all_met = true;
       for (const SloTerm& t : o.slo) {
-        const size_t k = std::find(runner.metric_names.begin(), runner.metric_names.end(),
-                                   t.metric) - runner.metric_names.begin();
+        const size_t k =
+            std::find(runner.metric_names.begin(), runner.metric_names.end(), t.metric) -
+            runner.metric_names.begin();
         all_met = all_met && t.Meets((*fewer)[k]);
       }
       EXPECT_FALSE(all_met) << plan->candidates[f].label << " should miss";

@@ -47,7 +47,8 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   PlanOptions o;
   if (!f.config.empty()) {
     std::ifstream in(f.config);
-    if (!in) return absl::NotFoundError(absl::StrCat("--config ", f.config, ": cannot open"));
+    if (!in)
+      return absl::NotFoundError(absl::StrCat("--config ", f.config, ": cannot open"));
     std::stringstream ss;
     ss << in.rdbuf();
     if (!google::protobuf::TextFormat::ParseFromString(ss.str(), &o.base)) {
@@ -93,8 +94,8 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
     if (!dev.ok()) return dev.status();
     PlanDevice pd;
     pd.device = dev->id();
-    absl::StatusOr<PriceOffer> offer = SelectOffer(OffersFromDevice(*dev), dev->id(), f.price,
-                                                   &pd.price_note);
+    absl::StatusOr<PriceOffer> offer =
+        SelectOffer(OffersFromDevice(*dev), dev->id(), f.price, &pd.price_note);
     if (!offer.ok()) return offer.status();
     pd.offer = *offer;
     o.devices.push_back(std::move(pd));
@@ -117,14 +118,18 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       "Cheapest fleet per device (and mixed pair) meeting every SLO term on a workload.\n"
       "Each candidate fleet is simulated; the table of candidates is printed, and the\n"
       "fleet one replica smaller than each choice is shown to miss.\n"
-      "Example: servesim plan --rate 10 --slo 'ttft_p99<=1s' --devices t4,l4 --price spot");
-  cmd->add_option("--config", f->config, "base ExperimentConfig (text format) to start from");
+      "Example: servesim plan --rate 10 --slo 'ttft_p99<=1s' --devices t4,l4 --price "
+      "spot");
+  cmd->add_option("--config", f->config,
+                  "base ExperimentConfig (text format) to start from");
   cmd->add_option("--trace", f->trace, "workload: replay this trace");
   cmd->add_option("--trace-format", f->trace_format, "trace format (empty: detect)");
-  cmd->add_option("--rate", f->rate,
-                  "workload: Poisson arrivals at R requests/s; with --trace, the trace's\n"
-                  "timeline rescaled to a mean of R requests/s");
-  cmd->add_option("--num-prompts", f->num_prompts, "requests to simulate (trace: the first N)");
+  cmd->add_option(
+      "--rate", f->rate,
+      "workload: Poisson arrivals at R requests/s; with --trace, the trace's\n"
+      "timeline rescaled to a mean of R requests/s");
+  cmd->add_option("--num-prompts", f->num_prompts,
+                  "requests to simulate (trace: the first N)");
   cmd->add_option("--random-input-len", f->input_len, "with --rate: prompt tokens");
   cmd->add_option("--random-output-len", f->output_len, "with --rate: output tokens");
   cmd->add_option("--random-range-ratio", f->range_ratio, "with --rate: length spread");
@@ -149,13 +154,15 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
     const PointRunner runner = SimulatorPointRunner();
     absl::StatusOr<PlanOptions> o = BuildOptions(*f, runner);
     if (!o.ok()) {
-      std::fprintf(stderr, "servesim plan: %s\n", std::string(o.status().message()).c_str());
+      std::fprintf(stderr, "servesim plan: %s\n",
+                   std::string(o.status().message()).c_str());
       *exit_code = kExitBadInput;
       return;
     }
     absl::StatusOr<PlanResult> r = RunPlan(*o, runner);
     if (!r.ok()) {
-      std::fprintf(stderr, "servesim plan: %s\n", std::string(r.status().message()).c_str());
+      std::fprintf(stderr, "servesim plan: %s\n",
+                   std::string(r.status().message()).c_str());
       *exit_code = kExitBadInput;
       return;
     }

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
-#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "experiments/cli.h"
@@ -29,7 +29,8 @@ ServerSpec SpecFromProto(const proto::ServerConfig& c) {
   s.dtype = c.dtype().empty() ? "auto" : c.dtype();
   s.quantization = c.quantization().empty() ? "none" : c.quantization();
   s.max_model_len = c.max_model_len();
-  if (c.has_gpu_memory_utilization()) s.gpu_memory_utilization = c.gpu_memory_utilization();
+  if (c.has_gpu_memory_utilization())
+    s.gpu_memory_utilization = c.gpu_memory_utilization();
   s.max_num_seqs = c.max_num_seqs();
   s.max_num_batched_tokens = c.max_num_batched_tokens();
   if (c.has_block_size()) s.block_size = c.block_size();
@@ -74,14 +75,16 @@ absl::StatusOr<RunResult> SimulateExperiment(const proto::ExperimentConfig& conf
       replicas.push_back(std::move(rc));
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeFleetRouter(config.fleet().router()));
+  ASSIGN_OR_RETURN(std::unique_ptr<Router> router,
+                   MakeFleetRouter(config.fleet().router()));
 
   const proto::ClientConfig& c = config.client();
   ClientConfig client;
   if (c.request_rate() > 0) client.request_rate = c.request_rate();
   if (c.has_burstiness()) client.burstiness = c.burstiness();
   client.max_concurrency = c.max_concurrency();
-  client.client_overhead_ns = static_cast<TimeNs>(std::llround(c.client_overhead_s() * 1e9));
+  client.client_overhead_ns =
+      static_cast<TimeNs>(std::llround(c.client_overhead_s() * 1e9));
   client.seed = c.has_seed() ? c.seed() : 0;
   std::unique_ptr<RequestSource> source;
   if (!c.trace().empty()) {
@@ -136,23 +139,29 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "sweep",
-      "Run a grid of experiments (cross product of axes over a base config) on N threads.\n"
-      "Results stream to DIR/results.jsonl and DIR/results.csv and are rewritten in point\n"
+      "Run a grid of experiments (cross product of axes over a base config) on N "
+      "threads.\n"
+      "Results stream to DIR/results.jsonl and DIR/results.csv and are rewritten in "
+      "point\n"
       "order at the end (identical bytes whatever --jobs). Rerunning with the same grid\n"
       "resumes: finished points (same id and config hash) are kept.");
-  cmd->add_option("--grid", flags->grid, "grid file (text-format servesim.proto.SweepGrid)")
+  cmd->add_option("--grid", flags->grid,
+                  "grid file (text-format servesim.proto.SweepGrid)")
       ->required();
-  cmd->add_option("--out", flags->out, "output directory (created if missing)")->required();
+  cmd->add_option("--out", flags->out, "output directory (created if missing)")
+      ->required();
   cmd->add_option("--jobs,-j", flags->jobs, "worker threads")->check(CLI::Range(1, 1024));
   cmd->add_option("--stop-after", flags->stop_after,
                   "stop taking new points after K finished (testing resumption)")
       ->group("");
-  cmd->add_flag("--progress", flags->progress, "progress line even when stderr is no terminal");
+  cmd->add_flag("--progress", flags->progress,
+                "progress line even when stderr is no terminal");
   cmd->add_flag("--no-progress", flags->no_progress, "no progress line");
   cmd->callback([flags, exit_code] {
     absl::StatusOr<proto::SweepGrid> grid = ReadGridFile(flags->grid);
     if (!grid.ok()) {
-      std::fprintf(stderr, "servesim sweep: %s\n", std::string(grid.status().message()).c_str());
+      std::fprintf(stderr, "servesim sweep: %s\n",
+                   std::string(grid.status().message()).c_str());
       *exit_code = kExitBadInput;
       return;
     }
@@ -165,14 +174,16 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     if (!s.ok()) {
       std::fprintf(stderr, "servesim sweep: %s: %s\n", flags->grid.c_str(),
                    std::string(s.status().message()).c_str());
-      *exit_code = s.status().code() == absl::StatusCode::kInvalidArgument ? kExitBadInput : 1;
+      *exit_code =
+          s.status().code() == absl::StatusCode::kInvalidArgument ? kExitBadInput : 1;
       return;
     }
-    std::fprintf(stderr,
-                 "servesim sweep: %lld points (%lld resumed, %lld run, %lld failed)%s -> %s\n",
-                 static_cast<long long>(s->num_points), static_cast<long long>(s->num_resumed),
-                 static_cast<long long>(s->num_run), static_cast<long long>(s->num_failed),
-                 s->complete ? "" : " [stopped early; rerun to resume]", flags->out.c_str());
+    std::fprintf(
+        stderr,
+        "servesim sweep: %lld points (%lld resumed, %lld run, %lld failed)%s -> %s\n",
+        static_cast<long long>(s->num_points), static_cast<long long>(s->num_resumed),
+        static_cast<long long>(s->num_run), static_cast<long long>(s->num_failed),
+        s->complete ? "" : " [stopped early; rerun to resume]", flags->out.c_str());
     *exit_code = s->complete ? kExitOk : 1;
   });
 }

@@ -45,7 +45,8 @@ absl::StatusOr<PriceOffer> SelectOffer(const std::vector<PriceOffer>& offers,
   }
   if (on_demand != nullptr) {
     if (note != nullptr) {
-      *note = absl::StrCat("no ", A(kind), " offer for ", A(device), "; on-demand price used");
+      *note = absl::StrCat("no ", A(kind), " offer for ", A(device),
+                           "; on-demand price used");
     }
     return *on_demand;
   }
@@ -71,9 +72,12 @@ double FleetUsdPerHour(const std::vector<FleetPart>& parts) {
 
 std::string_view IdlePolicyName(IdlePolicy policy) {
   switch (policy) {
-    case IdlePolicy::kAlwaysOn: return "always-on";
-    case IdlePolicy::kStop: return "stop-when-idle";
-    case IdlePolicy::kDelete: return "delete-when-idle";
+    case IdlePolicy::kAlwaysOn:
+      return "always-on";
+    case IdlePolicy::kStop:
+      return "stop-when-idle";
+    case IdlePolicy::kDelete:
+      return "delete-when-idle";
   }
   return "?";
 }
@@ -82,9 +86,9 @@ absl::StatusOr<DailyCost> DailyEndpointCost(const PriceOffer& offer, int replica
                                             const TrafficProfile& profile,
                                             IdlePolicy policy) {
   if (profile.requests_per_s.size() != 24) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "traffic profile: ", profile.requests_per_s.size(),
-        " hourly rates given; exactly 24 (hour 0..23) are required"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("traffic profile: ", profile.requests_per_s.size(),
+                     " hourly rates given; exactly 24 (hour 0..23) are required"));
   }
   if (replicas < 1) {
     return absl::InvalidArgumentError(
@@ -122,9 +126,9 @@ absl::StatusOr<DailyCost> DailyEndpointCost(const PriceOffer& offer, int replica
       break;
   }
   c.usd_per_day = c.billed_hours * offer.usd_per_hour * replicas;
-  c.usd_per_million_output_tokens =
-      c.output_tokens_per_day > 0 ? c.usd_per_day / c.output_tokens_per_day * 1e6
-                                  : std::numeric_limits<double>::infinity();
+  c.usd_per_million_output_tokens = c.output_tokens_per_day > 0
+                                        ? c.usd_per_day / c.output_tokens_per_day * 1e6
+                                        : std::numeric_limits<double>::infinity();
   return c;
 }
 

@@ -17,14 +17,14 @@ namespace servesim {
 
 // One published price for one device (one accelerator / one instance).
 struct PriceOffer {
-  std::string device;     // "t4", "l4", "mi300x", "tpu-v5e", "tpu-v6e"
-  std::string kind;       // "on-demand" | "spot" | "commit-1y" | "commit-3y"
+  std::string device;  // "t4", "l4", "mi300x", "tpu-v5e", "tpu-v6e"
+  std::string kind;    // "on-demand" | "spot" | "commit-1y" | "commit-3y"
   double usd_per_hour = 0;
-  std::string provider;   // "aws-sagemaker", "gce", "digitalocean", ...
-  std::string instance;   // "ml.g4dn.xlarge", ...
-  std::string region;     // "us-east-2", ...
-  std::string date;       // when the price was seen, YYYY-MM-DD
-  std::string source;     // write-up / table / cell, or a price page
+  std::string provider;  // "aws-sagemaker", "gce", "digitalocean", ...
+  std::string instance;  // "ml.g4dn.xlarge", ...
+  std::string region;    // "us-east-2", ...
+  std::string date;      // when the price was seen, YYYY-MM-DD
+  std::string source;    // write-up / table / cell, or a price page
   // Endpoint creation to ready, charged as paid idle time on every start
   // (13.2 min to InService on the SageMaker T4; 160 s on the MI300X).
   double startup_s = 0;

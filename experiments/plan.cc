@@ -33,10 +33,14 @@ int IndexOf(const std::vector<std::string>& names, std::string_view name) {
 
 std::string_view OpText(SloTerm::Op op) {
   switch (op) {
-    case SloTerm::Op::kLe: return "<=";
-    case SloTerm::Op::kLt: return "<";
-    case SloTerm::Op::kGe: return ">=";
-    case SloTerm::Op::kGt: return ">";
+    case SloTerm::Op::kLe:
+      return "<=";
+    case SloTerm::Op::kLt:
+      return "<";
+    case SloTerm::Op::kGe:
+      return ">=";
+    case SloTerm::Op::kGt:
+      return ">";
   }
   return "?";
 }
@@ -44,10 +48,14 @@ std::string_view OpText(SloTerm::Op op) {
 // The opposite comparison, for "missed" text: value > threshold.
 std::string_view MissText(SloTerm::Op op) {
   switch (op) {
-    case SloTerm::Op::kLe: return ">";
-    case SloTerm::Op::kLt: return ">=";
-    case SloTerm::Op::kGe: return "<";
-    case SloTerm::Op::kGt: return "<=";
+    case SloTerm::Op::kLe:
+      return ">";
+    case SloTerm::Op::kLt:
+      return ">=";
+    case SloTerm::Op::kGe:
+      return "<";
+    case SloTerm::Op::kGt:
+      return "<=";
   }
   return "?";
 }
@@ -60,7 +68,8 @@ std::string Num(double v, int digits = 4) {
 
 std::string FleetLabel(const std::vector<FleetPart>& fleet) {
   std::vector<std::string> parts;
-  for (const FleetPart& p : fleet) parts.push_back(absl::StrCat(p.count, " x ", p.device));
+  for (const FleetPart& p : fleet)
+    parts.push_back(absl::StrCat(p.count, " x ", p.device));
   return absl::StrJoin(parts, " + ");
 }
 
@@ -69,16 +78,20 @@ std::string FleetLabel(const std::vector<FleetPart>& fleet) {
 bool SloTerm::Meets(double value) const {
   if (std::isnan(value)) return false;
   switch (op) {
-    case Op::kLe: return value <= threshold;
-    case Op::kLt: return value < threshold;
-    case Op::kGe: return value >= threshold;
-    case Op::kGt: return value > threshold;
+    case Op::kLe:
+      return value <= threshold;
+    case Op::kLt:
+      return value < threshold;
+    case Op::kGe:
+      return value >= threshold;
+    case Op::kGt:
+      return value > threshold;
   }
   return false;
 }
 
-absl::StatusOr<std::vector<SloTerm>> ParseSlo(std::string_view text,
-                                              const std::vector<std::string>& metric_names) {
+absl::StatusOr<std::vector<SloTerm>> ParseSlo(
+    std::string_view text, const std::vector<std::string>& metric_names) {
   std::vector<SloTerm> terms;
   for (absl::string_view raw : absl::StrSplit(A(text), ',', absl::SkipWhitespace())) {
     const absl::string_view t = absl::StripAsciiWhitespace(raw);
@@ -86,8 +99,9 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(std::string_view text,
     term.text = std::string(t);
     size_t pos = t.find_first_of("<>");
     if (pos == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--slo term '", t, "': expected NAME<=VALUE, NAME<VALUE, NAME>=VALUE or NAME>VALUE"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--slo term '", t,
+                       "': expected NAME<=VALUE, NAME<VALUE, NAME>=VALUE or NAME>VALUE"));
     }
     const bool lt = t[pos] == '<';
     const bool eq = pos + 1 < t.size() && t[pos + 1] == '=';
@@ -129,9 +143,9 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(std::string_view text,
     }
     double v;
     if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--slo term '", t, "': '", value, "' is not a number",
-          is_ms ? " (a time: NUMBER with unit us, ms or s)" : ""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--slo term '", t, "': '", value, "' is not a number",
+                       is_ms ? " (a time: NUMBER with unit us, ms or s)" : ""));
     }
     term.threshold = v * scale;
     terms.push_back(std::move(term));
@@ -151,7 +165,8 @@ proto::ExperimentConfig FleetExperiment(const proto::ExperimentConfig& base,
     r->mutable_server()->set_device(p.device);
     r->set_count(p.count);
   }
-  c.set_name(absl::StrCat(base.name().empty() ? "plan" : base.name(), ": ", FleetLabel(fleet)));
+  c.set_name(
+      absl::StrCat(base.name().empty() ? "plan" : base.name(), ": ", FleetLabel(fleet)));
   return c;
 }
 
@@ -169,7 +184,8 @@ PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::str
   c.slo_values.assign(o.slo.size(), kNaN);
   absl::StatusOr<std::vector<double>> r = runner.run(FleetExperiment(o.base, c.fleet));
   if (r.ok() && r->size() != runner.metric_names.size()) {
-    r = absl::InternalError(absl::StrCat("runner returned ", r->size(), " metrics, expected ",
+    r = absl::InternalError(absl::StrCat("runner returned ", r->size(),
+                                         " metrics, expected ",
                                          runner.metric_names.size()));
   }
   if (!r.ok()) {
@@ -185,8 +201,8 @@ PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::str
     c.slo_values[k] = v;
     if (!t.Meets(v)) {
       c.met = false;
-      c.missed.push_back(
-          absl::StrCat(t.metric, " ", Num(v), " ", A(MissText(t.op)), " ", Num(t.threshold)));
+      c.missed.push_back(absl::StrCat(t.metric, " ", Num(v), " ", A(MissText(t.op)), " ",
+                                      Num(t.threshold)));
     }
   }
   const int out = IndexOf(runner.metric_names, "output_throughput");
@@ -203,7 +219,8 @@ struct GroupWork {
   std::vector<PlanCandidate> candidates;  // local; indices fixed up on merge
 };
 
-GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner, const PlanDevice& d) {
+GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner,
+                       const PlanDevice& d) {
   GroupWork w;
   w.group.group = d.device;
   for (int n = 1; n <= o.max_replicas; ++n) {
@@ -279,9 +296,10 @@ GroupWork SearchPair(const PlanOptions& o, const PointRunner& runner, const Plan
       return w;
     }
   }
-  w.group.reason = cands.empty()
-                       ? "no mixed fleet is cheaper than both devices' own choices"
-                       : "no mixed fleet cheaper than both devices' own choices meets the SLO";
+  w.group.reason =
+      cands.empty()
+          ? "no mixed fleet is cheaper than both devices' own choices"
+          : "no mixed fleet cheaper than both devices' own choices meets the SLO";
   return w;
 }
 
@@ -337,7 +355,8 @@ absl::StatusOr<PlanResult> RunPlan(const PlanOptions& o, const PointRunner& runn
                    : kInf;
       };
       const auto [a, b] = pairs[k];
-      pw[k] = SearchPair(o, runner, o.devices[a], o.devices[b], std::min(bound(a), bound(b)));
+      pw[k] =
+          SearchPair(o, runner, o.devices[a], o.devices[b], std::min(bound(a), bound(b)));
     });
     for (auto& g : pw) work.push_back(std::move(g));
   }
@@ -359,7 +378,8 @@ absl::StatusOr<PlanResult> RunPlan(const PlanOptions& o, const PointRunner& runn
       result.best_group = static_cast<int>(g);
       continue;
     }
-    const PlanCandidate& best = result.candidates[result.groups[result.best_group].chosen];
+    const PlanCandidate& best =
+        result.candidates[result.groups[result.best_group].chosen];
     const PlanCandidate& cur = result.candidates[c];
     if (std::tie(cur.usd_per_hour, cur.num_replicas) <
         std::tie(best.usd_per_hour, best.num_replicas)) {
@@ -387,7 +407,8 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
   out.back() = '\n';
   out += "\nCandidates tried:\n";
   std::string header = absl::StrFormat("  %-22s %9s %-5s", "fleet", "$/h", "SLO");
-  for (const SloTerm& t : o.slo) absl::StrAppend(&header, absl::StrFormat(" %13s", t.metric));
+  for (const SloTerm& t : o.slo)
+    absl::StrAppend(&header, absl::StrFormat(" %13s", t.metric));
   absl::StrAppend(&header, absl::StrFormat(" %11s %10s %10s\n", "out tok/s", "$/1M out",
                                            "$/1M total"));
   for (const PlanGroup& g : r.groups) {
@@ -398,11 +419,13 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
       const PlanCandidate& c = r.candidates[i];
       std::string line = absl::StrFormat("  %-22s %9.4f %-5s", c.label, c.usd_per_hour,
                                          !c.ran ? "error" : (c.met ? "met" : "miss"));
-      for (double v : c.slo_values) absl::StrAppend(&line, absl::StrFormat(" %13s", Num(v)));
+      for (double v : c.slo_values)
+        absl::StrAppend(&line, absl::StrFormat(" %13s", Num(v)));
       if (c.ran) {
-        absl::StrAppend(&line, absl::StrFormat(" %11s %10s %10s", Num(c.output_tokens_per_s),
-                                               Num(c.usd_per_million_output),
-                                               Num(c.usd_per_million_total)));
+        absl::StrAppend(
+            &line,
+            absl::StrFormat(" %11s %10s %10s", Num(c.output_tokens_per_s),
+                            Num(c.usd_per_million_output), Num(c.usd_per_million_total)));
       } else {
         absl::StrAppend(&line, "  ", c.error);
       }
@@ -419,24 +442,26 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
       continue;
     }
     const PlanCandidate& c = r.candidates[g.chosen];
-    absl::StrAppend(&out, "  ", g.group, ": ", c.label, ", $", Num(c.usd_per_hour, 6), "/h, $",
-                    Num(c.usd_per_million_output), " per 1M output tokens, $",
+    absl::StrAppend(&out, "  ", g.group, ": ", c.label, ", $", Num(c.usd_per_hour, 6),
+                    "/h, $", Num(c.usd_per_million_output), " per 1M output tokens, $",
                     Num(c.usd_per_million_total), " per 1M total tokens\n");
     if (g.one_fewer.empty()) {
-      absl::StrAppend(&out, "    (", c.num_replicas == 1 ? "1 replica: the smallest fleet"
-                                                         : "no smaller fleet was needed",
+      absl::StrAppend(&out, "    (",
+                      c.num_replicas == 1 ? "1 replica: the smallest fleet"
+                                          : "no smaller fleet was needed",
                       ")\n");
     }
     for (int f : g.one_fewer) {
       const PlanCandidate& m = r.candidates[f];
-      absl::StrAppend(&out, "    one replica fewer (", m.label, ") misses: ",
-                      m.ran ? absl::StrJoin(m.missed, ", ") : m.error, "\n");
+      absl::StrAppend(&out, "    one replica fewer (", m.label,
+                      ") misses: ", m.ran ? absl::StrJoin(m.missed, ", ") : m.error,
+                      "\n");
     }
   }
   if (r.best_group >= 0) {
     const PlanCandidate& c = r.candidates[r.groups[r.best_group].chosen];
-    absl::StrAppend(&out, "\nCheapest overall: ", c.label, " at $", Num(c.usd_per_hour, 6),
-                    "/h\n");
+    absl::StrAppend(&out, "\nCheapest overall: ", c.label, " at $",
+                    Num(c.usd_per_hour, 6), "/h\n");
   } else {
     out += "\nNo fleet meets the SLO.\n";
   }

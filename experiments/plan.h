@@ -38,8 +38,8 @@ struct SloTerm {
 // p90|p99 (p50 = median), mapped to "<stat>_<latency>_ms". Times take a
 // unit: us, ms (default), s. InvalidArgument names the term and lists the
 // allowed names when the metric is not one of `metric_names`.
-absl::StatusOr<std::vector<SloTerm>> ParseSlo(std::string_view text,
-                                              const std::vector<std::string>& metric_names);
+absl::StatusOr<std::vector<SloTerm>> ParseSlo(
+    std::string_view text, const std::vector<std::string>& metric_names);
 
 // A device the planner may use, with the price it pays.
 struct PlanDevice {
@@ -61,15 +61,15 @@ struct PlanOptions {
 };
 
 struct PlanCandidate {
-  std::string group;            // "l4", or "l4+t4" for a mixed pair
+  std::string group;             // "l4", or "l4+t4" for a mixed pair
   std::vector<FleetPart> fleet;  // counts >= 1
-  std::string label;            // "2 x l4 + 1 x t4"
+  std::string label;             // "2 x l4 + 1 x t4"
   int num_replicas = 0;
   double usd_per_hour = 0;
-  bool ran = false;             // simulated without error
-  std::string error;            // when !ran
+  bool ran = false;   // simulated without error
+  std::string error;  // when !ran
   bool met = false;
-  std::vector<double> slo_values;  // per SLO term (NaN when !ran)
+  std::vector<double> slo_values;   // per SLO term (NaN when !ran)
   std::vector<std::string> missed;  // "p99_ttft_ms 812 > 500" per missed term
   std::vector<double> metrics;      // all runner metrics (empty when !ran)
   double output_tokens_per_s = 0;

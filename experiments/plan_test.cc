@@ -14,8 +14,8 @@ const std::vector<std::string> kNames = {"output_throughput", "total_token_throu
                                          "p99_ttft_ms", "median_ttft_ms", "p99_tpot_ms"};
 
 TEST(ParseSloTest, ParsesTermsUnitsAndAliases) {
-  auto slo = ParseSlo("ttft_p99<=0.5s, tpot_p99<50ms,ttft_p50<=200,output_throughput>=100",
-                      kNames);
+  auto slo = ParseSlo(
+      "ttft_p99<=0.5s, tpot_p99<50ms,ttft_p50<=200,output_throughput>=100", kNames);
   ASSERT_TRUE(slo.ok()) << slo.status();
   ASSERT_EQ(slo->size(), 4u);
   EXPECT_EQ((*slo)[0].metric, "p99_ttft_ms");
@@ -57,11 +57,13 @@ TEST(ParseSloTest, BadThresholdOrOperatorIsAnError) {
 PointRunner QueueRunner(double rate) {
   PointRunner r;
   r.metric_names = kNames;
-  r.run = [rate](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+  r.run =
+      [rate](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
     double cap = 0;
     for (const auto& rep : c.fleet().replicas()) {
       const std::string& d = rep.server().device();
-      if (d == "huge") return absl::FailedPreconditionError("model does not fit in 16 GiB");
+      if (d == "huge")
+        return absl::FailedPreconditionError("model does not fit in 16 GiB");
       cap += rep.count() * (d == "a" ? 10.0 : d == "b" ? 3.2 : 1.0);
     }
     const double u = rate / cap;
@@ -169,7 +171,8 @@ TEST(RunPlanTest, TextReportShowsOneReplicaFewerMissing) {
   auto r = RunPlan(Options(false), QueueRunner(12));
   ASSERT_TRUE(r.ok());
   const std::string text = FormatPlanText(Options(false), *r);
-  EXPECT_THAT(text, HasSubstr("one replica fewer (1 x a) misses: p99_ttft_ms 1e+09 > 450"));
+  EXPECT_THAT(text,
+              HasSubstr("one replica fewer (1 x a) misses: p99_ttft_ms 1e+09 > 450"));
   EXPECT_THAT(text, HasSubstr("Cheapest overall: 5 x b"));
 }
 

@@ -78,13 +78,14 @@ absl::StatusOr<std::vector<Segment>> ParsePath(std::string_view path) {
       absl::string_view idx = part.substr(lb + 1, part.size() - lb - 2);
       if (!absl::SimpleAtoi(idx, &seg.index) || seg.index < 0 ||
           seg.index > kMaxRepeatedIndex) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "path segment '", part, "': index '", idx, "' is not in [0, ",
-            kMaxRepeatedIndex, "]"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("path segment '", part, "': index '", idx, "' is not in [0, ",
+                         kMaxRepeatedIndex, "]"));
       }
     }
     if (seg.name.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("empty segment in path '", A(path), "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("empty segment in path '", A(path), "'"));
     }
     out.push_back(std::move(seg));
   }
@@ -100,23 +101,43 @@ std::string FieldNames(const Descriptor* d) {
 void AddDefaultElement(Message* msg, const FieldDescriptor* f) {
   const Reflection* r = msg->GetReflection();
   switch (f->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_INT32: r->AddInt32(msg, f, 0); break;
-    case FieldDescriptor::CPPTYPE_INT64: r->AddInt64(msg, f, 0); break;
-    case FieldDescriptor::CPPTYPE_UINT32: r->AddUInt32(msg, f, 0); break;
-    case FieldDescriptor::CPPTYPE_UINT64: r->AddUInt64(msg, f, 0); break;
-    case FieldDescriptor::CPPTYPE_DOUBLE: r->AddDouble(msg, f, 0); break;
-    case FieldDescriptor::CPPTYPE_FLOAT: r->AddFloat(msg, f, 0); break;
-    case FieldDescriptor::CPPTYPE_BOOL: r->AddBool(msg, f, false); break;
-    case FieldDescriptor::CPPTYPE_ENUM: r->AddEnumValue(msg, f, 0); break;
-    case FieldDescriptor::CPPTYPE_STRING: r->AddString(msg, f, ""); break;
-    case FieldDescriptor::CPPTYPE_MESSAGE: r->AddMessage(msg, f); break;
+    case FieldDescriptor::CPPTYPE_INT32:
+      r->AddInt32(msg, f, 0);
+      break;
+    case FieldDescriptor::CPPTYPE_INT64:
+      r->AddInt64(msg, f, 0);
+      break;
+    case FieldDescriptor::CPPTYPE_UINT32:
+      r->AddUInt32(msg, f, 0);
+      break;
+    case FieldDescriptor::CPPTYPE_UINT64:
+      r->AddUInt64(msg, f, 0);
+      break;
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      r->AddDouble(msg, f, 0);
+      break;
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      r->AddFloat(msg, f, 0);
+      break;
+    case FieldDescriptor::CPPTYPE_BOOL:
+      r->AddBool(msg, f, false);
+      break;
+    case FieldDescriptor::CPPTYPE_ENUM:
+      r->AddEnumValue(msg, f, 0);
+      break;
+    case FieldDescriptor::CPPTYPE_STRING:
+      r->AddString(msg, f, "");
+      break;
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      r->AddMessage(msg, f);
+      break;
   }
 }
 
 absl::Status BadValue(std::string_view value, std::string_view what,
                       const FieldDescriptor* f) {
-  return absl::InvalidArgumentError(absl::StrCat("'", A(value), "' is not ", A(what),
-                                                 " (field ", f->full_name(), ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", A(value), "' is not ", A(what), " (field ", f->full_name(), ")"));
 }
 
 // Sets the scalar or message field `f` of `msg` (element `index` when
@@ -198,14 +219,16 @@ absl::Status SetFromText(Message* msg, const FieldDescriptor* f, int index,
       break;
     }
     case FieldDescriptor::CPPTYPE_MESSAGE: {
-      Message* sub = rep ? r->MutableRepeatedMessage(msg, f, index) : r->MutableMessage(msg, f);
+      Message* sub =
+          rep ? r->MutableRepeatedMessage(msg, f, index) : r->MutableMessage(msg, f);
       sub->Clear();
       google::protobuf::TextFormat::Parser parser;
       ErrorCollector errors;
       parser.RecordErrorsTo(&errors);
       if (!parser.ParseFromString(std::string(value), sub)) {
-        return BadValue(value, absl::StrCat("a text-format ", sub->GetDescriptor()->name(),
-                                            " (", errors.text(), ")"),
+        return BadValue(value,
+                        absl::StrCat("a text-format ", sub->GetDescriptor()->name(), " (",
+                                     errors.text(), ")"),
                         f);
       }
       break;
@@ -342,7 +365,8 @@ absl::Status WriteFileAtomic(const std::filesystem::path& path, const std::strin
   const std::filesystem::path tmp = path.string() + ".tmp";
   {
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr) return absl::InternalError(absl::StrCat(tmp.string(), ": cannot write"));
+    if (f == nullptr)
+      return absl::InternalError(absl::StrCat(tmp.string(), ": cannot write"));
     const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
     const bool closed = std::fclose(f) == 0;
     if (!ok || !closed) {
@@ -369,27 +393,37 @@ std::string FormatDuration(double s) {
 }  // namespace
 
 const std::vector<std::string>& SimulatorMetricNames() {
-  static const auto* names = new std::vector<std::string>{
-      "completed",        "failed",           "duration_s",        "request_throughput",
-      "output_throughput", "total_token_throughput",
-      "mean_ttft_ms",     "median_ttft_ms",   "p90_ttft_ms",       "p99_ttft_ms",
-      "mean_tpot_ms",     "median_tpot_ms",   "p90_tpot_ms",       "p99_tpot_ms",
-      "mean_itl_ms",      "median_itl_ms",    "p90_itl_ms",        "p99_itl_ms",
-      "mean_e2el_ms",     "median_e2el_ms",   "p90_e2el_ms",       "p99_e2el_ms",
-      "mean_queueing_ms", "p99_queueing_ms",  "preemptions",       "kv_occupancy_mean",
-      "kv_occupancy_max", "batch_size_mean"};
+  static const auto* names =
+      new std::vector<std::string>{"completed",         "failed",
+                                   "duration_s",        "request_throughput",
+                                   "output_throughput", "total_token_throughput",
+                                   "mean_ttft_ms",      "median_ttft_ms",
+                                   "p90_ttft_ms",       "p99_ttft_ms",
+                                   "mean_tpot_ms",      "median_tpot_ms",
+                                   "p90_tpot_ms",       "p99_tpot_ms",
+                                   "mean_itl_ms",       "median_itl_ms",
+                                   "p90_itl_ms",        "p99_itl_ms",
+                                   "mean_e2el_ms",      "median_e2el_ms",
+                                   "p90_e2el_ms",       "p99_e2el_ms",
+                                   "mean_queueing_ms",  "p99_queueing_ms",
+                                   "preemptions",       "kv_occupancy_mean",
+                                   "kv_occupancy_max",  "batch_size_mean"};
   return *names;
 }
 
 std::vector<double> SimulatorMetrics(const RunResult& r) {
-  std::vector<double> v = {static_cast<double>(r.completed), static_cast<double>(r.failed),
-                           r.duration_s, r.request_throughput, r.output_throughput,
+  std::vector<double> v = {static_cast<double>(r.completed),
+                           static_cast<double>(r.failed),
+                           r.duration_s,
+                           r.request_throughput,
+                           r.output_throughput,
                            r.total_token_throughput};
   for (const LatencySummary* s : {&r.ttft, &r.tpot, &r.itl, &r.e2el}) {
     v.insert(v.end(), {s->mean_ms, s->median_ms, s->p90_ms, s->p99_ms});
   }
-  v.insert(v.end(), {r.queueing.mean_ms, r.queueing.p99_ms, static_cast<double>(r.preemptions),
-                     r.kv_occupancy_mean, r.kv_occupancy_max, r.batch_size[0]});
+  v.insert(v.end(),
+           {r.queueing.mean_ms, r.queueing.p99_ms, static_cast<double>(r.preemptions),
+            r.kv_occupancy_mean, r.kv_occupancy_max, r.batch_size[0]});
   return v;
 }
 
@@ -403,8 +437,8 @@ absl::Status SetFieldByPath(proto::ExperimentConfig& config, std::string_view pa
     const FieldDescriptor* f = d->FindFieldByName(seg.name);
     if (f == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("no field '", seg.name, "' in ",
-                                                     d->full_name(), " (fields: ",
-                                                     FieldNames(d), ")"));
+                                                     d->full_name(),
+                                                     " (fields: ", FieldNames(d), ")"));
     }
     const Reflection* r = msg->GetReflection();
     if (f->is_repeated()) {
@@ -467,8 +501,8 @@ absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid)
       proto::ExperimentConfig probe = grid.base();
       absl::Status st = SetFieldByPath(probe, axis.path(), v);
       if (!st.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("axis ", a, " (", axis.path(),
-                                                       ") value '", v, "': ", st.message()));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "axis ", a, " (", axis.path(), ") value '", v, "': ", st.message()));
       }
     }
   }
@@ -489,10 +523,11 @@ absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid)
     } else {
       const auto& first = grid.axes(groups[g][0]);
       if (first.values_size() != grid.axes(a).values_size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "axis ", a, " (", grid.axes(a).path(), "): zip '", zip, "' has ",
-            grid.axes(a).values_size(), " values but axis ", groups[g][0], " (",
-            first.path(), ") has ", first.values_size(), "; zipped axes need equal lengths"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("axis ", a, " (", grid.axes(a).path(), "): zip '", zip, "' has ",
+                         grid.axes(a).values_size(), " values but axis ", groups[g][0],
+                         " (", first.path(), ") has ", first.values_size(),
+                         "; zipped axes need equal lengths"));
       }
       groups[g].push_back(a);
     }
@@ -525,8 +560,8 @@ absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid)
       absl::Status st = SetFieldByPath(p.config, grid.axes(a).path(), v);
       if (!st.ok()) {  // only when axes interact (e.g. one replaces another's parent)
         return absl::InvalidArgumentError(absl::StrCat("point ", id, ": axis ", a, " (",
-                                                       grid.axes(a).path(), ") value '", v,
-                                                       "': ", st.message()));
+                                                       grid.axes(a).path(), ") value '",
+                                                       v, "': ", st.message()));
       }
       p.axis_values.push_back(v);
     }
@@ -651,7 +686,7 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
     std::mutex mu;
     std::atomic<size_t> next{0};
     std::atomic<bool> stop{false};
-    int64_t finished = 0;  // guarded by mu
+    int64_t finished = 0;    // guarded by mu
     absl::Status io_status;  // guarded by mu
     const auto start = std::chrono::steady_clock::now();
     auto worker = [&] {
@@ -662,15 +697,16 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
         absl::StatusOr<std::vector<double>> result = runner.run(p.config);
         PointLines lines = FormatPoint(p, axis_columns, runner.metric_names, result);
         std::lock_guard<std::mutex> lock(mu);
-        const bool ok = std::fwrite(lines.jsonl.data(), 1, lines.jsonl.size(), jf) ==
-                            lines.jsonl.size() &&
-                        std::fflush(jf) == 0 &&
-                        std::fwrite(lines.csv.data(), 1, lines.csv.size(), cf) ==
-                            lines.csv.size() &&
-                        std::fflush(cf) == 0;
+        const bool ok =
+            std::fwrite(lines.jsonl.data(), 1, lines.jsonl.size(), jf) ==
+                lines.jsonl.size() &&
+            std::fflush(jf) == 0 &&
+            std::fwrite(lines.csv.data(), 1, lines.csv.size(), cf) == lines.csv.size() &&
+            std::fflush(cf) == 0;
         if (!ok) {
           if (io_status.ok()) {
-            io_status = absl::InternalError(absl::StrCat(out_dir, ": writing results failed"));
+            io_status =
+                absl::InternalError(absl::StrCat(out_dir, ": writing results failed"));
           }
           stop.store(true);
           break;
@@ -680,10 +716,12 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
         if (options.stop_after >= 0 && finished >= options.stop_after) stop.store(true);
         if (progress) {
           const double el =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                  .count();
           const double rate = el > 0 ? finished / el : 0;
           const int64_t left = static_cast<int64_t>(todo.size()) - finished;
-          std::fprintf(stderr, "\rsweep: %lld/%zu points (%lld resumed), %.2f/s, ETA %s   ",
+          std::fprintf(stderr,
+                       "\rsweep: %lld/%zu points (%lld resumed), %.2f/s, ETA %s   ",
                        static_cast<long long>(summary.num_resumed + finished), num,
                        static_cast<long long>(summary.num_resumed), rate,
                        FormatDuration(rate > 0 ? left / rate : -1).c_str());

@@ -53,10 +53,19 @@ proto::SweepGrid Grid500() {
       server { device: "l4" model: "gemma-4-e2b" }
       client { num_prompts: 8 random_input_len: 128 random_output_len: 16 }
     }
-    axes { path: "server.device" values: ["t4", "l4", "mi300x", "tpu-v5e", "nofit"] }
-    axes { path: "client.max_concurrency" values: ["1","2","3","4","5","6","7","8","9","10"] }
-    axes { path: "client.random_input_len" name: "input_len"
-           values: ["64","128","256","512","1024","2048","4096","8192","16","32"] }
+    axes {
+      path: "server.device"
+      values: [ "t4", "l4", "mi300x", "tpu-v5e", "nofit" ]
+    }
+    axes {
+      path: "client.max_concurrency"
+      values: [ "1", "2", "3", "4", "5", "6", "7", "8", "9", "10" ]
+    }
+    axes {
+      path: "client.random_input_len"
+      name: "input_len"
+      values: [ "64", "128", "256", "512", "1024", "2048", "4096", "8192", "16", "32" ]
+    }
   )pb");
 }
 
@@ -69,8 +78,8 @@ class FakeRunner {
   PointRunner Runner() {
     PointRunner r;
     r.metric_names = {"output_throughput", "p99_ttft_ms", "ratio"};
-    r.run = [this](const proto::ExperimentConfig& c)
-        -> absl::StatusOr<std::vector<double>> {
+    r.run =
+        [this](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
       const uint64_t h = ConfigHash(c);
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -159,8 +168,14 @@ TEST(SetFieldByPathTest, ValueOfTheWrongTypeIsAnError) {
 
 TEST(ExpandGridTest, FirstAxisIsOutermostAndIdsAreIndices) {
   auto points = ExpandGrid(ParseGrid(R"pb(
-    axes { path: "server.device" values: ["t4", "l4"] }
-    axes { path: "client.max_concurrency" values: ["1", "4", "16"] }
+    axes {
+      path: "server.device"
+      values: [ "t4", "l4" ]
+    }
+    axes {
+      path: "client.max_concurrency"
+      values: [ "1", "4", "16" ]
+    }
   )pb"));
   ASSERT_TRUE(points.ok()) << points.status();
   ASSERT_EQ(points->size(), 6u);
@@ -175,9 +190,20 @@ TEST(ExpandGridTest, FirstAxisIsOutermostAndIdsAreIndices) {
 
 TEST(ExpandGridTest, ZippedAxesMoveTogether) {
   auto points = ExpandGrid(ParseGrid(R"pb(
-    axes { path: "client.random_input_len" zip: "ctx" values: ["128", "1024"] }
-    axes { path: "client.max_concurrency" values: ["1", "4"] }
-    axes { path: "client.num_prompts" zip: "ctx" values: ["8", "16"] }
+    axes {
+      path: "client.random_input_len"
+      zip: "ctx"
+      values: [ "128", "1024" ]
+    }
+    axes {
+      path: "client.max_concurrency"
+      values: [ "1", "4" ]
+    }
+    axes {
+      path: "client.num_prompts"
+      zip: "ctx"
+      values: [ "8", "16" ]
+    }
   )pb"));
   ASSERT_TRUE(points.ok()) << points.status();
   ASSERT_EQ(points->size(), 4u);
@@ -199,8 +225,14 @@ TEST(ExpandGridTest, DistinctPointsHaveDistinctHashes) {
 
 TEST(ExpandGridTest, BadValueErrorNamesTheAxisAndValue) {
   auto points = ExpandGrid(ParseGrid(R"pb(
-    axes { path: "server.device" values: ["t4"] }
-    axes { path: "client.max_concurrency" values: ["1", "x16"] }
+    axes {
+      path: "server.device"
+      values: [ "t4" ]
+    }
+    axes {
+      path: "client.max_concurrency"
+      values: [ "1", "x16" ]
+    }
   )pb"));
   EXPECT_EQ(points.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(points.status().message(), HasSubstr("axis 1 (client.max_concurrency)"));
@@ -209,8 +241,16 @@ TEST(ExpandGridTest, BadValueErrorNamesTheAxisAndValue) {
 
 TEST(ExpandGridTest, UnequalZippedAxesAreAnError) {
   auto points = ExpandGrid(ParseGrid(R"pb(
-    axes { path: "client.random_input_len" zip: "z" values: ["1", "2"] }
-    axes { path: "client.num_prompts" zip: "z" values: ["8"] }
+    axes {
+      path: "client.random_input_len"
+      zip: "z"
+      values: [ "1", "2" ]
+    }
+    axes {
+      path: "client.num_prompts"
+      zip: "z"
+      values: [ "8" ]
+    }
   )pb"));
   EXPECT_THAT(points.status().message(), HasSubstr("equal lengths"));
 }

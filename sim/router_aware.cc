@@ -43,8 +43,8 @@ int32_t KvAwareRouter::Route(const RequestSpec& request,
     }
   }
   const Scheduler& s = *replicas[best];
-  const int64_t est = s.kv().MaxBlocksHeld(std::max(1, request.input_tokens),
-                                           std::max(1, s.config().max_num_batched_tokens));
+  const int64_t est = s.kv().MaxBlocksHeld(
+      std::max(1, request.input_tokens), std::max(1, s.config().max_num_batched_tokens));
   pending_[best].blocks.push_back(est);
   pending_[best].sum += est;
   return best;
@@ -65,7 +65,8 @@ int32_t PrefixAwareRouter::Matched(const Table& t) const {
   return n;
 }
 
-int32_t PrefixAwareRouter::MatchedBlocks(const RequestSpec& request, int32_t replica) const {
+int32_t PrefixAwareRouter::MatchedBlocks(const RequestSpec& request,
+                                         int32_t replica) const {
   if (replica < 0 || replica >= static_cast<int32_t>(tables_.size())) return 0;
   ChainKeys(request);
   return Matched(tables_[replica]);
@@ -95,7 +96,8 @@ int32_t PrefixAwareRouter::Route(const RequestSpec& request,
   int32_t best_match = -1;
   for (size_t i = 0; i < replicas.size(); ++i) {
     const int32_t m = Matched(tables_[i]);
-    if (m > best_match || (m == best_match && LessLoaded(*replicas[i], *replicas[best]))) {
+    if (m > best_match ||
+        (m == best_match && LessLoaded(*replicas[i], *replicas[best]))) {
       best = static_cast<int32_t>(i);
       best_match = m;
     }
@@ -105,8 +107,10 @@ int32_t PrefixAwareRouter::Route(const RequestSpec& request,
     if (capacity <= 0) {
       // KV tokens the replica can hold, in trace hash blocks.
       const KvCache& kv = replicas[best]->kv();
-      const int64_t groups = std::max<int64_t>(1, static_cast<int64_t>(kv.spec().groups.size()));
-      const int64_t bs = kv.spec().groups.empty() ? 16 : kv.spec().groups[0].block_size_tokens;
+      const int64_t groups =
+          std::max<int64_t>(1, static_cast<int64_t>(kv.spec().groups.size()));
+      const int64_t bs =
+          kv.spec().groups.empty() ? 16 : kv.spec().groups[0].block_size_tokens;
       const int64_t tokens = kv.num_blocks() * bs / groups;
       capacity = std::max<int64_t>(64, tokens / std::max(1, request.hash_block_tokens));
     }
@@ -121,9 +125,10 @@ absl::StatusOr<std::unique_ptr<Router>> MakeFleetRouter(const std::string& name)
   if (name.empty() || name == "round-robin" || name == "least-outstanding") {
     return MakeRouter(name);
   }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "--router: \"%s\" is not one of round-robin, least-outstanding, kv-aware, prefix-aware",
-      name));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("--router: \"%s\" is not one of round-robin, least-outstanding, "
+                      "kv-aware, prefix-aware",
+                      name));
 }
 
 }  // namespace servesim

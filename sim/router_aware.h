@@ -30,7 +30,8 @@ namespace servesim {
 
 class KvAwareRouter : public Router {
  public:
-  int32_t Route(const RequestSpec& request, std::span<const Scheduler* const> replicas) override;
+  int32_t Route(const RequestSpec& request,
+                std::span<const Scheduler* const> replicas) override;
   std::string Name() const override { return "kv-aware"; }
 
  private:
@@ -47,7 +48,8 @@ class PrefixAwareRouter : public Router {
   // 0 sizes it from the replica's KV pool (tokens / hash block tokens).
   explicit PrefixAwareRouter(int64_t max_entries_per_replica = 0)
       : fixed_capacity_(max_entries_per_replica) {}
-  int32_t Route(const RequestSpec& request, std::span<const Scheduler* const> replicas) override;
+  int32_t Route(const RequestSpec& request,
+                std::span<const Scheduler* const> replicas) override;
   std::string Name() const override { return "prefix-aware"; }
 
   // Leading prefix blocks of `request` the router believes `replica` holds.

@@ -117,7 +117,8 @@ TEST(PrefixAwareRouterTest, TableForgetsLeastRecentlyUsedBeyondCapacity) {
 }
 
 TEST(MakeFleetRouterTest, KnowsAllFourNamesAndRejectsOthers) {
-  for (const char* n : {"", "round-robin", "least-outstanding", "kv-aware", "prefix-aware"}) {
+  for (const char* n :
+       {"", "round-robin", "least-outstanding", "kv-aware", "prefix-aware"}) {
     auto r = MakeFleetRouter(n);
     ASSERT_TRUE(r.ok()) << n;
     if (*n) {
