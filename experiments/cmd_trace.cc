@@ -34,26 +34,34 @@ struct TraceFlags {
 };
 
 void AddTraceFlags(CLI::App* cmd, TraceFlags* f) {
-  cmd->add_option("--trace-format", f->opts.format,
-                  "azure|mooncake|burstgpt|bailian|vllm-bench|lengths|binary (default: detect)");
-  cmd->add_option("--hash-block", f->opts.hash_block_tokens,
-                  "tokens per prefix hash (default: the format's, Mooncake 512, Bailian 16)");
+  cmd->add_option(
+      "--trace-format", f->opts.format,
+      "azure|mooncake|burstgpt|bailian|vllm-bench|lengths|binary (default: detect)");
+  cmd->add_option(
+      "--hash-block", f->opts.hash_block_tokens,
+      "tokens per prefix hash (default: the format's, Mooncake 512, Bailian 16)");
   cmd->add_flag("--skip-bad-rows", f->opts.skip_bad_rows,
                 "skip malformed rows and count them by reason instead of failing");
-  cmd->add_flag("!--keep-failed", f->opts.skip_failed_requests,
-                "treat BurstGPT/bench failed requests as bad rows instead of skipping them");
+  cmd->add_flag(
+      "!--keep-failed", f->opts.skip_failed_requests,
+      "treat BurstGPT/bench failed requests as bad rows instead of skipping them");
   cmd->add_option("--model", f->opts.model_filter, "BurstGPT: keep only this Model");
-  cmd->add_option("--window-start-s", f->window_start_s, "keep arrivals from this time (s)");
-  cmd->add_option("--window-end-s", f->window_end_s, "keep arrivals before this time (s)");
-  cmd->add_option("--sample", f->opts.sample_fraction, "keep each request with this probability");
+  cmd->add_option("--window-start-s", f->window_start_s,
+                  "keep arrivals from this time (s)");
+  cmd->add_option("--window-end-s", f->window_end_s,
+                  "keep arrivals before this time (s)");
+  cmd->add_option("--sample", f->opts.sample_fraction,
+                  "keep each request with this probability");
   cmd->add_option("--min-input", f->opts.lengths.min_input);
   cmd->add_option("--max-input", f->opts.lengths.max_input);
   cmd->add_option("--min-output", f->opts.lengths.min_output);
   cmd->add_option("--max-output", f->opts.lengths.max_output);
-  cmd->add_option("--rate-scale", f->opts.rate_scale, "multiply the request rate by this");
+  cmd->add_option("--rate-scale", f->opts.rate_scale,
+                  "multiply the request rate by this");
   cmd->add_option("--target-rate", f->opts.target_rate_per_s,
                   "rescale time so the mean request rate is this (req/s)");
-  cmd->add_option("--loop-to", f->opts.loop_to_requests, "replay the trace up to N requests");
+  cmd->add_option("--loop-to", f->opts.loop_to_requests,
+                  "replay the trace up to N requests");
   cmd->add_flag("!--loop-keep-hashes", f->opts.loop_distinct_hashes,
                 "looped passes reuse the prefix hashes (they hit the cache)");
   cmd->add_option("--max-requests", f->opts.max_requests, "stop after N requests");
@@ -73,23 +81,27 @@ absl::StatusOr<ArrivalSpec::Kind> ArrivalKind(const std::string& name) {
   if (name == "weibull") return K::kWeibull;
   if (name == "schedule") return K::kSchedule;
   if (name == "spikes") return K::kSpikes;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--arrival ", name, ": allowed all, constant, poisson, gamma, weibull, schedule, spikes"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--arrival ", name,
+                   ": allowed all, constant, poisson, gamma, weibull, schedule, spikes"));
 }
 
 absl::Status Resolve(TraceFlags& f) {
-  if (!std::isfinite(f.window_start_s) || f.window_start_s < 0 || f.window_start_s > 9e9) {
+  if (!std::isfinite(f.window_start_s) || f.window_start_s < 0 ||
+      f.window_start_s > 9e9) {
     return absl::InvalidArgumentError("--window-start-s: allowed 0..9e9");
   }
   f.opts.window_start_ns = static_cast<TimeNs>(std::llround(f.window_start_s * 1e9));
   if (f.window_end_s >= 0) {
-    if (f.window_end_s > 9e9) return absl::InvalidArgumentError("--window-end-s: allowed 0..9e9");
+    if (f.window_end_s > 9e9)
+      return absl::InvalidArgumentError("--window-end-s: allowed 0..9e9");
     f.opts.window_end_ns = static_cast<TimeNs>(std::llround(f.window_end_s * 1e9));
   }
   auto kind = ArrivalKind(f.arrival);
   if (!kind.ok()) return kind.status();
   f.opts.arrivals.kind = *kind;
-  if (*kind == ArrivalSpec::Kind::kAllAtOnce && f.request_rate > 0 && !std::isinf(f.request_rate)) {
+  if (*kind == ArrivalSpec::Kind::kAllAtOnce && f.request_rate > 0 &&
+      !std::isinf(f.request_rate)) {
     f.opts.arrivals.kind =
         f.burstiness == 1 ? ArrivalSpec::Kind::kPoisson : ArrivalSpec::Kind::kGamma;
   }
@@ -111,8 +123,8 @@ absl::StatusOr<std::vector<RatePhase>> ParseSchedule(const std::string& text) {
     RatePhase p;
     if (kv.size() != 2 || !absl::SimpleAtod(kv[0], &p.duration_s) ||
         !absl::SimpleAtod(kv[1], &p.rate_per_s)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--schedule: \"", std::string(part), "\" is not DURATION_S:RATE_PER_S"));
+      return absl::InvalidArgumentError(absl::StrCat("--schedule: \"", std::string(part),
+                                                     "\" is not DURATION_S:RATE_PER_S"));
     }
     phases.push_back(p);
   }
@@ -134,10 +146,10 @@ void RegisterStats(CLI::App* trace, int* exit_code) {
     }
     // Without transforms, read the reader itself so its skip counts show.
     const TraceOptions& o = flags->opts;
-    const bool plain = o.window_start_ns == 0 && o.window_end_ns < 0 && o.sample_fraction == 1 &&
-                       o.rate_scale == 1 && o.target_rate_per_s == 0 &&
-                       o.loop_to_requests == 0 && o.max_requests == 0 &&
-                       o.arrivals.kind == ArrivalSpec::Kind::kAllAtOnce;
+    const bool plain =
+        o.window_start_ns == 0 && o.window_end_ns < 0 && o.sample_fraction == 1 &&
+        o.rate_scale == 1 && o.target_rate_per_s == 0 && o.loop_to_requests == 0 &&
+        o.max_requests == 0 && o.arrivals.kind == ArrivalSpec::Kind::kAllAtOnce;
     absl::StatusOr<std::unique_ptr<RequestSource>> src;
     if (plain) {
       auto reader = OpenTraceReaderFor(o);
@@ -158,7 +170,8 @@ void RegisterStats(CLI::App* trace, int* exit_code) {
       *exit_code = Fail(stats.status());
       return;
     }
-    const std::string out = *json ? FormatTraceStatsJson(*stats) : FormatTraceStatsText(*stats);
+    const std::string out =
+        *json ? FormatTraceStatsJson(*stats) : FormatTraceStatsText(*stats);
     std::fwrite(out.data(), 1, out.size(), stdout);
     *exit_code = kExitOk;
   });
@@ -216,15 +229,19 @@ struct GenerateFlags {
 
 void RegisterGenerate(CLI::App* trace, int* exit_code) {
   auto g = std::make_shared<GenerateFlags>();
-  CLI::App* cmd = trace->add_subcommand("generate", "write a synthetic workload to a file");
+  CLI::App* cmd =
+      trace->add_subcommand("generate", "write a synthetic workload to a file");
   cmd->add_option("output", g->out, "file to write")->required();
   cmd->add_option("--to", g->to, "binary|csv|jsonl (default: by the output's extension)");
-  cmd->add_option("--num-prompts", g->syn.num_requests, "requests to generate (default 1000)");
+  cmd->add_option("--num-prompts", g->syn.num_requests,
+                  "requests to generate (default 1000)");
   cmd->add_option("--seed", g->syn.seed, "random seed (default 0)");
   cmd->add_option("--arrival", g->arrival,
                   "poisson|gamma|weibull|constant|all|schedule|spikes (default poisson)");
-  cmd->add_option("--request-rate", g->request_rate, "mean requests (or sessions) per second");
-  cmd->add_option("--burstiness", g->syn.arrival.shape, "Gamma/Weibull shape (default 1)");
+  cmd->add_option("--request-rate", g->request_rate,
+                  "mean requests (or sessions) per second");
+  cmd->add_option("--burstiness", g->syn.arrival.shape,
+                  "Gamma/Weibull shape (default 1)");
   cmd->add_option("--schedule", g->schedule, "schedule phases: DURATION_S:RATE,...");
   cmd->add_option("--spike-period-s", g->syn.arrival.spike_period_s);
   cmd->add_option("--spike-duration-s", g->syn.arrival.spike_duration_s);
@@ -236,14 +253,18 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
   cmd->add_option("--lengths-from", g->lengths_from,
                   "draw (input, output) pairs from this trace's empirical distribution");
   cmd->add_option("--lengths-from-format", g->lengths_from_format);
-  cmd->add_option("--min-turns", g->syn.sessions.min_turns, "turns per session (default 1)");
-  cmd->add_option("--max-turns", g->syn.sessions.max_turns, "turns per session (default 1)");
-  cmd->add_option("--think-time-s", g->syn.sessions.think_time_s, "mean gap between turns");
+  cmd->add_option("--min-turns", g->syn.sessions.min_turns,
+                  "turns per session (default 1)");
+  cmd->add_option("--max-turns", g->syn.sessions.max_turns,
+                  "turns per session (default 1)");
+  cmd->add_option("--think-time-s", g->syn.sessions.think_time_s,
+                  "mean gap between turns");
   cmd->add_option("--shared-prefix", g->syn.sessions.shared_prefix_tokens,
                   "system-prompt tokens shared by every request");
   cmd->add_option("--max-input-tokens", g->syn.sessions.max_input_tokens,
                   "end a session before its prompt exceeds this");
-  cmd->add_option("--hash-block", g->syn.hash_block_tokens, "tokens per prefix hash (16)");
+  cmd->add_option("--hash-block", g->syn.hash_block_tokens,
+                  "tokens per prefix hash (16)");
   cmd->callback([g, exit_code] {
     auto kind = ArrivalKind(g->arrival);
     if (!kind.ok()) {
@@ -311,8 +332,9 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
 
 void RegisterTraceCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
-      "trace", "inspect, convert and generate request traces (Azure, Mooncake, BurstGPT, "
-               "Qwen-Bailian, vllm bench results, length tables, servesim binary)");
+      "trace",
+      "inspect, convert and generate request traces (Azure, Mooncake, BurstGPT, "
+      "Qwen-Bailian, vllm bench results, length tables, servesim binary)");
   cmd->require_subcommand(1, 1);
   RegisterStats(cmd, exit_code);
   RegisterConvert(cmd, exit_code);

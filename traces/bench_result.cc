@@ -13,11 +13,14 @@ namespace {
 
 using Type = JsonValue::Type;
 
-absl::Status KeyError(const std::string& path, const std::string& key, std::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": key \"", key, "\": ", std::string(what)));
+absl::Status KeyError(const std::string& path, const std::string& key,
+                      std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": key \"", key, "\": ", std::string(what)));
 }
 
-absl::StatusOr<std::vector<double>> NumberArray(const std::string& path, const std::string& key,
+absl::StatusOr<std::vector<double>> NumberArray(const std::string& path,
+                                                const std::string& key,
                                                 const JsonValue& v) {
   if (v.type != Type::kArray) return KeyError(path, key, "expected an array of numbers");
   std::vector<double> out;
@@ -45,7 +48,8 @@ double BenchResult::MetricOr(const std::string& key, double fallback) const {
 
 absl::StatusOr<BenchResult> ReadBenchResult(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
-  if (text.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ":1: empty file"));
+  if (text.empty())
+    return absl::InvalidArgumentError(absl::StrCat(path, ":1: empty file"));
   ASSIGN_OR_RETURN(JsonValue root, ParseJson(text, path));
   if (root.type != Type::kObject) {
     return absl::InvalidArgumentError(
@@ -59,8 +63,9 @@ absl::StatusOr<BenchResult> ReadBenchResult(const std::string& path) {
       array_key = key;
       array_len = n;
     } else if (n != array_len) {
-      return KeyError(path, key,
-                      absl::StrCat("has ", n, " entries but \"", array_key, "\" has ", array_len));
+      return KeyError(
+          path, key,
+          absl::StrCat("has ", n, " entries but \"", array_key, "\" has ", array_len));
     }
     return absl::OkStatus();
   };
@@ -68,7 +73,8 @@ absl::StatusOr<BenchResult> ReadBenchResult(const std::string& path) {
     std::string key = raw_key;
     while (!key.empty() && key.back() == ':') key.pop_back();
     r.keys_used.push_back(raw_key);
-    if (key == "input_lens" || key == "output_lens" || key == "ttfts" || key == "start_times") {
+    if (key == "input_lens" || key == "output_lens" || key == "ttfts" ||
+        key == "start_times") {
       ASSIGN_OR_RETURN(std::vector<double> arr, NumberArray(path, key, v));
       RETURN_IF_ERROR(check_len(key, arr.size()));
       if (key == "input_lens") r.input_lens = std::move(arr);
@@ -78,7 +84,8 @@ absl::StatusOr<BenchResult> ReadBenchResult(const std::string& path) {
       continue;
     }
     if (key == "itls") {
-      if (v.type != Type::kArray) return KeyError(path, key, "expected an array of arrays");
+      if (v.type != Type::kArray)
+        return KeyError(path, key, "expected an array of arrays");
       std::vector<std::vector<double>> itls;
       itls.reserve(v.items.size());
       for (size_t i = 0; i < v.items.size(); ++i) {
@@ -91,7 +98,8 @@ absl::StatusOr<BenchResult> ReadBenchResult(const std::string& path) {
       continue;
     }
     if (key == "errors") {
-      if (v.type != Type::kArray) return KeyError(path, key, "expected an array of strings");
+      if (v.type != Type::kArray)
+        return KeyError(path, key, "expected an array of strings");
       std::vector<std::string> errors;
       errors.reserve(v.items.size());
       for (size_t i = 0; i < v.items.size(); ++i) {
@@ -109,15 +117,23 @@ absl::StatusOr<BenchResult> ReadBenchResult(const std::string& path) {
       continue;
     }
     switch (v.type) {
-      case Type::kNumber: r.metrics[key] = v.number; break;
-      case Type::kString: r.strings[key] = v.str; break;
-      case Type::kBool: r.strings[key] = v.bool_value ? "true" : "false"; break;
-      default: break;  // null, other arrays (generated_texts), objects
+      case Type::kNumber:
+        r.metrics[key] = v.number;
+        break;
+      case Type::kString:
+        r.strings[key] = v.str;
+        break;
+      case Type::kBool:
+        r.strings[key] = v.bool_value ? "true" : "false";
+        break;
+      default:
+        break;  // null, other arrays (generated_texts), objects
     }
   }
   for (const char* core : {"completed", "duration"}) {
     if (r.metrics.find(core) == r.metrics.end()) {
-      return KeyError(path, core, "missing or not a number (a core key of every bench result)");
+      return KeyError(path, core,
+                      "missing or not a number (a core key of every bench result)");
     }
   }
   return r;

@@ -25,7 +25,7 @@ struct BenchResult {
   // Per-request arrays, present only when the file has them.
   std::optional<std::vector<double>> input_lens;
   std::optional<std::vector<double>> output_lens;
-  std::optional<std::vector<double>> ttfts;  // seconds, as the client writes
+  std::optional<std::vector<double>> ttfts;              // seconds, as the client writes
   std::optional<std::vector<std::vector<double>>> itls;  // seconds
   std::optional<std::vector<double>> start_times;        // seconds
   std::optional<std::vector<std::string>> errors;        // "" = success

@@ -90,14 +90,15 @@ TEST(BenchResultTest, MissingCoreKeyIsAnErrorNamingTheKey) {
 
 TEST(BenchResultTest, ArraysOfDifferentLengthsAreAnError) {
   auto r = ReadBenchResult(WriteTemp(
-      "len.json", R"({"completed": 2, "duration": 1, "input_lens": [1, 2], "output_lens": [1]})"));
+      "len.json",
+      R"({"completed": 2, "duration": 1, "input_lens": [1, 2], "output_lens": [1]})"));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("output_lens"));
 }
 
 TEST(BenchResultTest, NonNumberInArrayNamesKeyAndIndex) {
-  auto r = ReadBenchResult(
-      WriteTemp("idx.json", R"({"completed": 2, "duration": 1, "input_lens": [1, "x"]})"));
+  auto r = ReadBenchResult(WriteTemp(
+      "idx.json", R"({"completed": 2, "duration": 1, "input_lens": [1, "x"]})"));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("input_lens[1]"));
 }

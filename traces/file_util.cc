@@ -26,7 +26,8 @@ bool HasGzipMagic(const std::string& path) {
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, size_t max_bytes) {
   std::FILE* probe = std::fopen(path.c_str(), "rb");
   if (probe == nullptr) {
-    return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
   std::fclose(probe);
   gzFile gz = gzopen(path.c_str(), "rb");
@@ -77,7 +78,8 @@ absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& 
   } else {
     r->file_ = std::fopen(path.c_str(), "rb");
     if (r->file_ == nullptr) {
-      return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+      return absl::NotFoundError(
+          absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
     }
   }
   r->cap_ = kInitialBuffer;
@@ -100,8 +102,9 @@ absl::StatusOr<size_t> LineReader::Fill() {
   }
   if (end_ == cap_) {
     if (cap_ >= max_line_bytes_ + 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path_, ":", line_number_ + 1, ": line longer than ", max_line_bytes_, " bytes"));
+      return absl::InvalidArgumentError(absl::StrCat(path_, ":", line_number_ + 1,
+                                                     ": line longer than ",
+                                                     max_line_bytes_, " bytes"));
     }
     const size_t new_cap = cap_ * 2;
     auto bigger = std::make_unique_for_overwrite<char[]>(new_cap);
@@ -115,21 +118,23 @@ absl::StatusOr<size_t> LineReader::Fill() {
                            static_cast<unsigned>(cap_ - end_));
     if (got < 0) {
       int errnum = 0;
-      return absl::DataLossError(
-          absl::StrCat(path_, ": read error: ", gzerror(static_cast<gzFile>(gz_), &errnum)));
+      return absl::DataLossError(absl::StrCat(
+          path_, ": read error: ", gzerror(static_cast<gzFile>(gz_), &errnum)));
     }
     n = static_cast<size_t>(got);
     if (n == 0) {
       int errnum = 0;
       gzerror(static_cast<gzFile>(gz_), &errnum);
       if (errnum != Z_OK) {
-        return absl::DataLossError(absl::StrCat(path_, ": gzip stream truncated or corrupt"));
+        return absl::DataLossError(
+            absl::StrCat(path_, ": gzip stream truncated or corrupt"));
       }
     }
   } else {
     n = std::fread(buf_.get() + end_, 1, cap_ - end_, file_);
     if (n == 0 && std::ferror(file_)) {
-      return absl::DataLossError(absl::StrCat(path_, ": read error: ", std::strerror(errno)));
+      return absl::DataLossError(
+          absl::StrCat(path_, ": read error: ", std::strerror(errno)));
     }
   }
   if (n == 0) eof_ = true;
@@ -145,8 +150,9 @@ absl::StatusOr<bool> LineReader::Next(std::string_view& line) {
       const size_t pos = static_cast<const char*>(nl) - buf_.get();
       size_t len = pos - begin_;
       if (len > max_line_bytes_) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path_, ":", line_number_ + 1, ": line longer than ", max_line_bytes_, " bytes"));
+        return absl::InvalidArgumentError(absl::StrCat(path_, ":", line_number_ + 1,
+                                                       ": line longer than ",
+                                                       max_line_bytes_, " bytes"));
       }
       if (len > 0 && buf_[begin_ + len - 1] == '\r') --len;
       line = std::string_view(buf_.get() + begin_, len);

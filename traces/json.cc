@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
-#include <limits>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -21,13 +21,13 @@ inline int Utf8SequenceLength(const unsigned char* p, const unsigned char* end) 
   if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
   if (c >= 0xE0 && c <= 0xEF) {
     if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && p[1] < 0xA0) return 0;  // overlong
+    if (c == 0xE0 && p[1] < 0xA0) return 0;   // overlong
     if (c == 0xED && p[1] >= 0xA0) return 0;  // surrogates
     return 3;
   }
   if (c >= 0xF0 && c <= 0xF4) {
     if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && p[1] < 0x90) return 0;  // overlong
+    if (c == 0xF0 && p[1] < 0x90) return 0;   // overlong
     if (c == 0xF4 && p[1] >= 0x90) return 0;  // > U+10FFFF
     return 4;
   }
@@ -203,8 +203,8 @@ class Scanner {
           fits = r.ec == std::errc();
         }
       }
-      if (i >= n || (p[i] != '.' && p[i] != 'e' && p[i] != 'E' &&
-                     !(p[i] >= '0' && p[i] <= '9'))) {
+      if (i >= n ||
+          (p[i] != '.' && p[i] != 'e' && p[i] != 'E' && !(p[i] >= '0' && p[i] <= '9'))) {
         pos_ = i;
         out->raw = text_.substr(begin, i - begin);
         out->value = v;
@@ -335,11 +335,21 @@ class Scanner {
       }
       const char e = raw[++i];
       switch (e) {
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
         case 'u': {
           auto hex4 = [&](size_t at) {
             uint32_t v = 0;
@@ -349,7 +359,8 @@ class Scanner {
           uint32_t cp = hex4(i + 1);
           i += 4;
           if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (i + 6 >= raw.size() || raw[i + 1] != '\\' || raw[i + 2] != 'u') return false;
+            if (i + 6 >= raw.size() || raw[i + 1] != '\\' || raw[i + 2] != 'u')
+              return false;
             const uint32_t lo = hex4(i + 3);
             if (lo < 0xDC00 || lo > 0xDFFF) return false;
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -360,7 +371,9 @@ class Scanner {
           AppendUtf8(cp, out);
           break;
         }
-        default: out.push_back(e); break;  // " \ /
+        default:
+          out.push_back(e);
+          break;  // " \ /
       }
     }
     return true;
@@ -423,8 +436,8 @@ absl::StatusOr<JsonValue> ParseJson(std::string_view text, std::string_view sour
       ++col;
     }
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(std::string(source_name), ":", line, ":", col, ": invalid JSON: ", s.error()));
+  return absl::InvalidArgumentError(absl::StrCat(std::string(source_name), ":", line, ":",
+                                                 col, ": invalid JSON: ", s.error()));
 }
 
 absl::Status FlatJsonParser::Parse(std::string_view line) {

@@ -34,9 +34,9 @@ struct JsonValue {
   enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
   Type type = Type::kNull;
   bool bool_value = false;
-  double number = 0;  // kNumber
-  std::string str;    // kString: decoded; kNumber: the literal text
-  std::vector<JsonValue> items;                            // kArray
+  double number = 0;                // kNumber
+  std::string str;                  // kString: decoded; kNumber: the literal text
+  std::vector<JsonValue> items;     // kArray
   std::vector<JsonMember> members;  // kObject, in file order
 
   bool is_number() const { return type == Type::kNumber; }
@@ -51,8 +51,7 @@ struct JsonMember {
 
 // Parses a whole JSON document. Errors name `source_name`:line:column.
 // Nesting deeper than 256 levels is an error (bounded recursion).
-absl::StatusOr<JsonValue> ParseJson(std::string_view text,
-                                    std::string_view source_name);
+absl::StatusOr<JsonValue> ParseJson(std::string_view text, std::string_view source_name);
 
 // A number inside an array, as parsed by FlatJsonParser.
 struct FlatJsonNumber {

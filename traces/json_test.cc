@@ -12,7 +12,8 @@ using ::testing::HasSubstr;
 using Kind = FlatJsonField::Kind;
 
 TEST(JsonTest, ParsesNestedDocumentAndDecodesEscapes) {
-  auto v = ParseJson(R"({"a": [1, -2.5e3, true, null], "s": "x\u00e9\ud83d\ude00\n"})", "t");
+  auto v =
+      ParseJson(R"({"a": [1, -2.5e3, true, null], "s": "x\u00e9\ud83d\ude00\n"})", "t");
   ASSERT_TRUE(v.ok()) << v.status();
   const JsonValue* a = v->Find("a");
   ASSERT_NE(a, nullptr);
@@ -55,7 +56,8 @@ TEST(JsonTest, Utf8ValidatorRejectsOverlongsSurrogatesAndCutSequences) {
 
 TEST(FlatJsonParserTest, ParsesMooncakeLine) {
   FlatJsonParser p;
-  ASSERT_TRUE(p.Parse(R"({"timestamp": 27, "input_length": 6758, "hash_ids": [0, 1, 22]})").ok());
+  ASSERT_TRUE(
+      p.Parse(R"({"timestamp": 27, "input_length": 6758, "hash_ids": [0, 1, 22]})").ok());
   ASSERT_EQ(p.fields().size(), 3u);
   const FlatJsonField* h = p.Find("hash_ids");
   ASSERT_NE(h, nullptr);
@@ -69,7 +71,8 @@ TEST(FlatJsonParserTest, ParsesMooncakeLine) {
 
 TEST(FlatJsonParserTest, ArrayNumbersThatAreNotPlainUint64AreFlagged) {
   FlatJsonParser p;
-  ASSERT_TRUE(p.Parse(R"({"a": [1.5, -2, 18446744073709551616, 18446744073709551615, 0]})").ok());
+  ASSERT_TRUE(
+      p.Parse(R"({"a": [1.5, -2, 18446744073709551616, 18446744073709551615, 0]})").ok());
   const auto& n = p.numbers();
   ASSERT_EQ(p.num_numbers(), 5u);
   EXPECT_FALSE(n[0].is_uint);
@@ -84,7 +87,8 @@ TEST(FlatJsonParserTest, ArrayNumbersThatAreNotPlainUint64AreFlagged) {
 
 TEST(FlatJsonParserTest, NestedValuesBecomeOtherButAreValidated) {
   FlatJsonParser p;
-  ASSERT_TRUE(p.Parse(R"({"a": {"b": [1, 2]}, "c": ["x", 1], "d": "v", "e": null})").ok());
+  ASSERT_TRUE(
+      p.Parse(R"({"a": {"b": [1, 2]}, "c": ["x", 1], "d": "v", "e": null})").ok());
   EXPECT_EQ(p.Find("a")->kind, Kind::kOther);
   EXPECT_EQ(p.Find("c")->kind, Kind::kOther);
   EXPECT_EQ(p.Find("d")->kind, Kind::kString);

@@ -47,7 +47,8 @@ absl::StatusOr<TraceFormat> ResolveTraceFormat(const TraceOptions& opts) {
   return ParseTraceFormat(opts.format);
 }
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceReaderFor(const TraceOptions& opts) {
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceReaderFor(
+    const TraceOptions& opts) {
   RETURN_IF_ERROR(ValidateTraceOptions(opts));
   ASSIGN_OR_RETURN(TraceFormat format, ResolveTraceFormat(opts));
   ReaderOptions r;
@@ -73,11 +74,12 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenOnePass(const TraceOptions& o
     src = std::move(reader);
   }
   if (opts.window_start_ns > 0 || opts.window_end_ns >= 0) {
-    src = TimeWindow(std::move(src), opts.window_start_ns,
-                     opts.window_end_ns < 0 ? std::numeric_limits<TimeNs>::max()
-                                            : opts.window_end_ns);
+    src = TimeWindow(
+        std::move(src), opts.window_start_ns,
+        opts.window_end_ns < 0 ? std::numeric_limits<TimeNs>::max() : opts.window_end_ns);
   }
-  if (opts.sample_fraction < 1) src = Sample(std::move(src), opts.sample_fraction, opts.seed);
+  if (opts.sample_fraction < 1)
+    src = Sample(std::move(src), opts.sample_fraction, opts.seed);
   const LengthFilter& f = opts.lengths;
   const LengthFilter none;
   if (f.min_input != none.min_input || f.max_input != none.max_input ||
@@ -90,25 +92,37 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenOnePass(const TraceOptions& o
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RequestSource>> OpenTrace(const TraceOptions& opts) {
-  RETURN_IF_ERROR(ValidateTraceOptions(opts));
+absl::StatusOr<std::unique_ptr<RequestSource>> OpenTrace(const TraceOptions& options) {
+  RETURN_IF_ERROR(ValidateTraceOptions(options));
+  TraceOptions opts = options;
+  if (opts.target_rate_per_s > 0 && opts.arrivals.kind == ArrivalSpec::Kind::kAllAtOnce) {
+    // A file without timestamps gets Poisson arrivals at the target rate.
+    ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> probe, OpenTraceReaderFor(opts));
+    if (!probe->HasArrivalTimes()) {
+      opts.arrivals.kind = ArrivalSpec::Kind::kPoisson;
+      opts.arrivals.rate_per_s = opts.target_rate_per_s;
+      opts.target_rate_per_s = 0;
+    }
+  }
   double time_factor = 1.0 / opts.rate_scale;
   if (opts.target_rate_per_s > 0) {
     ASSIGN_OR_RETURN(auto first, OpenOnePass(opts, 1.0));
     ASSIGN_OR_RETURN(SourceSpan span, MeasureSpan(*first));
     const double rate = span.MeanRatePerS();
     if (rate <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          opts.path, ": cannot scale to a target rate: the trace has ", span.requests,
-          " request(s) over a zero time span"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(opts.path, ": cannot scale to a target rate: the trace has ",
+                       span.requests, " request(s) over a zero time span"));
     }
     time_factor = rate / opts.target_rate_per_s;
   }
   std::unique_ptr<RequestSource> src;
   if (opts.loop_to_requests > 0) {
-    SourceFactory factory = [opts, time_factor]() { return OpenOnePass(opts, time_factor); };
-    ASSIGN_OR_RETURN(src, Loop(std::move(factory), opts.loop_to_requests,
-                               opts.loop_distinct_hashes));
+    SourceFactory factory = [opts, time_factor]() {
+      return OpenOnePass(opts, time_factor);
+    };
+    ASSIGN_OR_RETURN(
+        src, Loop(std::move(factory), opts.loop_to_requests, opts.loop_distinct_hashes));
   } else {
     ASSIGN_OR_RETURN(src, OpenOnePass(opts, time_factor));
   }

@@ -16,7 +16,8 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kData = std::string(SERVESIM_SHARED_DIR) + "/data/traces/";
-const std::string kFixtures = std::string(SERVESIM_SOURCE_DIR) + "/tests/testdata/traces/";
+const std::string kFixtures =
+    std::string(SERVESIM_SOURCE_DIR) + "/tests/testdata/traces/";
 
 std::vector<RequestSpec> Drain(RequestSource& s) {
   std::vector<RequestSpec> out;
@@ -66,7 +67,8 @@ TEST(OpenTraceTest, RateScaleTwoHalvesTheSpan) {
   o.rate_scale = 2;
   auto fast = Open(o);
   ASSERT_EQ(base.size(), fast.size());
-  EXPECT_NEAR(static_cast<double>(fast.back().arrival_ns), base.back().arrival_ns / 2.0, 1.0);
+  EXPECT_NEAR(static_cast<double>(fast.back().arrival_ns), base.back().arrival_ns / 2.0,
+              1.0);
 }
 
 TEST(OpenTraceTest, WindowThenLoopThenLimit) {
@@ -74,7 +76,8 @@ TEST(OpenTraceTest, WindowThenLoopThenLimit) {
   o.path = kData + "AzureLLMInferenceTrace_code.csv";
   auto full = Open(o);
   size_t inside = 0;
-  for (const auto& r : full) inside += r.arrival_ns >= 600 * kNsPerSec && r.arrival_ns < 1200 * kNsPerSec;
+  for (const auto& r : full)
+    inside += r.arrival_ns >= 600 * kNsPerSec && r.arrival_ns < 1200 * kNsPerSec;
   o.window_start_ns = 600 * kNsPerSec;
   o.window_end_ns = 1200 * kNsPerSec;
   auto window = Open(o);
@@ -87,7 +90,8 @@ TEST(OpenTraceTest, WindowThenLoopThenLimit) {
   ASSERT_EQ(looped.size(), window.size() * 2);
   EXPECT_EQ(looped[window.size()].input_tokens, window[0].input_tokens);
   EXPECT_GT(looped[window.size()].arrival_ns, window.back().arrival_ns);
-  for (size_t i = 0; i < looped.size(); ++i) ASSERT_EQ(looped[i].id, static_cast<int64_t>(i));
+  for (size_t i = 0; i < looped.size(); ++i)
+    ASSERT_EQ(looped[i].id, static_cast<int64_t>(i));
 }
 
 TEST(OpenTraceTest, LengthTableGetsTheRequestedArrivalProcess) {
@@ -101,6 +105,16 @@ TEST(OpenTraceTest, LengthTableGetsTheRequestedArrivalProcess) {
   ASSERT_EQ(r.size(), 5000u);
   const double rate = 4999.0 / (r.back().arrival_ns / 1e9);
   EXPECT_NEAR(rate, 8.0, 0.4);
+}
+
+TEST(OpenTraceTest, TargetRateOnALengthTableMeansPoissonAtThatRate) {
+  TraceOptions o;
+  o.path = kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv";
+  o.target_rate_per_s = 20;
+  o.max_requests = 4000;
+  auto r = Open(o);
+  ASSERT_EQ(r.size(), 4000u);
+  EXPECT_NEAR(3999.0 / (r.back().arrival_ns / 1e9), 20.0, 1.0);
 }
 
 TEST(OpenTraceTest, BadOptionsNameTheField) {
@@ -193,7 +207,8 @@ TEST(ConvertTest, TruncatedBinaryFileIsAnErrorNamingTheRecord) {
     std::ifstream in(out, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
-  std::ofstream(out, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 3);
+  std::ofstream(out, std::ios::binary | std::ios::trunc)
+      << bytes.substr(0, bytes.size() - 3);
   TraceOptions back;
   back.path = out;
   auto s = OpenTrace(back);

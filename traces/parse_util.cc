@@ -124,13 +124,14 @@ bool ParseDecimalToNs(std::string_view s, int64_t unit_ns, int64_t* out_ns) {
 bool ParseTimestampToNs(std::string_view s, int64_t* out_ns) {
   int y, mo, d, h, mi, sec;
   if (s.size() < 19) return false;
-  if (!FixedDigits(s, 0, 4, &y) || s[4] != '-' || !FixedDigits(s, 5, 2, &mo) || s[7] != '-' ||
-      !FixedDigits(s, 8, 2, &d) || (s[10] != ' ' && s[10] != 'T') ||
+  if (!FixedDigits(s, 0, 4, &y) || s[4] != '-' || !FixedDigits(s, 5, 2, &mo) ||
+      s[7] != '-' || !FixedDigits(s, 8, 2, &d) || (s[10] != ' ' && s[10] != 'T') ||
       !FixedDigits(s, 11, 2, &h) || s[13] != ':' || !FixedDigits(s, 14, 2, &mi) ||
       s[16] != ':' || !FixedDigits(s, 17, 2, &sec)) {
     return false;
   }
-  if (mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 || sec > 60) {
+  if (mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 ||
+      sec > 60) {
     return false;
   }
   size_t i = 19;
@@ -165,7 +166,8 @@ bool ParseTimestampToNs(std::string_view s, int64_t* out_ns) {
     }
   }
   if (i != s.size()) return false;
-  const int64_t days = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+  const int64_t days =
+      DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
   const int64_t secs = days * 86400 + h * 3600 + mi * 60 + sec - offset_s;
   *out_ns = secs * 1'000'000'000 + frac_ns;
   return true;

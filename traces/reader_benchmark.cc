@@ -56,8 +56,9 @@ void WriteMooncake(const std::string& path, int64_t rows) {
     t_ms += static_cast<int64_t>((x >> 40) % 600);
     const int64_t input = 1 + static_cast<int64_t>((x >> 20) % 24000);
     const int64_t blocks = (input + 511) / 512;
-    line = absl::StrCat("{\"timestamp\": ", t_ms, ", \"input_length\": ", input,
-                        ", \"output_length\": ", 1 + (x >> 50) % 800, ", \"hash_ids\": [");
+    line =
+        absl::StrCat("{\"timestamp\": ", t_ms, ", \"input_length\": ", input,
+                     ", \"output_length\": ", 1 + (x >> 50) % 800, ", \"hash_ids\": [");
     for (int64_t b = 0; b < blocks; ++b) {
       // Half of the prompts share their first blocks with earlier ones.
       const int64_t id = (b < 4 && (x & 1)) ? b : next_id++;

@@ -101,12 +101,12 @@ absl::Status ValidateArrivalSpec(const ArrivalSpec& spec) {
     for (size_t i = 0; i < spec.schedule.size(); ++i) {
       const RatePhase& p = spec.schedule[i];
       if (!(p.duration_s > 0 && p.duration_s <= 1e8)) {
-        return RangeError(absl::StrCat("arrival schedule[", i, "].duration_s"), p.duration_s,
-                          "(0, 1e8]");
+        return RangeError(absl::StrCat("arrival schedule[", i, "].duration_s"),
+                          p.duration_s, "(0, 1e8]");
       }
       if (!(p.rate_per_s >= 0 && p.rate_per_s <= 1e9)) {
-        return RangeError(absl::StrCat("arrival schedule[", i, "].rate_per_s"), p.rate_per_s,
-                          "[0, 1e9]");
+        return RangeError(absl::StrCat("arrival schedule[", i, "].rate_per_s"),
+                          p.rate_per_s, "[0, 1e9]");
       }
       total_rate_time += p.duration_s * p.rate_per_s;
     }
@@ -129,10 +129,11 @@ absl::Status ValidateArrivalSpec(const ArrivalSpec& spec) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<ArrivalProcess>> ArrivalProcess::Create(const ArrivalSpec& spec,
-                                                                        uint64_t seed) {
+absl::StatusOr<std::unique_ptr<ArrivalProcess>> ArrivalProcess::Create(
+    const ArrivalSpec& spec, uint64_t seed) {
   RETURN_IF_ERROR(ValidateArrivalSpec(spec));
-  std::unique_ptr<ArrivalProcess> p(new ArrivalProcess(spec, SeedFor(seed, kStreamArrivals)));
+  std::unique_ptr<ArrivalProcess> p(
+      new ArrivalProcess(spec, SeedFor(seed, kStreamArrivals)));
   if (spec.kind == ArrivalSpec::Kind::kSchedule) {
     p->phases_ = spec.schedule;
   } else if (spec.kind == ArrivalSpec::Kind::kSpikes) {
@@ -185,14 +186,21 @@ TimeNs ArrivalProcess::Next() {
     return now_ns_;  // the first request goes out at once, as vLLM's client
   }
   switch (spec_.kind) {
-    case K::kAllAtOnce: return now_ns_;
-    case K::kConstant: gap = SecondsToNs(1.0 / spec_.rate_per_s); break;
-    case K::kPoisson: gap = SecondsToNs(sampler_.Exponential(spec_.rate_per_s)); break;
+    case K::kAllAtOnce:
+      return now_ns_;
+    case K::kConstant:
+      gap = SecondsToNs(1.0 / spec_.rate_per_s);
+      break;
+    case K::kPoisson:
+      gap = SecondsToNs(sampler_.Exponential(spec_.rate_per_s));
+      break;
     case K::kGamma:
-      gap = SecondsToNs(sampler_.Gamma(spec_.shape, 1.0 / (spec_.rate_per_s * spec_.shape)));
+      gap = SecondsToNs(
+          sampler_.Gamma(spec_.shape, 1.0 / (spec_.rate_per_s * spec_.shape)));
       break;
     case K::kWeibull: {
-      const double lambda = 1.0 / (spec_.rate_per_s * std::tgamma(1.0 + 1.0 / spec_.shape));
+      const double lambda =
+          1.0 / (spec_.rate_per_s * std::tgamma(1.0 + 1.0 / spec_.shape));
       gap = SecondsToNs(sampler_.Weibull(spec_.shape, lambda));
       break;
     }
@@ -210,17 +218,22 @@ TimeNs ArrivalProcess::Next() {
 std::string ArrivalProcess::Describe() const {
   using K = ArrivalSpec::Kind;
   switch (spec_.kind) {
-    case K::kAllAtOnce: return "all at t=0";
-    case K::kConstant: return absl::StrCat("constant ", spec_.rate_per_s, "/s");
-    case K::kPoisson: return absl::StrCat("poisson ", spec_.rate_per_s, "/s");
-    case K::kGamma: return absl::StrCat("gamma ", spec_.rate_per_s, "/s shape ", spec_.shape);
+    case K::kAllAtOnce:
+      return "all at t=0";
+    case K::kConstant:
+      return absl::StrCat("constant ", spec_.rate_per_s, "/s");
+    case K::kPoisson:
+      return absl::StrCat("poisson ", spec_.rate_per_s, "/s");
+    case K::kGamma:
+      return absl::StrCat("gamma ", spec_.rate_per_s, "/s shape ", spec_.shape);
     case K::kWeibull:
       return absl::StrCat("weibull ", spec_.rate_per_s, "/s shape ", spec_.shape);
-    case K::kSchedule: return absl::StrCat("schedule of ", phases_.size(), " phases");
+    case K::kSchedule:
+      return absl::StrCat("schedule of ", phases_.size(), " phases");
     case K::kSpikes:
-      return absl::StrCat("poisson ", spec_.rate_per_s, "/s with x", spec_.spike_multiplier,
-                          " spikes of ", spec_.spike_duration_s, " s every ",
-                          spec_.spike_period_s, " s");
+      return absl::StrCat("poisson ", spec_.rate_per_s, "/s with x",
+                          spec_.spike_multiplier, " spikes of ", spec_.spike_duration_s,
+                          " s every ", spec_.spike_period_s, " s");
   }
   return "";
 }
@@ -295,7 +308,8 @@ absl::Status ValidateSessionSpec(const SessionSpec& spec) {
                       "[0, 10000000]");
   }
   if (spec.max_input_tokens < 0) {
-    return RangeError("sessions max_input_tokens", spec.max_input_tokens, "[0, inf) (0: none)");
+    return RangeError("sessions max_input_tokens", spec.max_input_tokens,
+                      "[0, inf) (0: none)");
   }
   return absl::OkStatus();
 }
@@ -350,9 +364,8 @@ class SyntheticSource : public RequestSource {
     // Schedule the follow-up turn: the history grows by this answer.
     turn.turns_left -= 1;
     turn.context_tokens += output;
-    if (turn.turns_left > 0 &&
-        (opts_.sessions.max_input_tokens == 0 ||
-         turn.context_tokens < opts_.sessions.max_input_tokens)) {
+    if (turn.turns_left > 0 && (opts_.sessions.max_input_tokens == 0 ||
+                                turn.context_tokens < opts_.sessions.max_input_tokens)) {
       const double think = opts_.sessions.think_time_s > 0
                                ? think_.Exponential(1.0 / opts_.sessions.think_time_s)
                                : 0.0;
@@ -367,20 +380,22 @@ class SyntheticSource : public RequestSource {
     using K = LengthSpec::Kind;
     const LengthSpec& l = opts_.lengths;
     std::string lengths =
-        l.kind == K::kFixed     ? absl::StrCat("fixed ", l.input_len, "/", l.output_len)
-        : l.kind == K::kUniform ? absl::StrCat("uniform ", l.input_len, "/", l.output_len,
-                                               " range_ratio ", l.range_ratio)
-                                : absl::StrCat("empirical (", l.empirical.size(), " pairs)");
-    std::string d = absl::StrCat("synthetic ", opts_.num_requests, " requests, arrivals ",
-                                 arrivals_->Describe(), ", lengths ", lengths, ", seed ",
-                                 opts_.seed);
+        l.kind == K::kFixed ? absl::StrCat("fixed ", l.input_len, "/", l.output_len)
+        : l.kind == K::kUniform
+            ? absl::StrCat("uniform ", l.input_len, "/", l.output_len, " range_ratio ",
+                           l.range_ratio)
+            : absl::StrCat("empirical (", l.empirical.size(), " pairs)");
+    std::string d =
+        absl::StrCat("synthetic ", opts_.num_requests, " requests, arrivals ",
+                     arrivals_->Describe(), ", lengths ", lengths, ", seed ", opts_.seed);
     if (multi_turn_) {
       absl::StrAppend(&d, ", sessions of ", opts_.sessions.min_turns, "-",
-                      opts_.sessions.max_turns, " turns, think ", opts_.sessions.think_time_s,
-                      " s");
+                      opts_.sessions.max_turns, " turns, think ",
+                      opts_.sessions.think_time_s, " s");
     }
     if (opts_.sessions.shared_prefix_tokens > 0) {
-      absl::StrAppend(&d, ", shared prefix ", opts_.sessions.shared_prefix_tokens, " tokens");
+      absl::StrAppend(&d, ", shared prefix ", opts_.sessions.shared_prefix_tokens,
+                      " tokens");
     }
     return d;
   }
@@ -406,18 +421,22 @@ class SyntheticSource : public RequestSource {
   std::pair<int32_t, int32_t> DrawLengths() {
     const LengthSpec& l = opts_.lengths;
     switch (l.kind) {
-      case LengthSpec::Kind::kFixed: return {l.input_len, l.output_len};
+      case LengthSpec::Kind::kFixed:
+        return {l.input_len, l.output_len};
       case LengthSpec::Kind::kUniform: {
         auto draw = [&](int32_t len) {
-          const int64_t lo = std::max<int64_t>(1, static_cast<int64_t>(len * (1 - l.range_ratio)));
-          const int64_t hi = std::max<int64_t>(lo, static_cast<int64_t>(len * (1 + l.range_ratio)));
+          const int64_t lo =
+              std::max<int64_t>(1, static_cast<int64_t>(len * (1 - l.range_ratio)));
+          const int64_t hi =
+              std::max<int64_t>(lo, static_cast<int64_t>(len * (1 + l.range_ratio)));
           return static_cast<int32_t>(lengths_.UniformInt(lo, hi));
         };
         const int32_t in = draw(l.input_len);
         return {in, draw(l.output_len)};
       }
       case LengthSpec::Kind::kEmpirical:
-        return l.empirical[lengths_.UniformInt(0, static_cast<int64_t>(l.empirical.size()) - 1)];
+        return l.empirical[lengths_.UniformInt(
+            0, static_cast<int64_t>(l.empirical.size()) - 1)];
     }
     return {l.input_len, l.output_len};
   }
@@ -430,15 +449,17 @@ class SyntheticSource : public RequestSource {
     const int64_t block = opts_.hash_block_tokens;
     const int64_t shared_blocks = opts_.sessions.shared_prefix_tokens / block;
     const int64_t blocks =
-        session < 0 ? shared_blocks : std::min<int64_t>(hashed_tokens, out.input_tokens) / block;
+        session < 0 ? shared_blocks
+                    : std::min<int64_t>(hashed_tokens, out.input_tokens) / block;
     if (blocks <= 0) return;
     out.prefix_hashes.reserve(blocks);
     uint64_t h = kPrefixHashRoot;
     for (int64_t i = 0; i < blocks; ++i) {
       const uint64_t content =
-          i < shared_blocks ? Mix64(0xC0FFEEULL + i)
-                            : Mix64(session_salt_ ^ Mix64(static_cast<uint64_t>(session)) ^
-                                    static_cast<uint64_t>(i));
+          i < shared_blocks
+              ? Mix64(0xC0FFEEULL + i)
+              : Mix64(session_salt_ ^ Mix64(static_cast<uint64_t>(session)) ^
+                      static_cast<uint64_t>(i));
       h = ChainHash(h, content);
       out.prefix_hashes.push_back(h);
     }
@@ -459,8 +480,10 @@ class SyntheticSource : public RequestSource {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RequestSource>> MakeSyntheticSource(const SyntheticOptions& opts) {
-  if (opts.num_requests < 0) return RangeError("num_requests", opts.num_requests, "[0, inf)");
+absl::StatusOr<std::unique_ptr<RequestSource>> MakeSyntheticSource(
+    const SyntheticOptions& opts) {
+  if (opts.num_requests < 0)
+    return RangeError("num_requests", opts.num_requests, "[0, inf)");
   if (opts.hash_block_tokens < 1 || opts.hash_block_tokens > 1'000'000) {
     return RangeError("hash_block_tokens", opts.hash_block_tokens, "[1, 1000000]");
   }

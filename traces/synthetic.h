@@ -96,7 +96,8 @@ class ArrivalProcess {
   std::string Describe() const;
 
  private:
-  ArrivalProcess(ArrivalSpec spec, uint64_t seed) : spec_(std::move(spec)), sampler_(seed) {}
+  ArrivalProcess(ArrivalSpec spec, uint64_t seed)
+      : spec_(std::move(spec)), sampler_(seed) {}
   TimeNs NextScheduled();
 
   ArrivalSpec spec_;
@@ -165,7 +166,8 @@ struct SyntheticOptions {
 // the same prefix_hashes as the previous turn's prompt and answer. Turns
 // of different sessions interleave in arrival order ((time, seq) order).
 // Memory: O(active sessions).
-absl::StatusOr<std::unique_ptr<RequestSource>> MakeSyntheticSource(const SyntheticOptions& opts);
+absl::StatusOr<std::unique_ptr<RequestSource>> MakeSyntheticSource(
+    const SyntheticOptions& opts);
 
 }  // namespace servesim
 

@@ -26,17 +26,28 @@ namespace servesim {
 
 const char* SkipReasonName(SkipReason reason) {
   switch (reason) {
-    case SkipReason::kMalformed: return "malformed";
-    case SkipReason::kColumnCount: return "column_count";
-    case SkipReason::kTimeBackwards: return "time_backwards";
-    case SkipReason::kNegativeLength: return "negative_length";
-    case SkipReason::kZeroLength: return "zero_length";
-    case SkipReason::kAbsurdLength: return "absurd_length";
-    case SkipReason::kHashCount: return "hash_count";
-    case SkipReason::kInvalidUtf8: return "invalid_utf8";
-    case SkipReason::kTruncated: return "truncated";
-    case SkipReason::kFailedRequest: return "failed_request";
-    case SkipReason::kModelFilter: return "model_filter";
+    case SkipReason::kMalformed:
+      return "malformed";
+    case SkipReason::kColumnCount:
+      return "column_count";
+    case SkipReason::kTimeBackwards:
+      return "time_backwards";
+    case SkipReason::kNegativeLength:
+      return "negative_length";
+    case SkipReason::kZeroLength:
+      return "zero_length";
+    case SkipReason::kAbsurdLength:
+      return "absurd_length";
+    case SkipReason::kHashCount:
+      return "hash_count";
+    case SkipReason::kInvalidUtf8:
+      return "invalid_utf8";
+    case SkipReason::kTruncated:
+      return "truncated";
+    case SkipReason::kFailedRequest:
+      return "failed_request";
+    case SkipReason::kModelFilter:
+      return "model_filter";
   }
   return "unknown";
 }
@@ -59,21 +70,29 @@ std::string ReaderStats::SkippedSummary() const {
 
 const char* TraceFormatName(TraceFormat format) {
   switch (format) {
-    case TraceFormat::kAzure: return "azure";
-    case TraceFormat::kMooncake: return "mooncake";
-    case TraceFormat::kBurstGpt: return "burstgpt";
-    case TraceFormat::kBailian: return "bailian";
-    case TraceFormat::kVllmBench: return "vllm-bench";
-    case TraceFormat::kLengths: return "lengths";
-    case TraceFormat::kBinary: return "binary";
+    case TraceFormat::kAzure:
+      return "azure";
+    case TraceFormat::kMooncake:
+      return "mooncake";
+    case TraceFormat::kBurstGpt:
+      return "burstgpt";
+    case TraceFormat::kBailian:
+      return "bailian";
+    case TraceFormat::kVllmBench:
+      return "vllm-bench";
+    case TraceFormat::kLengths:
+      return "lengths";
+    case TraceFormat::kBinary:
+      return "binary";
   }
   return "unknown";
 }
 
 absl::StatusOr<TraceFormat> ParseTraceFormat(std::string_view name) {
-  for (TraceFormat f : {TraceFormat::kAzure, TraceFormat::kMooncake, TraceFormat::kBurstGpt,
-                        TraceFormat::kBailian, TraceFormat::kVllmBench, TraceFormat::kLengths,
-                        TraceFormat::kBinary}) {
+  for (TraceFormat f :
+       {TraceFormat::kAzure, TraceFormat::kMooncake, TraceFormat::kBurstGpt,
+        TraceFormat::kBailian, TraceFormat::kVllmBench, TraceFormat::kLengths,
+        TraceFormat::kBinary}) {
     if (name == TraceFormatName(f)) return f;
   }
   if (name == "csv") return TraceFormat::kLengths;
@@ -151,8 +170,8 @@ class LineTraceReader : public TraceReader {
         }
         ++stats_.skipped[static_cast<int>(row_error_.reason)];
         if (row_error_.filtered || opts_.skip_bad_rows) continue;
-        return Stop(absl::InvalidArgumentError(
-            absl::StrCat(opts_.path, ":", lines_->line_number(), ": ", row_error_.message)));
+        return Stop(absl::InvalidArgumentError(absl::StrCat(
+            opts_.path, ":", lines_->line_number(), ": ", row_error_.message)));
       }
       if (!have_prev_) {
         first_abs_ns_ = abs_ns;
@@ -166,9 +185,9 @@ class LineTraceReader : public TraceReader {
   }
 
   std::string Describe() const override {
-    return absl::StrCat(TraceFormatName(format_), " trace ", opts_.path, " (rows ", stats_.rows,
-                        ", requests ", stats_.requests, ", skipped: ", stats_.SkippedSummary(),
-                        ")");
+    return absl::StrCat(TraceFormatName(format_), " trace ", opts_.path, " (rows ",
+                        stats_.rows, ", requests ", stats_.requests,
+                        ", skipped: ", stats_.SkippedSummary(), ")");
   }
 
  protected:
@@ -184,9 +203,11 @@ class LineTraceReader : public TraceReader {
   absl::Status ReadHeader(std::vector<std::string_view>& cells, std::string& storage) {
     std::string_view line;
     ASSIGN_OR_RETURN(bool got, lines_->Next(line));
-    if (!got) return absl::InvalidArgumentError(absl::StrCat(opts_.path, ":1: empty file"));
+    if (!got)
+      return absl::InvalidArgumentError(absl::StrCat(opts_.path, ":1: empty file"));
     if (!IsValidUtf8(line)) {
-      return absl::InvalidArgumentError(absl::StrCat(opts_.path, ":1: invalid UTF-8 in header"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(opts_.path, ":1: invalid UTF-8 in header"));
     }
     storage.assign(line.data(), line.size());
     // Strip a UTF-8 byte-order mark.
@@ -224,7 +245,8 @@ class LineTraceReader : public TraceReader {
     raw = TrimSpaces(raw);
     if (!ParseInt64(raw, &v)) {
       // An out-of-range integer literal is absurd, not malformed.
-      const bool digits = !raw.empty() && raw.find_first_not_of("-0123456789") == raw.npos &&
+      const bool digits = !raw.empty() &&
+                          raw.find_first_not_of("-0123456789") == raw.npos &&
                           raw.size() > 1;
       if (digits && raw[0] != '-') {
         return Fail(SkipReason::kAbsurdLength,
@@ -232,9 +254,10 @@ class LineTraceReader : public TraceReader {
                                  " is above the allowed maximum ", opts_.max_tokens));
       }
       if (digits) {
-        return Fail(SkipReason::kNegativeLength,
-                    absl::StrCat(kind, " ", std::string(field), ": ", std::string(raw),
-                                 " is negative (allowed ", min, "..", opts_.max_tokens, ")"));
+        return Fail(
+            SkipReason::kNegativeLength,
+            absl::StrCat(kind, " ", std::string(field), ": ", std::string(raw),
+                         " is negative (allowed ", min, "..", opts_.max_tokens, ")"));
       }
       return Fail(SkipReason::kMalformed,
                   absl::StrCat(kind, " ", std::string(field), ": \"", Clip(raw),
@@ -242,14 +265,16 @@ class LineTraceReader : public TraceReader {
                                opts_.max_tokens, ")"));
     }
     if (v < 0) {
-      return Fail(SkipReason::kNegativeLength,
-                  absl::StrCat(kind, " ", std::string(field), ": ", v, " is negative (allowed ",
-                               min, "..", opts_.max_tokens, ")"));
+      return Fail(
+          SkipReason::kNegativeLength,
+          absl::StrCat(kind, " ", std::string(field), ": ", v, " is negative (allowed ",
+                       min, "..", opts_.max_tokens, ")"));
     }
     if (v < min) {
-      return Fail(SkipReason::kZeroLength,
-                  absl::StrCat(kind, " ", std::string(field), ": ", v, " is below the minimum ",
-                               min, " (allowed ", min, "..", opts_.max_tokens, ")"));
+      return Fail(
+          SkipReason::kZeroLength,
+          absl::StrCat(kind, " ", std::string(field), ": ", v, " is below the minimum ",
+                       min, " (allowed ", min, "..", opts_.max_tokens, ")"));
     }
     if (v > opts_.max_tokens) {
       return Fail(SkipReason::kAbsurdLength,
@@ -261,7 +286,8 @@ class LineTraceReader : public TraceReader {
   }
 
   static std::string Clip(std::string_view s) {
-    return s.size() <= 40 ? std::string(s) : absl::StrCat(std::string(s.substr(0, 40)), "...");
+    return s.size() <= 40 ? std::string(s)
+                          : absl::StrCat(std::string(s.substr(0, 40)), "...");
   }
 
   static std::string FormatNs(int64_t ns) {
@@ -321,9 +347,9 @@ class CsvTraceReader : public LineTraceReader {
   }
 
   absl::Status MissingColumn(std::string_view what) const {
-    return absl::InvalidArgumentError(absl::StrCat(opts_.path, ":1: header has no ",
-                                                   std::string(what), " column (header: ",
-                                                   JoinHeader(header_), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(opts_.path, ":1: header has no ", std::string(what),
+                     " column (header: ", JoinHeader(header_), ")"));
   }
 
   // Splits `line` and checks the cell count against the header.
@@ -333,8 +359,8 @@ class CsvTraceReader : public LineTraceReader {
     }
     if (cells_.size() != header_.size()) {
       return Fail(SkipReason::kColumnCount,
-                  absl::StrCat("expected ", header_.size(), " columns (", JoinHeader(header_),
-                               "), found ", cells_.size()));
+                  absl::StrCat("expected ", header_.size(), " columns (",
+                               JoinHeader(header_), "), found ", cells_.size()));
     }
     return true;
   }
@@ -369,10 +395,11 @@ class AzureReader : public CsvTraceReader {
     if (!SplitRow(line)) return false;
     const std::string_view ts = TrimSpaces(cells_[ts_]);
     if (!ParseTimestampToNs(ts, abs_ns)) {
-      return Fail(SkipReason::kMalformed,
-                  absl::StrCat("column TIMESTAMP: \"", Clip(ts),
-                               "\" is not a timestamp (allowed: YYYY-MM-DD HH:MM:SS[.fraction]"
-                               "[+HH:MM])"));
+      return Fail(
+          SkipReason::kMalformed,
+          absl::StrCat("column TIMESTAMP: \"", Clip(ts),
+                       "\" is not a timestamp (allowed: YYYY-MM-DD HH:MM:SS[.fraction]"
+                       "[+HH:MM])"));
     }
     return ParseLength("column", "ContextTokens", cells_[in_], 1, &out.input_tokens) &&
            ParseLength("column", "GeneratedTokens", cells_[out_], 1, &out.output_tokens);
@@ -458,16 +485,19 @@ class LengthsReader : public CsvTraceReader {
     std::unique_ptr<LengthsReader> r(new LengthsReader(opts));
     RETURN_IF_ERROR(r->ReadCsvHeader());
     const auto& h = r->header_;
-    r->in_ = FindColumn(h, {"input_tokens", "num_prefill_tokens", "input_length", "input_len",
-                            "prompt_len", "prompt_tokens", "ContextTokens", "Request tokens"});
-    r->out_ = FindColumn(h, {"output_tokens", "num_decode_tokens", "output_length", "output_len",
-                             "completion_tokens", "GeneratedTokens", "Response tokens"});
+    r->in_ =
+        FindColumn(h, {"input_tokens", "num_prefill_tokens", "input_length", "input_len",
+                       "prompt_len", "prompt_tokens", "ContextTokens", "Request tokens"});
+    r->out_ = FindColumn(
+        h, {"output_tokens", "num_decode_tokens", "output_length", "output_len",
+            "completion_tokens", "GeneratedTokens", "Response tokens"});
     r->arrival_ns_ = FindColumn(h, {"arrival_ns"});
     r->arrival_s_ = FindColumn(h, {"arrival_s", "timestamp_s"});
     r->session_ = FindColumn(h, {"session_id"});
     r->block_ = FindColumn(h, {"hash_block_tokens"});
     r->hashes_ = FindColumn(h, {"prefix_hashes"});
-    if (r->in_ < 0) return r->MissingColumn("input length (input_tokens, num_prefill_tokens, ...)");
+    if (r->in_ < 0)
+      return r->MissingColumn("input length (input_tokens, num_prefill_tokens, ...)");
     if (r->out_ < 0) {
       return r->MissingColumn("output length (output_tokens, num_decode_tokens, ...)");
     }
@@ -495,8 +525,9 @@ class LengthsReader : public CsvTraceReader {
     } else if (arrival_s_ >= 0) {
       const std::string_view a = TrimSpaces(cells_[arrival_s_]);
       if (!ParseDecimalToNs(a, kNsPerSec, abs_ns)) {
-        return Fail(SkipReason::kMalformed, absl::StrCat("column ", time_field_, ": \"", Clip(a),
-                                                         "\" is not a non-negative number"));
+        return Fail(SkipReason::kMalformed,
+                    absl::StrCat("column ", time_field_, ": \"", Clip(a),
+                                 "\" is not a non-negative number"));
       }
     }
     if (!ParseLength("column", header_[in_], cells_[in_], 1, &out.input_tokens) ||
@@ -506,8 +537,8 @@ class LengthsReader : public CsvTraceReader {
     if (session_ >= 0) {
       const std::string_view s = TrimSpaces(cells_[session_]);
       if (!ParseInt64(s, &out.session_id) || out.session_id < -1) {
-        return Fail(SkipReason::kMalformed,
-                    absl::StrCat("column session_id: \"", Clip(s), "\" is not an integer >= -1"));
+        return Fail(SkipReason::kMalformed, absl::StrCat("column session_id: \"", Clip(s),
+                                                         "\" is not an integer >= -1"));
       }
     }
     if (hashes_ >= 0) {
@@ -528,8 +559,9 @@ class LengthsReader : public CsvTraceReader {
       if (block_ >= 0 && !TrimSpaces(cells_[block_]).empty()) {
         const std::string_view b = TrimSpaces(cells_[block_]);
         if (!ParseInt64(b, &block) || block < 1 || block > 1'000'000) {
-          return Fail(SkipReason::kMalformed, absl::StrCat("column hash_block_tokens: \"",
-                                                           Clip(b), "\" is outside 1..1000000"));
+          return Fail(SkipReason::kMalformed,
+                      absl::StrCat("column hash_block_tokens: \"", Clip(b),
+                                   "\" is outside 1..1000000"));
         }
       }
       if (!out.prefix_hashes.empty()) {
@@ -605,9 +637,10 @@ class JsonlTraceReader : public LineTraceReader {
     for (uint32_t i = f.array_begin; i < f.array_end; ++i) {
       const FlatJsonNumber& num = parser_.numbers()[i];
       if (!num.is_uint) {
-        return Fail(SkipReason::kMalformed,
-                    absl::StrCat("field ", std::string(f.key), "[", i - f.array_begin, "]: ",
-                                 Clip(num.raw), " is not an unsigned 64-bit integer"));
+        return Fail(
+            SkipReason::kMalformed,
+            absl::StrCat("field ", std::string(f.key), "[", i - f.array_begin,
+                         "]: ", Clip(num.raw), " is not an unsigned 64-bit integer"));
       }
       const uint64_t id = num.value;
       parent = ChainHash(parent, id);
@@ -645,22 +678,24 @@ class MooncakeReader : public JsonlTraceReader {
     bool own_format = false;
     if (const FlatJsonField* b = parser_.Find("hash_block_tokens"); b != nullptr) {
       own_format = true;
-      if (b->kind != FlatJsonField::Kind::kNumber || !ParseInt64(b->raw, &block) || block < 1 ||
-          block > 1'000'000) {
+      if (b->kind != FlatJsonField::Kind::kNumber || !ParseInt64(b->raw, &block) ||
+          block < 1 || block > 1'000'000) {
         return Fail(SkipReason::kMalformed,
                     "field hash_block_tokens: expected an integer in 1..1000000");
       }
     }
     if (const FlatJsonField* s = parser_.Find("session_id"); s != nullptr) {
-      if (s->kind != FlatJsonField::Kind::kNumber || !ParseInt64(s->raw, &out.session_id) ||
-          out.session_id < -1) {
-        return Fail(SkipReason::kMalformed, "field session_id: expected an integer >= -1");
+      if (s->kind != FlatJsonField::Kind::kNumber ||
+          !ParseInt64(s->raw, &out.session_id) || out.session_id < -1) {
+        return Fail(SkipReason::kMalformed,
+                    "field session_id: expected an integer >= -1");
       }
     }
     const FlatJsonField* h = parser_.Find("hash_ids");
     if (h == nullptr) return true;
     if (h->kind != FlatJsonField::Kind::kNumberArray) {
-      return Fail(SkipReason::kMalformed, "field hash_ids: expected an array of integers");
+      return Fail(SkipReason::kMalformed,
+                  "field hash_ids: expected an array of integers");
     }
     const int64_t n = h->array_end - h->array_begin;
     const int64_t want = (out.input_tokens + block - 1) / block;
@@ -698,14 +733,16 @@ class BailianReader : public JsonlTraceReader {
     if (!ParseJsonLine(line)) return false;
     const FlatJsonField* chat = Required("chat_id", FlatJsonField::Kind::kNumber);
     if (chat == nullptr) return false;
-    const FlatJsonField* parent = Required("parent_chat_id", FlatJsonField::Kind::kNumber);
+    const FlatJsonField* parent =
+        Required("parent_chat_id", FlatJsonField::Kind::kNumber);
     if (parent == nullptr) return false;
     int64_t chat_id = 0, parent_id = 0;
     if (!ParseInt64(chat->raw, &chat_id) || chat_id < 0) {
       return Fail(SkipReason::kMalformed, "field chat_id: expected an integer >= 0");
     }
     if (!ParseInt64(parent->raw, &parent_id) || parent_id < -1) {
-      return Fail(SkipReason::kMalformed, "field parent_chat_id: expected an integer >= -1");
+      return Fail(SkipReason::kMalformed,
+                  "field parent_chat_id: expected an integer >= -1");
     }
     if (!Time("timestamp", kNsPerSec, "s", abs_ns) ||
         !Length("input_length", 1, &out.input_tokens) ||
@@ -714,7 +751,8 @@ class BailianReader : public JsonlTraceReader {
     }
     if (const FlatJsonField* h = parser_.Find("hash_ids"); h != nullptr) {
       if (h->kind != FlatJsonField::Kind::kNumberArray) {
-        return Fail(SkipReason::kMalformed, "field hash_ids: expected an array of integers");
+        return Fail(SkipReason::kMalformed,
+                    "field hash_ids: expected an array of integers");
       }
       const int64_t block = opts_.hash_block_tokens;
       const int64_t n = h->array_end - h->array_begin;
@@ -758,8 +796,9 @@ class VllmBenchReader : public TraceReader {
     ASSIGN_OR_RETURN(r->bench_, ReadBenchResult(opts.path));
     if (!r->bench_.input_lens || !r->bench_.output_lens) {
       return absl::InvalidArgumentError(absl::StrCat(
-          opts.path, ": no per-request arrays input_lens/output_lens (save the result with "
-                     "per-request details to replay it)"));
+          opts.path,
+          ": no per-request arrays input_lens/output_lens (save the result with "
+          "per-request details to replay it)"));
     }
     if (r->bench_.input_lens->empty()) {
       return absl::InvalidArgumentError(absl::StrCat(opts.path, ": input_lens is empty"));
@@ -799,8 +838,8 @@ class VllmBenchReader : public TraceReader {
         if (!std::isfinite(t)) {
           ++stats_.skipped[static_cast<int>(SkipReason::kMalformed)];
           if (opts_.skip_bad_rows) continue;
-          final_status_ = absl::InvalidArgumentError(
-              absl::StrCat(opts_.path, ": key start_times[", i, "]: not a finite number"));
+          final_status_ = absl::InvalidArgumentError(absl::StrCat(
+              opts_.path, ": key start_times[", i, "]: not a finite number"));
           return final_status_;
         }
         if (!have_first_) {
@@ -826,10 +865,10 @@ class VllmBenchReader : public TraceReader {
   }
 
   std::string Describe() const override {
-    return absl::StrCat("vllm-bench result ", opts_.path, " (requests ", stats_.requests,
-                        ", skipped: ", stats_.SkippedSummary(),
-                        bench_.start_times ? ", start_times replayed" : ", no start_times",
-                        ")");
+    return absl::StrCat(
+        "vllm-bench result ", opts_.path, " (requests ", stats_.requests,
+        ", skipped: ", stats_.SkippedSummary(),
+        bench_.start_times ? ", start_times replayed" : ", no start_times", ")");
   }
 
  private:
@@ -838,7 +877,8 @@ class VllmBenchReader : public TraceReader {
     const int64_t min = 1;
     if (!std::isfinite(v) || v != std::floor(v)) {
       *reason = SkipReason::kMalformed;
-      *msg = absl::StrCat("key ", key, "[", i, "]: ", v, " is not an integer token count");
+      *msg =
+          absl::StrCat("key ", key, "[", i, "]: ", v, " is not an integer token count");
       return false;
     }
     if (v < 0) {
@@ -874,30 +914,32 @@ class BinaryReader : public TraceReader {
     r->opts_ = opts;
     r->fd_ = ::open(opts.path.c_str(), O_RDONLY);
     if (r->fd_ < 0) {
-      return absl::NotFoundError(absl::StrCat(opts.path, ": cannot open: ", std::strerror(errno)));
+      return absl::NotFoundError(
+          absl::StrCat(opts.path, ": cannot open: ", std::strerror(errno)));
     }
     r->stream_ = std::make_unique<google::protobuf::io::FileInputStream>(r->fd_, 1 << 18);
     bool clean_eof = false;
     proto::TraceHeader header;
-    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&header, r->stream_.get(),
-                                                                  &clean_eof)) {
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(
+            &header, r->stream_.get(), &clean_eof)) {
       return absl::InvalidArgumentError(absl::StrCat(
           opts.path, ": record 0 (header): ",
-          clean_eof ? "empty file" : "not a servesim binary trace header (truncated or corrupt)"));
+          clean_eof ? "empty file"
+                    : "not a servesim binary trace header (truncated or corrupt)"));
     }
     if (header.magic() != kBinaryMagic) {
-      return absl::InvalidArgumentError(absl::StrCat(opts.path, ": record 0 (header): magic \"",
-                                                     header.magic().substr(0, 40),
-                                                     "\" is not \"", kBinaryMagic, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat(opts.path, ": record 0 (header): magic \"",
+                       header.magic().substr(0, 40), "\" is not \"", kBinaryMagic, "\""));
     }
     if (header.version() != 1) {
       return absl::InvalidArgumentError(absl::StrCat(opts.path, ": header: version ",
                                                      header.version(), " (allowed: 1)"));
     }
     if (header.hash_block_tokens() < 0 || header.hash_block_tokens() > 1'000'000) {
-      return absl::InvalidArgumentError(absl::StrCat(opts.path, ": header: hash_block_tokens ",
-                                                     header.hash_block_tokens(),
-                                                     " is outside 0..1000000"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(opts.path, ": header: hash_block_tokens ",
+                       header.hash_block_tokens(), " is outside 0..1000000"));
     }
     r->block_ = header.hash_block_tokens();
     r->source_ = header.source();
@@ -919,7 +961,8 @@ class BinaryReader : public TraceReader {
       if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&rec_, stream_.get(),
                                                                     &clean_eof)) {
         if (clean_eof) {
-          if (stats_.rows == 0) return Stop(record, "no request records after the header");
+          if (stats_.rows == 0)
+            return Stop(record, "no request records after the header");
           done_ = true;
           return false;
         }
@@ -937,11 +980,15 @@ class BinaryReader : public TraceReader {
                  !CheckLen("output_tokens", rec_.output_tokens(), &reason, &msg)) {
       } else if (rec_.hash_block_tokens() < 0 || rec_.hash_block_tokens() > 1'000'000) {
         msg = "field hash_block_tokens: outside 0..1000000";
-      } else if (rec_.prefix_hashes_size() > 0 && rec_.hash_block_tokens() == 0 && block_ == 0) {
-        msg = "field prefix_hashes: hashes given but no hash_block_tokens (record or header)";
+      } else if (rec_.prefix_hashes_size() > 0 && rec_.hash_block_tokens() == 0 &&
+                 block_ == 0) {
+        msg =
+            "field prefix_hashes: hashes given but no hash_block_tokens (record or "
+            "header)";
       } else if (rec_.session_plus_one() < 0) {
         msg = "field session_plus_one: negative";
-      } else if (now_ns_ > std::numeric_limits<int64_t>::max() - rec_.arrival_delta_ns()) {
+      } else if (now_ns_ >
+                 std::numeric_limits<int64_t>::max() - rec_.arrival_delta_ns()) {
         msg = "field arrival_delta_ns: arrival time overflows int64 ns";
       }
       if (!msg.empty()) {
@@ -955,7 +1002,7 @@ class BinaryReader : public TraceReader {
       out.input_tokens = rec_.input_tokens();
       out.output_tokens = rec_.output_tokens();
       out.prefix_hashes.assign(rec_.prefix_hashes().begin(), rec_.prefix_hashes().end());
-      out.hash_block_tokens = out.prefix_hashes.empty()        ? 0
+      out.hash_block_tokens = out.prefix_hashes.empty()       ? 0
                               : rec_.hash_block_tokens() != 0 ? rec_.hash_block_tokens()
                                                               : block_;
       out.session_id = rec_.session_plus_one() - 1;
@@ -970,9 +1017,10 @@ class BinaryReader : public TraceReader {
   }
 
  private:
-  bool CheckLen(const char* field, int64_t v, SkipReason* reason, std::string* msg) const {
+  bool CheckLen(const char* field, int64_t v, SkipReason* reason,
+                std::string* msg) const {
     if (v >= 1 && v <= opts_.max_tokens) return true;
-    *reason = v < 0 ? SkipReason::kNegativeLength
+    *reason = v < 0    ? SkipReason::kNegativeLength
               : v == 0 ? SkipReason::kZeroLength
                        : SkipReason::kAbsurdLength;
     *msg = absl::StrCat("field ", field, ": ", v, " is outside 1..", opts_.max_tokens);
@@ -1009,17 +1057,25 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceReader(TraceFormat format,
         absl::StrCat("max_tokens ", opts.max_tokens, " is outside 1..2147483647"));
   }
   if (opts.hash_block_tokens < 0 || opts.hash_block_tokens > 1'000'000) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "hash block size ", opts.hash_block_tokens, " is outside 0..1000000 (0 = default)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("hash block size ", opts.hash_block_tokens,
+                     " is outside 0..1000000 (0 = default)"));
   }
   switch (format) {
-    case TraceFormat::kAzure: return AzureReader::Open(opts);
-    case TraceFormat::kMooncake: return MooncakeReader::Open(opts);
-    case TraceFormat::kBurstGpt: return BurstGptReader::Open(opts);
-    case TraceFormat::kBailian: return BailianReader::Open(opts);
-    case TraceFormat::kVllmBench: return VllmBenchReader::Open(opts);
-    case TraceFormat::kLengths: return LengthsReader::Open(opts);
-    case TraceFormat::kBinary: return BinaryReader::Open(opts);
+    case TraceFormat::kAzure:
+      return AzureReader::Open(opts);
+    case TraceFormat::kMooncake:
+      return MooncakeReader::Open(opts);
+    case TraceFormat::kBurstGpt:
+      return BurstGptReader::Open(opts);
+    case TraceFormat::kBailian:
+      return BailianReader::Open(opts);
+    case TraceFormat::kVllmBench:
+      return VllmBenchReader::Open(opts);
+    case TraceFormat::kLengths:
+      return LengthsReader::Open(opts);
+    case TraceFormat::kBinary:
+      return BinaryReader::Open(opts);
   }
   return absl::InvalidArgumentError("unknown trace format");
 }
@@ -1029,7 +1085,8 @@ absl::StatusOr<TraceFormat> DetectTraceFormat(const std::string& path) {
   {
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (f == nullptr) {
-      return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+      return absl::NotFoundError(
+          absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
     }
     char head[64];
     const size_t n = std::fread(head, 1, sizeof(head), f);
@@ -1039,7 +1096,8 @@ absl::StatusOr<TraceFormat> DetectTraceFormat(const std::string& path) {
     }
     if (n == 0) return absl::InvalidArgumentError(absl::StrCat(path, ":1: empty file"));
   }
-  if (EndsWith(path, ".json") || EndsWith(path, ".json.gz")) return TraceFormat::kVllmBench;
+  if (EndsWith(path, ".json") || EndsWith(path, ".json.gz"))
+    return TraceFormat::kVllmBench;
   ASSIGN_OR_RETURN(auto lines, LineReader::Open(path));
   std::string_view first;
   ASSIGN_OR_RETURN(bool got, lines->Next(first));
@@ -1048,21 +1106,24 @@ absl::StatusOr<TraceFormat> DetectTraceFormat(const std::string& path) {
   first = TrimSpaces(first);
   if (!first.empty() && first.front() == '{') {
     if (first.find("\"chat_id\"") != first.npos) return TraceFormat::kBailian;
-    if (first.find("\"hash_ids\"") != first.npos || first.find("\"input_length\"") != first.npos) {
+    if (first.find("\"hash_ids\"") != first.npos ||
+        first.find("\"input_length\"") != first.npos) {
       return TraceFormat::kMooncake;
     }
     if (first.find("\"completed\"") != first.npos) return TraceFormat::kVllmBench;
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ":1: JSON line with neither hash_ids/input_length (mooncake) nor chat_id "
-              "(bailian); give the format explicitly"));
+        path,
+        ":1: JSON line with neither hash_ids/input_length (mooncake) nor chat_id "
+        "(bailian); give the format explicitly"));
   }
   if (first.find("ContextTokens") != first.npos) return TraceFormat::kAzure;
   if (first.find("Request tokens") != first.npos) return TraceFormat::kBurstGpt;
   if (first.find(',') != first.npos) return TraceFormat::kLengths;
   return absl::InvalidArgumentError(
-      absl::StrCat(path, ":1: cannot tell the trace format from the first line; give it "
-                         "explicitly (azure, mooncake, burstgpt, bailian, vllm-bench, lengths, "
-                         "binary)"));
+      absl::StrCat(path,
+                   ":1: cannot tell the trace format from the first line; give it "
+                   "explicitly (azure, mooncake, burstgpt, bailian, vllm-bench, lengths, "
+                   "binary)"));
 }
 
 }  // namespace servesim

@@ -35,17 +35,17 @@ enum class SkipReason {
   kAbsurdLength,    // a token count above ReaderOptions::max_tokens
   kHashCount,       // Mooncake: len(hash_ids) != ceil(input_length / block)
   kInvalidUtf8,
-  kTruncated,       // the last line, without a terminator, did not parse
-  kFailedRequest,   // BurstGPT Response tokens = 0 / bench error (option)
-  kModelFilter,     // BurstGPT row of another model (option)
+  kTruncated,      // the last line, without a terminator, did not parse
+  kFailedRequest,  // BurstGPT Response tokens = 0 / bench error (option)
+  kModelFilter,    // BurstGPT row of another model (option)
 };
 constexpr int kNumSkipReasons = 11;
 // Stable snake_case name ("time_backwards").
 const char* SkipReasonName(SkipReason reason);
 
 struct ReaderStats {
-  int64_t rows = 0;       // data rows read (header excluded)
-  int64_t requests = 0;   // rows emitted as requests
+  int64_t rows = 0;      // data rows read (header excluded)
+  int64_t requests = 0;  // rows emitted as requests
   std::array<int64_t, kNumSkipReasons> skipped{};
   int64_t total_skipped() const;
   // "time_backwards=3 malformed=1" (reasons with a count, fixed order), or

@@ -15,7 +15,8 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kData = std::string(SERVESIM_SHARED_DIR) + "/data/traces/";
-const std::string kFixtures = std::string(SERVESIM_SOURCE_DIR) + "/tests/testdata/traces/";
+const std::string kFixtures =
+    std::string(SERVESIM_SOURCE_DIR) + "/tests/testdata/traces/";
 
 struct ReadAll {
   std::vector<RequestSpec> requests;
@@ -99,11 +100,11 @@ TEST_P(AzureRealTraceTest, RowCountMediansAndTimeSpanMatchReadme) {
   EXPECT_EQ(r.stats.total_skipped(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Files, AzureRealTraceTest,
-    ::testing::Values(AzureCase{"AzureLLMInferenceTrace_code.csv", 8819, 1469, 13, 7437, 1899},
-                      AzureCase{"AzureLLMInferenceTrace_conv.csv", 19366, 1020, 129, 14050,
-                                1000}));
+INSTANTIATE_TEST_SUITE_P(Files, AzureRealTraceTest,
+                         ::testing::Values(AzureCase{"AzureLLMInferenceTrace_code.csv",
+                                                     8819, 1469, 13, 7437, 1899},
+                                           AzureCase{"AzureLLMInferenceTrace_conv.csv",
+                                                     19366, 1020, 129, 14050, 1000}));
 
 TEST(AzureReaderTest, ArrivalsAreExactDifferencesOfTheTimestamps) {
   ReadAll r = Read(TraceFormat::kAzure, kData + "AzureLLMInferenceTrace_code.csv");
@@ -149,10 +150,10 @@ TEST_P(MooncakeRealTraceTest, RowCountAndHashesCoverThePrompt) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, MooncakeRealTraceTest,
-                         ::testing::Values(MooncakeCase{"mooncake_conversation_trace.jsonl",
-                                                        12031},
-                                           MooncakeCase{"mooncake_synthetic_trace.jsonl", 3993}));
+INSTANTIATE_TEST_SUITE_P(
+    Files, MooncakeRealTraceTest,
+    ::testing::Values(MooncakeCase{"mooncake_conversation_trace.jsonl", 12031},
+                      MooncakeCase{"mooncake_synthetic_trace.jsonl", 3993}));
 
 TEST(MooncakeReaderTest, SharedHashIdsGiveSharedChainedPrefixes) {
   ReadAll r = Read(TraceFormat::kMooncake, kData + "mooncake_conversation_trace.jsonl");
@@ -193,8 +194,10 @@ TEST(LengthsReaderTest, ShareGptStatsHaveAllRowsAndNoArrivalTimes) {
 }
 
 TEST(DetectTraceFormatTest, DetectsEveryShippedFile) {
-  EXPECT_EQ(*DetectTraceFormat(kData + "AzureLLMInferenceTrace_code.csv"), TraceFormat::kAzure);
-  EXPECT_EQ(*DetectTraceFormat(kData + "mooncake_synthetic_trace.jsonl"), TraceFormat::kMooncake);
+  EXPECT_EQ(*DetectTraceFormat(kData + "AzureLLMInferenceTrace_code.csv"),
+            TraceFormat::kAzure);
+  EXPECT_EQ(*DetectTraceFormat(kData + "mooncake_synthetic_trace.jsonl"),
+            TraceFormat::kMooncake);
   EXPECT_EQ(*DetectTraceFormat(kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv"),
             TraceFormat::kLengths);
   EXPECT_EQ(*DetectTraceFormat(kFixtures + "burstgpt_v3.csv"), TraceFormat::kBurstGpt);
@@ -233,7 +236,8 @@ TEST(BurstGptReaderTest, FailedRowIsAnErrorWhenNotSkipped) {
   ReaderOptions opts;
   opts.skip_failed_requests = false;
   ReadAll r = Read(TraceFormat::kBurstGpt, kFixtures + "burstgpt_v1.csv", false, opts);
-  EXPECT_THAT(r.status.message(), HasSubstr("burstgpt_v1.csv:3: column Response tokens: 0"));
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("burstgpt_v1.csv:3: column Response tokens: 0"));
 }
 
 TEST(BailianReaderTest, TurnsJoinTheirRootChatSessionAndShareHashes) {
@@ -252,8 +256,8 @@ TEST(BailianReaderTest, TurnsJoinTheirRootChatSessionAndShareHashes) {
 }
 
 TEST(VllmBenchReaderTest, ReplaysPerRequestLengthsAndSkipsEmptyAnswers) {
-  const std::string path =
-      std::string(SERVESIM_SHARED_DIR) + "/data/bench/dstack-llama405b/h100x8-16qps.json.gz";
+  const std::string path = std::string(SERVESIM_SHARED_DIR) +
+                           "/data/bench/dstack-llama405b/h100x8-16qps.json.gz";
   auto bench = ReadBenchResult(path);
   ASSERT_TRUE(bench.ok());
   size_t nonzero = 0;
@@ -314,9 +318,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{TraceFormat::kAzure, "azure_malformed_row.csv",
                 "azure_malformed_row.csv:3: column TIMESTAMP", SkipReason::kMalformed, 2},
         BadCase{TraceFormat::kAzure, "azure_column_count.csv",
-                "azure_column_count.csv:3: expected 3 columns", SkipReason::kColumnCount, 2},
+                "azure_column_count.csv:3: expected 3 columns", SkipReason::kColumnCount,
+                2},
         BadCase{TraceFormat::kAzure, "azure_time_backwards.csv",
-                "azure_time_backwards.csv:3: field TIMESTAMP", SkipReason::kTimeBackwards, 2},
+                "azure_time_backwards.csv:3: field TIMESTAMP", SkipReason::kTimeBackwards,
+                2},
         BadCase{TraceFormat::kAzure, "azure_negative_length.csv",
                 "azure_negative_length.csv:3: column ContextTokens: -3180 is negative",
                 SkipReason::kNegativeLength, 2},
@@ -324,41 +330,49 @@ INSTANTIATE_TEST_SUITE_P(
                 "azure_absurd_length.csv:3: column GeneratedTokens: 80000000 is above",
                 SkipReason::kAbsurdLength, 2},
         BadCase{TraceFormat::kAzure, "azure_truncated.csv",
-                "azure_truncated.csv:4: last line cut mid-record", SkipReason::kTruncated, 2},
+                "azure_truncated.csv:4: last line cut mid-record", SkipReason::kTruncated,
+                2},
         BadCase{TraceFormat::kAzure, "azure_invalid_utf8.csv",
                 "azure_invalid_utf8.csv:3: invalid UTF-8", SkipReason::kInvalidUtf8, 2},
         BadCase{TraceFormat::kMooncake, "mooncake_truncated.jsonl",
-                "mooncake_truncated.jsonl:3: last line cut mid-record", SkipReason::kTruncated,
-                2},
+                "mooncake_truncated.jsonl:3: last line cut mid-record",
+                SkipReason::kTruncated, 2},
         BadCase{TraceFormat::kMooncake, "mooncake_hash_count.jsonl",
                 "mooncake_hash_count.jsonl:2: field hash_ids: has 2 entries",
                 SkipReason::kHashCount, 2},
         BadCase{TraceFormat::kMooncake, "mooncake_time_backwards.jsonl",
-                "mooncake_time_backwards.jsonl:2: field timestamp", SkipReason::kTimeBackwards,
-                2},
+                "mooncake_time_backwards.jsonl:2: field timestamp",
+                SkipReason::kTimeBackwards, 2},
         BadCase{TraceFormat::kMooncake, "mooncake_malformed_row.jsonl",
-                "mooncake_malformed_row.jsonl:2: invalid JSON", SkipReason::kMalformed, 2},
+                "mooncake_malformed_row.jsonl:2: invalid JSON", SkipReason::kMalformed,
+                2},
         BadCase{TraceFormat::kMooncake, "mooncake_invalid_utf8.jsonl",
-                "mooncake_invalid_utf8.jsonl:2: invalid UTF-8", SkipReason::kInvalidUtf8, 1}));
+                "mooncake_invalid_utf8.jsonl:2: invalid UTF-8", SkipReason::kInvalidUtf8,
+                1}));
 
 TEST(BadInputTest, NegativeLengthNamesTheField) {
   ReadAll r = Read(TraceFormat::kMooncake, kFixtures + "mooncake_negative_length.jsonl");
-  EXPECT_THAT(r.status.message(),
-              HasSubstr("mooncake_negative_length.jsonl:1: field output_length: -5 is negative"));
-  ReadAll lax = Read(TraceFormat::kMooncake, kFixtures + "mooncake_negative_length.jsonl", true);
+  EXPECT_THAT(
+      r.status.message(),
+      HasSubstr("mooncake_negative_length.jsonl:1: field output_length: -5 is negative"));
+  ReadAll lax =
+      Read(TraceFormat::kMooncake, kFixtures + "mooncake_negative_length.jsonl", true);
   // Every row skipped: not an error, an empty stream with a count.
   EXPECT_TRUE(lax.status.ok());
   EXPECT_EQ(lax.stats.skipped[static_cast<int>(SkipReason::kNegativeLength)], 1);
 }
 
 TEST(BadInputTest, EmptyFilesAreErrorsInEveryFormat) {
-  for (TraceFormat f : {TraceFormat::kAzure, TraceFormat::kBurstGpt, TraceFormat::kLengths}) {
+  for (TraceFormat f :
+       {TraceFormat::kAzure, TraceFormat::kBurstGpt, TraceFormat::kLengths}) {
     ReadAll r = Read(f, kFixtures + "empty.csv", true);
-    EXPECT_THAT(r.status.message(), HasSubstr("empty.csv:1: empty file")) << TraceFormatName(f);
+    EXPECT_THAT(r.status.message(), HasSubstr("empty.csv:1: empty file"))
+        << TraceFormatName(f);
   }
   for (TraceFormat f : {TraceFormat::kMooncake, TraceFormat::kBailian}) {
     ReadAll r = Read(f, kFixtures + "empty.jsonl", true);
-    EXPECT_THAT(r.status.message(), HasSubstr("empty.jsonl:1: empty file")) << TraceFormatName(f);
+    EXPECT_THAT(r.status.message(), HasSubstr("empty.jsonl:1: empty file"))
+        << TraceFormatName(f);
   }
   for (TraceFormat f : {TraceFormat::kVllmBench, TraceFormat::kBinary}) {
     ReadAll r = Read(f, kFixtures + "empty.jsonl", true);
@@ -373,7 +387,8 @@ TEST(BadInputTest, MissingFileIsAnError) {
 
 TEST(BadInputTest, HeaderWithoutRequiredColumnIsAnErrorEvenWhenSkipping) {
   ReadAll r = Read(TraceFormat::kAzure, kFixtures + "lengths_good.csv", true);
-  EXPECT_THAT(r.status.message(), HasSubstr("lengths_good.csv:1: header has no TIMESTAMP"));
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("lengths_good.csv:1: header has no TIMESTAMP"));
 }
 
 }  // namespace

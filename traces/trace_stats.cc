@@ -21,7 +21,8 @@ LengthSummary Summarize(const std::map<int32_t, int64_t>& hist, int64_t n, doubl
   int64_t* outs[3] = {&s.p50, &s.p90, &s.p99};
   for (int k = 0; k < 3; ++k) {
     // Nearest rank: ceil(p * n), 1-based.
-    const int64_t rank = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ps[k] * n - 1e-9)));
+    const int64_t rank =
+        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ps[k] * n - 1e-9)));
     int64_t cum = 0;
     for (const auto& [value, count] : hist) {
       cum += count;
@@ -43,7 +44,8 @@ void WriteLengths(JsonWriter& w, std::string_view key, const LengthSummary& s) {
 
 }  // namespace
 
-absl::StatusOr<TraceStats> ComputeTraceStats(RequestSource& source, int64_t max_tracked_hashes) {
+absl::StatusOr<TraceStats> ComputeTraceStats(RequestSource& source,
+                                             int64_t max_tracked_hashes) {
   TraceStats st;
   std::map<int32_t, int64_t> in_hist, out_hist;
   double in_sum = 0, out_sum = 0;
@@ -96,7 +98,8 @@ absl::StatusOr<TraceStats> ComputeTraceStats(RequestSource& source, int64_t max_
     st.interarrival_cv = std::sqrt(gap_m2 / static_cast<double>(gaps)) / gap_mean;
   }
   if (st.hashed_blocks > 0) {
-    st.prefix_sharing_ratio = static_cast<double>(hits) / static_cast<double>(st.hashed_blocks);
+    st.prefix_sharing_ratio =
+        static_cast<double>(hits) / static_cast<double>(st.hashed_blocks);
   }
   return st;
 }
@@ -116,7 +119,8 @@ std::string FormatTraceStatsText(const TraceStats& s) {
   absl::StrAppend(&out, "inter-arrival CV: ", FormatDouble(s.interarrival_cv), "\n");
   absl::StrAppend(&out, "prefix sharing: ", FormatDouble(s.prefix_sharing_ratio), " of ",
                   s.hashed_blocks, " hashed blocks seen before",
-                  s.prefix_sharing_approximate ? " (approximate: hash set capped)" : "", "\n");
+                  s.prefix_sharing_approximate ? " (approximate: hash set capped)" : "",
+                  "\n");
   absl::StrAppend(&out, "requests in sessions: ", s.requests_in_sessions, "\n");
   if (s.reader) {
     absl::StrAppend(&out, "rows read: ", s.reader->rows, "\n");

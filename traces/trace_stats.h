@@ -23,8 +23,8 @@ struct LengthSummary {
 struct TraceStats {
   std::string source;  // Describe() of the source after reading
   int64_t requests = 0;
-  TimeNs span_ns = 0;            // last arrival - first arrival
-  double mean_rate_per_s = 0;    // (requests - 1) / span; 0 if undefined
+  TimeNs span_ns = 0;          // last arrival - first arrival
+  double mean_rate_per_s = 0;  // (requests - 1) / span; 0 if undefined
   LengthSummary input, output;
   // Coefficient of variation (sd / mean) of inter-arrival gaps; 1 for
   // Poisson, > 1 bursty; 0 if fewer than 2 gaps or all gaps 0.
@@ -43,7 +43,8 @@ struct TraceStats {
 
 // Reads `source` to the end. Memory: O(distinct lengths + tracked hashes).
 absl::StatusOr<TraceStats> ComputeTraceStats(RequestSource& source,
-                                             int64_t max_tracked_hashes = int64_t{1} << 24);
+                                             int64_t max_tracked_hashes = int64_t{1}
+                                                                          << 24);
 
 // Human-readable report (one "key: value" per line).
 std::string FormatTraceStatsText(const TraceStats& stats);

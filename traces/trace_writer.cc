@@ -79,7 +79,9 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
     header.set_source(source_description);
     AppendDelimited(w->buf_, header);
   } else if (format == OutputFormat::kCsv) {
-    w->buf_ = "arrival_ns,input_tokens,output_tokens,session_id,hash_block_tokens,prefix_hashes\n";
+    w->buf_ =
+        "arrival_ns,input_tokens,output_tokens,session_id,hash_block_tokens,prefix_"
+        "hashes\n";
   }
   return w;
 }
@@ -89,11 +91,13 @@ TraceWriter::~TraceWriter() {
 }
 
 absl::Status TraceWriter::Write(const RequestSpec& r) {
-  if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": closed"));
+  if (file_ == nullptr)
+    return absl::FailedPreconditionError(absl::StrCat(path_, ": closed"));
   if (r.arrival_ns < prev_ns_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path_, ": request ", r.id, ": arrival ", r.arrival_ns,
-        " ns is before the previous one (", prev_ns_, " ns); arrivals must be nondecreasing"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": request ", r.id, ": arrival ", r.arrival_ns,
+                     " ns is before the previous one (", prev_ns_,
+                     " ns); arrivals must be nondecreasing"));
   }
   switch (format_) {
     case OutputFormat::kBinary: {
@@ -143,7 +147,8 @@ absl::Status TraceWriter::Write(const RequestSpec& r) {
 absl::Status TraceWriter::Flush(bool force) {
   if (!force && buf_.size() < kFlushBytes) return absl::OkStatus();
   if (!buf_.empty() && std::fwrite(buf_.data(), 1, buf_.size(), file_) != buf_.size()) {
-    return absl::DataLossError(absl::StrCat(path_, ": write failed: ", std::strerror(errno)));
+    return absl::DataLossError(
+        absl::StrCat(path_, ": write failed: ", std::strerror(errno)));
   }
   buf_.clear();
   return absl::OkStatus();
@@ -153,7 +158,8 @@ absl::Status TraceWriter::Close() {
   if (file_ == nullptr) return absl::OkStatus();
   absl::Status st = Flush(true);
   if (std::fclose(file_) != 0 && st.ok()) {
-    st = absl::DataLossError(absl::StrCat(path_, ": close failed: ", std::strerror(errno)));
+    st = absl::DataLossError(
+        absl::StrCat(path_, ": close failed: ", std::strerror(errno)));
   }
   file_ = nullptr;
   return st;

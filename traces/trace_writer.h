@@ -39,9 +39,9 @@ OutputFormat OutputFormatForPath(const std::string& path);
 // the destructor, ignoring errors) flushes.
 class TraceWriter {
  public:
-  static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path,
-                                                           OutputFormat format,
-                                                           const std::string& source_description);
+  static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(
+      const std::string& path, OutputFormat format,
+      const std::string& source_description);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;

@@ -68,8 +68,8 @@ class TimeWindowSource : public Wrapper {
   TimeWindowSource(std::unique_ptr<RequestSource> s, TimeNs start, TimeNs end)
       : Wrapper(std::move(s)), start_(start), end_(end) {}
   std::string Describe() const override {
-    return absl::StrCat(source_->Describe(), " | window [", start_ / 1e9, " s, ", end_ / 1e9,
-                        " s)");
+    return absl::StrCat(source_->Describe(), " | window [", start_ / 1e9, " s, ",
+                        end_ / 1e9, " s)");
   }
 
  private:
@@ -84,7 +84,8 @@ class TimeWindowSource : public Wrapper {
 
 class ScaleTimeSource : public Wrapper {
  public:
-  ScaleTimeSource(std::unique_ptr<RequestSource> s, double f) : Wrapper(std::move(s)), f_(f) {}
+  ScaleTimeSource(std::unique_ptr<RequestSource> s, double f)
+      : Wrapper(std::move(s)), f_(f) {}
   std::string Describe() const override {
     return absl::StrCat(source_->Describe(), " | time x", f_);
   }
@@ -102,7 +103,9 @@ class ScaleTimeSource : public Wrapper {
 class SampleSource : public Wrapper {
  public:
   SampleSource(std::unique_ptr<RequestSource> s, double fraction, uint64_t seed)
-      : Wrapper(std::move(s)), fraction_(fraction), seed_(seed),
+      : Wrapper(std::move(s)),
+        fraction_(fraction),
+        seed_(seed),
         sampler_(SeedFor(seed, kStreamSampling)) {}
   std::string Describe() const override {
     return absl::StrCat(source_->Describe(), " | sample ", fraction_, " seed ", seed_);
@@ -122,8 +125,8 @@ class FilterLengthsSource : public Wrapper {
   FilterLengthsSource(std::unique_ptr<RequestSource> s, LengthFilter f)
       : Wrapper(std::move(s)), f_(f) {}
   std::string Describe() const override {
-    return absl::StrCat(source_->Describe(), " | input ", f_.min_input, "..", f_.max_input,
-                        " output ", f_.min_output, "..", f_.max_output);
+    return absl::StrCat(source_->Describe(), " | input ", f_.min_input, "..",
+                        f_.max_input, " output ", f_.min_output, "..", f_.max_output);
   }
 
  private:
@@ -137,13 +140,16 @@ class FilterLengthsSource : public Wrapper {
 
 class LimitSource : public Wrapper {
  public:
-  LimitSource(std::unique_ptr<RequestSource> s, int64_t n) : Wrapper(std::move(s)), n_(n) {}
+  LimitSource(std::unique_ptr<RequestSource> s, int64_t n)
+      : Wrapper(std::move(s)), n_(n) {}
   std::string Describe() const override {
     return absl::StrCat(source_->Describe(), " | first ", n_);
   }
 
  private:
-  Verdict Apply(RequestSpec&) override { return seen_++ < n_ ? Verdict::kKeep : Verdict::kStop; }
+  Verdict Apply(RequestSpec&) override {
+    return seen_++ < n_ ? Verdict::kKeep : Verdict::kStop;
+  }
   int64_t n_;
   int64_t seen_ = 0;
 };
@@ -152,7 +158,9 @@ class LoopSource : public RequestSource {
  public:
   LoopSource(SourceFactory factory, std::unique_ptr<RequestSource> first, int64_t target,
              bool distinct)
-      : factory_(std::move(factory)), source_(std::move(first)), target_(target),
+      : factory_(std::move(factory)),
+        source_(std::move(first)),
+        target_(target),
         distinct_(distinct) {}
 
   absl::StatusOr<bool> Next(RequestSpec& out) override {
@@ -177,7 +185,8 @@ class LoopSource : public RequestSource {
         out.arrival_ns += pass_ * (span_ + gap_);
         if (out.session_id >= 0) out.session_id += pass_ * (max_session_ + 1);
         if (distinct_) {
-          for (uint64_t& h : out.prefix_hashes) h = ChainHash(h, static_cast<uint64_t>(pass_));
+          for (uint64_t& h : out.prefix_hashes)
+            h = ChainHash(h, static_cast<uint64_t>(pass_));
         }
       }
       out.id = emitted_++;
@@ -210,8 +219,8 @@ std::unique_ptr<RequestSource> WithArrivals(std::unique_ptr<RequestSource> sourc
   return std::make_unique<WithArrivalsSource>(std::move(source), std::move(arrivals));
 }
 
-std::unique_ptr<RequestSource> TimeWindow(std::unique_ptr<RequestSource> source, TimeNs start_ns,
-                                          TimeNs end_ns) {
+std::unique_ptr<RequestSource> TimeWindow(std::unique_ptr<RequestSource> source,
+                                          TimeNs start_ns, TimeNs end_ns) {
   return std::make_unique<TimeWindowSource>(std::move(source), start_ns, end_ns);
 }
 
@@ -220,8 +229,8 @@ std::unique_ptr<RequestSource> ScaleTime(std::unique_ptr<RequestSource> source,
   return std::make_unique<ScaleTimeSource>(std::move(source), time_factor);
 }
 
-std::unique_ptr<RequestSource> Sample(std::unique_ptr<RequestSource> source, double fraction,
-                                      uint64_t seed) {
+std::unique_ptr<RequestSource> Sample(std::unique_ptr<RequestSource> source,
+                                      double fraction, uint64_t seed) {
   return std::make_unique<SampleSource>(std::move(source), fraction, seed);
 }
 
@@ -243,13 +252,14 @@ absl::StatusOr<std::unique_ptr<RequestSource>> Loop(SourceFactory factory,
         absl::StrCat("loop target ", target_requests, " is negative (allowed 0..)"));
   }
   ASSIGN_OR_RETURN(auto first, factory());
-  return std::unique_ptr<RequestSource>(
-      new LoopSource(std::move(factory), std::move(first), target_requests, distinct_hashes));
+  return std::unique_ptr<RequestSource>(new LoopSource(
+      std::move(factory), std::move(first), target_requests, distinct_hashes));
 }
 
 double SourceSpan::MeanRatePerS() const {
   if (requests < 2 || last_ns <= first_ns) return 0;
-  return static_cast<double>(requests - 1) * 1e9 / static_cast<double>(last_ns - first_ns);
+  return static_cast<double>(requests - 1) * 1e9 /
+         static_cast<double>(last_ns - first_ns);
 }
 
 absl::StatusOr<SourceSpan> MeasureSpan(RequestSource& source) {

@@ -24,8 +24,8 @@ std::unique_ptr<RequestSource> WithArrivals(std::unique_ptr<RequestSource> sourc
 // Keeps requests with start_ns <= arrival < end_ns and shifts them so that
 // start_ns becomes 0. Stops reading the source at the first arrival >=
 // end_ns. REQUIRES 0 <= start_ns <= end_ns.
-std::unique_ptr<RequestSource> TimeWindow(std::unique_ptr<RequestSource> source, TimeNs start_ns,
-                                          TimeNs end_ns);
+std::unique_ptr<RequestSource> TimeWindow(std::unique_ptr<RequestSource> source,
+                                          TimeNs start_ns, TimeNs end_ns);
 
 // Multiplies every arrival by `time_factor` (rounded to ns): 0.5 doubles
 // the request rate, 2 halves it. REQUIRES time_factor > 0.
@@ -34,8 +34,8 @@ std::unique_ptr<RequestSource> ScaleTime(std::unique_ptr<RequestSource> source,
 
 // Keeps each request with probability `fraction`, independently, from a
 // stream seeded by `seed` (same seed, same subset). REQUIRES 0 < fraction <= 1.
-std::unique_ptr<RequestSource> Sample(std::unique_ptr<RequestSource> source, double fraction,
-                                      uint64_t seed);
+std::unique_ptr<RequestSource> Sample(std::unique_ptr<RequestSource> source,
+                                      double fraction, uint64_t seed);
 
 struct LengthFilter {
   int32_t min_input = 1;
@@ -48,7 +48,8 @@ std::unique_ptr<RequestSource> FilterLengths(std::unique_ptr<RequestSource> sour
                                              LengthFilter filter);
 
 // Stops after `max_requests` requests.
-std::unique_ptr<RequestSource> Limit(std::unique_ptr<RequestSource> source, int64_t max_requests);
+std::unique_ptr<RequestSource> Limit(std::unique_ptr<RequestSource> source,
+                                     int64_t max_requests);
 
 // Opens a fresh copy of a source (for transforms that read it more than
 // once).

@@ -99,8 +99,9 @@ TEST(TransformsTest, LimitStopsAtN) {
 }
 
 TEST(TransformsTest, LoopShiftsBySpanPlusMeanGapAndSeparatesPasses) {
-  auto loop = Loop([] { return absl::StatusOr<std::unique_ptr<RequestSource>>(Src(4, 10)); }, 10,
-                   /*distinct_hashes=*/true);
+  auto loop =
+      Loop([] { return absl::StatusOr<std::unique_ptr<RequestSource>>(Src(4, 10)); }, 10,
+           /*distinct_hashes=*/true);
   ASSERT_TRUE(loop.ok());
   auto r = Drain(**loop);
   ASSERT_EQ(r.size(), 10u);
@@ -118,16 +119,17 @@ TEST(TransformsTest, LoopShiftsBySpanPlusMeanGapAndSeparatesPasses) {
 }
 
 TEST(TransformsTest, LoopCanKeepHashesSoLaterPassesHitTheCache) {
-  auto loop = Loop([] { return absl::StatusOr<std::unique_ptr<RequestSource>>(Src(4, 10)); }, 8,
-                   /*distinct_hashes=*/false);
+  auto loop =
+      Loop([] { return absl::StatusOr<std::unique_ptr<RequestSource>>(Src(4, 10)); }, 8,
+           /*distinct_hashes=*/false);
   ASSERT_TRUE(loop.ok());
   auto r = Drain(**loop);
   EXPECT_EQ(r[4].prefix_hashes, r[0].prefix_hashes);
 }
 
 TEST(TransformsTest, LoopOfEmptySourceEnds) {
-  auto loop = Loop([] { return absl::StatusOr<std::unique_ptr<RequestSource>>(Src(0, 10)); }, 8,
-                   true);
+  auto loop = Loop(
+      [] { return absl::StatusOr<std::unique_ptr<RequestSource>>(Src(0, 10)); }, 8, true);
   ASSERT_TRUE(loop.ok());
   EXPECT_TRUE(Drain(**loop).empty());
 }

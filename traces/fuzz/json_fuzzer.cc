@@ -11,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   servesim::FlatJsonParser flat;
   const bool flat_ok = flat.Parse(text).ok();
   // Whatever the flat parser accepts is a JSON object the DOM parser accepts.
-  if (flat_ok && (!doc.ok() || doc->type != servesim::JsonValue::Type::kObject)) __builtin_trap();
+  if (flat_ok && (!doc.ok() || doc->type != servesim::JsonValue::Type::kObject))
+    __builtin_trap();
   int64_t ns = 0;
   (void)servesim::ParseTimestampToNs(text, &ns);
   (void)servesim::ParseDecimalToNs(text, 1'000'000'000, &ns);

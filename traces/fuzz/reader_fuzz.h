@@ -46,7 +46,8 @@ inline void ReadToEnd(TraceFormat format, const std::string& path, bool skip) {
   }
 }
 
-inline int FuzzReader(TraceFormat format, const char* ext, const uint8_t* data, size_t size) {
+inline int FuzzReader(TraceFormat format, const char* ext, const uint8_t* data,
+                      size_t size) {
   static const std::string path =
       "/tmp/servesim_fuzz_" + std::to_string(::getpid()) + "." + ext;
   std::FILE* f = std::fopen(path.c_str(), "wb");
