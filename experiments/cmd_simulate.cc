@@ -14,17 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "experiments/cli.h"
-#include "experiments/server_builder.h"
+#include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
 #include "sim/engine.h"
-#include "sim/random_source.h"
 #include "sim/report.h"
-#include "sim/router_aware.h"
 #include "sim/status_macros.h"
-#if __has_include("traces/open_trace.h")
-#include "traces/open_trace.h"
-#define SERVESIM_HAVE_OPEN_TRACE 1
-#endif
 
 namespace servesim::cli {
 namespace {
@@ -49,24 +43,6 @@ absl::Status WriteFile(const std::string& path, const std::string& text, const c
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<RequestSource>> OpenSource(const proto::ClientConfig& cl) {
-  if (cl.trace().empty()) {
-    ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src,
-                     RandomSource::Create(ToRandomDataset(cl)));
-    return std::unique_ptr<RequestSource>(std::move(src));
-  }
-#ifdef SERVESIM_HAVE_OPEN_TRACE
-  TraceOptions opts;
-  opts.path = cl.trace();
-  opts.format = cl.trace_format();
-  opts.seed = cl.has_seed() ? cl.seed() : 0;
-  opts.max_requests = cl.num_prompts();
-  return OpenTrace(opts);
-#else
-  return absl::UnimplementedError("--trace: trace replay is not built into this binary yet");
-#endif
-}
-
 // Returns the process exit code; prints errors to stderr.
 int RunSimulate(const SimulateArgs& args) {
   auto fail = [](const absl::Status& st) {
@@ -78,51 +54,18 @@ int RunSimulate(const SimulateArgs& args) {
   proto::ExperimentConfig config = *std::move(resolved);
   if (!args.router.empty()) config.mutable_fleet()->set_router(args.router);
 
-  // One replica, or the fleet's replicas (each with its own server flags).
-  std::vector<std::pair<proto::ServerConfig, int>> servers;
-  if (config.fleet().replicas_size() > 0) {
-    for (const proto::FleetReplica& fr : config.fleet().replicas()) {
-      proto::ExperimentConfig tmp;
-      *tmp.mutable_server() = fr.server();
-      ApplyDefaults(tmp);
-      servers.emplace_back(tmp.server(), fr.count() > 0 ? fr.count() : 1);
-    }
-  } else {
-    servers.emplace_back(config.server(), 1);
-  }
-  std::vector<std::shared_ptr<const StepTimeModel>> models;
-  std::vector<ReplicaConfig> replicas;
-  std::vector<std::string> provenance;
-  for (const auto& [server, count] : servers) {
-    absl::StatusOr<ServerBuild> build = BuildServer(ToServerSpec(server));
-    if (!build.ok()) return fail(build.status());
-    models.push_back(build->step_model);
-    provenance.push_back(build->provenance);
-    for (int i = 0; i < count; ++i) {
-      ReplicaConfig rc;
-      rc.scheduler = build->scheduler;
-      rc.kv_cache = build->kv_cache;
-      rc.step_model = build->step_model.get();
-      rc.description = absl::StrCat(server.device(), "/", server.model());
-      replicas.push_back(std::move(rc));
-    }
-  }
-  absl::StatusOr<std::unique_ptr<Router>> router = MakeFleetRouter(config.fleet().router());
-  if (!router.ok()) return fail(router.status());
   EngineOptions opts;
   opts.keep_request_itls = args.save_detailed;
-  const ClientConfig client = ToClientConfig(config.client());
-  absl::StatusOr<std::unique_ptr<Engine>> engine =
-      Engine::Create(std::move(replicas), *std::move(router), client, opts);
-  if (!engine.ok()) return fail(engine.status());
-  absl::StatusOr<std::unique_ptr<RequestSource>> source = OpenSource(config.client());
-  if (!source.ok()) return fail(source.status());
-
   std::unique_ptr<ChromeTraceRecorder> trace;
   if (!args.chrome_trace.empty()) trace = std::make_unique<ChromeTraceRecorder>();
-  if (absl::Status st = (*engine)->Run(source->get(), trace.get()); !st.ok()) return fail(st);
+  absl::StatusOr<ExperimentRun> run = RunExperiment(config, opts, trace.get());
+  if (!run.ok()) return fail(run.status());
+  const std::unique_ptr<Engine>& engine = run->engine;
+  const std::vector<std::string>& provenance = run->fleet.provenance;
+  const ClientConfig& client = run->client;
+  const std::unique_ptr<RequestSource>& source = run->source;
 
-  const RunResult result = (*engine)->Result();
+  const RunResult result = engine->Result();
   const std::string config_text = ConfigToText(config);
   ReportContext ctx;
   ctx.date = args.date;
@@ -132,9 +75,9 @@ int RunSimulate(const SimulateArgs& args) {
   ctx.burstiness = client.burstiness;
   ctx.max_concurrency = client.max_concurrency;
   ctx.provenance.push_back("servesim 0.1 simulate");
-  ctx.provenance.push_back((*engine)->Describe());
+  ctx.provenance.push_back(engine->Describe());
   for (const std::string& p : provenance) ctx.provenance.push_back(p);
-  ctx.provenance.push_back(absl::StrCat("client: ", (*source)->Describe()));
+  ctx.provenance.push_back(absl::StrCat("client: ", source->Describe()));
   if (client.replay_arrivals) ctx.provenance.push_back("arrivals: replayed from the trace");
   if (!config.client().ignore_eos()) {
     ctx.provenance.push_back(
@@ -142,10 +85,10 @@ int RunSimulate(const SimulateArgs& args) {
   }
   ctx.resolved_config = config_text;
 
-  const auto& records = (*engine)->records();
+  const auto& records = engine->records();
   if (!args.save_result.empty()) {
     const std::string json =
-        BenchResultJson(result, ctx, records, (*engine)->request_itls(), args.save_detailed);
+        BenchResultJson(result, ctx, records, engine->request_itls(), args.save_detailed);
     if (absl::Status st = WriteFile(args.save_result, json, "--save-result"); !st.ok()) {
       return fail(st);
     }
@@ -162,7 +105,7 @@ int RunSimulate(const SimulateArgs& args) {
     }
   }
   if (trace != nullptr) {
-    if (absl::Status st = WriteFile(args.chrome_trace, trace->Finish((*engine)->num_replicas()),
+    if (absl::Status st = WriteFile(args.chrome_trace, trace->Finish(engine->num_replicas()),
                                     "--chrome-trace");
         !st.ok()) {
       return fail(st);
@@ -170,7 +113,7 @@ int RunSimulate(const SimulateArgs& args) {
   }
   if (args.json) {
     const std::string json =
-        BenchResultJson(result, ctx, records, (*engine)->request_itls(), args.save_detailed);
+        BenchResultJson(result, ctx, records, engine->request_itls(), args.save_detailed);
     std::fwrite(json.data(), 1, json.size(), stdout);
   } else {
     const std::string text = SummaryText(result, ctx);

@@ -11,106 +11,17 @@
 #include "absl/strings/str_cat.h"
 #include "experiments/cli.h"
 #include "experiments/sweep.h"
-#include "hwmodels/deployment.h"
-#include "sim/engine.h"
-#include "sim/random_source.h"
-#include "sim/router_aware.h"
+#include "experiments/run_experiment.h"
 #include "sim/status_macros.h"
-#include "traces/open_trace.h"
 
 namespace servesim {
 
 namespace {
 
-ServerSpec SpecFromProto(const proto::ServerConfig& c) {
-  ServerSpec s;
-  s.device = c.device();
-  s.model = c.model();
-  s.dtype = c.dtype().empty() ? "auto" : c.dtype();
-  s.quantization = c.quantization().empty() ? "none" : c.quantization();
-  s.max_model_len = c.max_model_len();
-  if (c.has_gpu_memory_utilization())
-    s.gpu_memory_utilization = c.gpu_memory_utilization();
-  s.max_num_seqs = c.max_num_seqs();
-  s.max_num_batched_tokens = c.max_num_batched_tokens();
-  if (c.has_block_size()) s.block_size = c.block_size();
-  if (c.has_enable_prefix_caching()) s.enable_prefix_caching = c.enable_prefix_caching();
-  if (c.has_async_scheduling()) s.async_scheduling = c.async_scheduling();
-  s.calibration_profile = c.calibration_profile();
-  return s;
-}
-
-// Builds the fleet, the client and the request source of `config` and runs
-// the simulation. Stand-in for the lead's RunExperiment (same inputs).
+// The simulator behind every sweep point: the same pipeline as simulate.
 absl::StatusOr<RunResult> SimulateExperiment(const proto::ExperimentConfig& config) {
-  std::vector<std::pair<const proto::ServerConfig*, int>> parts;
-  if (config.fleet().replicas_size() > 0) {
-    for (const auto& r : config.fleet().replicas()) {
-      if (r.count() < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("fleet.replicas.count: ", r.count(), " is negative"));
-      }
-      parts.emplace_back(&r.server(), r.count() == 0 ? 1 : r.count());
-    }
-  } else {
-    parts.emplace_back(&config.server(), 1);
-  }
-  std::vector<Deployment> deployments;
-  deployments.reserve(parts.size());
-  std::vector<ReplicaConfig> replicas;
-  for (const auto& [server, count] : parts) {
-    ASSIGN_OR_RETURN(Deployment d, BuildDeployment(SpecFromProto(*server)));
-    if (!d.memory.fits) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(server->model(), " on ", server->device(), ": ", d.memory.reason));
-    }
-    deployments.push_back(std::move(d));
-    const Deployment& dep = deployments.back();
-    for (int i = 0; i < count; ++i) {
-      ReplicaConfig rc;
-      rc.scheduler = dep.scheduler;
-      rc.kv_cache = dep.kv_cache;
-      rc.step_model = dep.step_model.get();
-      rc.description = dep.spec.device;
-      replicas.push_back(std::move(rc));
-    }
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<Router> router,
-                   MakeFleetRouter(config.fleet().router()));
-
-  const proto::ClientConfig& c = config.client();
-  ClientConfig client;
-  if (c.request_rate() > 0) client.request_rate = c.request_rate();
-  if (c.has_burstiness()) client.burstiness = c.burstiness();
-  client.max_concurrency = c.max_concurrency();
-  client.client_overhead_ns =
-      static_cast<TimeNs>(std::llround(c.client_overhead_s() * 1e9));
-  client.seed = c.has_seed() ? c.seed() : 0;
-  std::unique_ptr<RequestSource> source;
-  if (!c.trace().empty()) {
-    TraceOptions t;
-    t.path = c.trace();
-    t.format = c.trace_format();
-    t.max_requests = c.num_prompts();
-    t.seed = client.seed;
-    // Replay the trace's arrivals; a request_rate rescales its timeline to
-    // that mean rate.
-    client.replay_arrivals = true;
-    if (c.request_rate() > 0) t.target_rate_per_s = c.request_rate();
-    ASSIGN_OR_RETURN(source, OpenTrace(t));
-  } else {
-    RandomDatasetConfig r;
-    if (c.num_prompts() > 0) r.num_prompts = c.num_prompts();
-    if (c.random_input_len() > 0) r.input_len = c.random_input_len();
-    if (c.random_output_len() > 0) r.output_len = c.random_output_len();
-    r.range_ratio = c.random_range_ratio();
-    r.seed = client.seed;
-    ASSIGN_OR_RETURN(source, RandomSource::Create(r));
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
-                   Engine::Create(std::move(replicas), std::move(router), client));
-  RETURN_IF_ERROR(engine->Run(source.get()));
-  return engine->Result();
+  ASSIGN_OR_RETURN(cli::ExperimentRun run, cli::RunExperiment(config));
+  return run.engine->Result();
 }
 
 }  // namespace

@@ -327,8 +327,9 @@ ServerSpec ToServerSpec(const proto::ServerConfig& s) {
 
 ClientConfig ToClientConfig(const proto::ClientConfig& cl) {
   ClientConfig c;
-  const bool replay = !cl.trace().empty() && cl.request_rate() == 0;
-  c.replay_arrivals = replay;
+  // A trace's own arrival times are replayed; a request_rate rescales that
+  // timeline (OpenRequestSource) rather than replacing it.
+  c.replay_arrivals = !cl.trace().empty();
   c.request_rate = cl.request_rate() > 0 ? cl.request_rate() : kInf;
   c.burstiness = cl.has_burstiness() ? cl.burstiness() : 1.0;
   c.max_concurrency = cl.max_concurrency();

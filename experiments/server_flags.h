@@ -103,8 +103,9 @@ absl::StatusOr<double> ParseRequestRate(const std::string& text);
 
 // Plain structs from a validated config.
 ServerSpec ToServerSpec(const proto::ServerConfig& server);
-// With a trace and no request_rate (0), the trace's arrival times are
-// replayed; otherwise the client's own arrival process is used.
+// With a trace, the trace's arrival times are replayed (a request_rate
+// rescales the trace's timeline to that mean rate); otherwise the client's
+// own arrival process (Gamma gaps at request_rate, or all at once) is used.
 ClientConfig ToClientConfig(const proto::ClientConfig& client);
 RandomDatasetConfig ToRandomDataset(const proto::ClientConfig& client);
 

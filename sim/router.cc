@@ -19,11 +19,4 @@ int32_t LeastOutstandingRouter::Route(const RequestSpec&,
   return best;
 }
 
-absl::StatusOr<std::unique_ptr<Router>> MakeRouter(const std::string& name) {
-  if (name.empty() || name == "round-robin") return std::make_unique<RoundRobinRouter>();
-  if (name == "least-outstanding") return std::make_unique<LeastOutstandingRouter>();
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "--router: \"%s\" is not one of round-robin, least-outstanding", name));
-}
-
 }  // namespace servesim

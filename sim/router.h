@@ -43,8 +43,9 @@ class LeastOutstandingRouter : public Router {
   std::string Name() const override { return "least-outstanding"; }
 };
 
-// "round-robin" | "least-outstanding" (also "" = round-robin); an unknown
-// name is an error listing the allowed values.
+// Every router by name: "round-robin" (also ""), "least-outstanding",
+// "kv-aware", "prefix-aware" (the last two in sim/router_aware.h); an
+// unknown name is an error listing the allowed values.
 absl::StatusOr<std::unique_ptr<Router>> MakeRouter(const std::string& name);
 
 }  // namespace servesim

@@ -119,12 +119,11 @@ int32_t PrefixAwareRouter::Route(const RequestSpec& request,
   return best;
 }
 
-absl::StatusOr<std::unique_ptr<Router>> MakeFleetRouter(const std::string& name) {
+absl::StatusOr<std::unique_ptr<Router>> MakeRouter(const std::string& name) {
+  if (name.empty() || name == "round-robin") return std::make_unique<RoundRobinRouter>();
+  if (name == "least-outstanding") return std::make_unique<LeastOutstandingRouter>();
   if (name == "kv-aware") return std::make_unique<KvAwareRouter>();
   if (name == "prefix-aware") return std::make_unique<PrefixAwareRouter>();
-  if (name.empty() || name == "round-robin" || name == "least-outstanding") {
-    return MakeRouter(name);
-  }
   return absl::InvalidArgumentError(
       absl::StrFormat("--router: \"%s\" is not one of round-robin, least-outstanding, "
                       "kv-aware, prefix-aware",

@@ -69,10 +69,6 @@ class PrefixAwareRouter : public Router {
   mutable std::vector<uint64_t> keys_;  // scratch: chained keys of the request
 };
 
-// Every router by name: "round-robin" (also ""), "least-outstanding",
-// "kv-aware", "prefix-aware"; an unknown name is an error listing them.
-absl::StatusOr<std::unique_ptr<Router>> MakeFleetRouter(const std::string& name);
-
 }  // namespace servesim
 
 #endif  // SERVESIM_SIM_ROUTER_AWARE_H_

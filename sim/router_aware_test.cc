@@ -116,16 +116,16 @@ TEST(PrefixAwareRouterTest, TableForgetsLeastRecentlyUsedBeyondCapacity) {
   EXPECT_EQ(router.MatchedBlocks(Req(9, 256, {5, 6}), 0), 2);
 }
 
-TEST(MakeFleetRouterTest, KnowsAllFourNamesAndRejectsOthers) {
+TEST(MakeRouterTest, KnowsAllFourNamesAndRejectsOthers) {
   for (const char* n :
        {"", "round-robin", "least-outstanding", "kv-aware", "prefix-aware"}) {
-    auto r = MakeFleetRouter(n);
+    auto r = MakeRouter(n);
     ASSERT_TRUE(r.ok()) << n;
     if (*n) {
       EXPECT_EQ((*r)->Name(), n);
     }
   }
-  auto bad = MakeFleetRouter("random");
+  auto bad = MakeRouter("random");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("prefix-aware"), std::string::npos);
 }

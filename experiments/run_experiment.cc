@@ -1,0 +1,86 @@
+#include "experiments/run_experiment.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "experiments/server_flags.h"
+#include "sim/random_source.h"
+#include "sim/router.h"
+#include "sim/status_macros.h"
+#include "traces/open_trace.h"
+
+namespace servesim::cli {
+
+absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
+  std::vector<std::pair<proto::ServerConfig, int>> servers;
+  if (config.fleet().replicas_size() > 0) {
+    for (int i = 0; i < config.fleet().replicas_size(); ++i) {
+      const proto::FleetReplica& fr = config.fleet().replicas(i);
+      if (fr.count() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "fleet.replicas[", i, "].count: ", fr.count(), " is negative (allowed: >= 0; 0 means 1)"));
+      }
+      proto::ExperimentConfig tmp;
+      *tmp.mutable_server() = fr.server();
+      ApplyDefaults(tmp);
+      servers.emplace_back(tmp.server(), fr.count() > 0 ? fr.count() : 1);
+    }
+  } else {
+    servers.emplace_back(config.server(), 1);
+  }
+  Fleet fleet;
+  fleet.deployments.reserve(servers.size());
+  for (const auto& [server, count] : servers) {
+    ASSIGN_OR_RETURN(Deployment d, BuildDeployment(ToServerSpec(server)));
+    if (!d.memory.fits) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          server.model(), " does not fit on ", server.device(), ": ", d.memory.reason));
+    }
+    fleet.provenance.push_back(d.provenance);
+    fleet.deployments.push_back(std::move(d));
+    const Deployment& dep = fleet.deployments.back();
+    for (int i = 0; i < count; ++i) {
+      ReplicaConfig rc;
+      rc.scheduler = dep.scheduler;
+      rc.kv_cache = dep.kv_cache;
+      rc.step_model = dep.step_model.get();  // shared_ptr owned by the deployment
+      rc.description = absl::StrCat(server.device(), "/", server.model());
+      fleet.replicas.push_back(std::move(rc));
+    }
+  }
+  return fleet;
+}
+
+absl::StatusOr<std::unique_ptr<RequestSource>> OpenRequestSource(
+    const proto::ClientConfig& cl) {
+  if (cl.trace().empty()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src,
+                     RandomSource::Create(ToRandomDataset(cl)));
+    return std::unique_ptr<RequestSource>(std::move(src));
+  }
+  TraceOptions t;
+  t.path = cl.trace();
+  t.format = cl.trace_format();
+  t.seed = cl.has_seed() ? cl.seed() : 0;
+  t.max_requests = cl.num_prompts();
+  if (cl.request_rate() > 0) t.target_rate_per_s = cl.request_rate();
+  return OpenTrace(t);
+}
+
+absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
+                                            const EngineOptions& options,
+                                            EngineObserver* observer) {
+  ApplyDefaults(config);
+  RETURN_IF_ERROR(Validate(config));
+  ExperimentRun run;
+  ASSIGN_OR_RETURN(run.fleet, BuildFleet(config));
+  ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter(config.fleet().router()));
+  run.client = ToClientConfig(config.client());
+  ASSIGN_OR_RETURN(run.source, OpenRequestSource(config.client()));
+  ASSIGN_OR_RETURN(run.engine, Engine::Create(run.fleet.replicas, std::move(router),
+                                              run.client, options));
+  RETURN_IF_ERROR(run.engine->Run(run.source.get(), observer));
+  return run;
+}
+
+}  // namespace servesim::cli

@@ -1,0 +1,58 @@
+// One experiment, end to end: an ExperimentConfig (server or fleet, client,
+// workload) -> hwmodels deployments -> replicas, router, client, request
+// source -> the simulated run. The single pipeline behind `simulate`,
+// `sweep` and `plan`, so all three answer the same question the same way.
+#ifndef SERVESIM_EXPERIMENTS_RUN_EXPERIMENT_H_
+#define SERVESIM_EXPERIMENTS_RUN_EXPERIMENT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hwmodels/deployment.h"
+#include "proto/experiment.pb.h"
+#include "sim/client.h"
+#include "sim/engine.h"
+#include "sim/request_source.h"
+
+namespace servesim::cli {
+
+// The replicas of a fleet and the deployments (device x model x flags)
+// they come from. Replicas point at the deployments' step models, so keep
+// the Fleet alive while an Engine built from it runs.
+struct Fleet {
+  std::vector<Deployment> deployments;  // one per distinct server config
+  std::vector<ReplicaConfig> replicas;  // count copies of each
+  // One line per deployment: memory plan, formula, parameters, sources.
+  std::vector<std::string> provenance;
+};
+
+// Errors: InvalidArgument for unknown names / out-of-range flags (naming
+// the flag); FailedPrecondition when a model does not fit its device
+// (the message carries the planner's numbers).
+absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config);
+
+// The workload: vLLM's random dataset, or a trace (num_prompts > 0 keeps
+// the first N requests; request_rate > 0 rescales the trace's timeline to
+// that mean rate, keeping its burst pattern; otherwise its arrival times
+// are replayed as recorded).
+absl::StatusOr<std::unique_ptr<RequestSource>> OpenRequestSource(
+    const proto::ClientConfig& client);
+
+struct ExperimentRun {
+  Fleet fleet;
+  ClientConfig client;
+  std::unique_ptr<RequestSource> source;
+  std::unique_ptr<Engine> engine;  // after Run: records(), Result(), ...
+};
+
+// Applies the documented defaults (ApplyDefaults), validates, builds and
+// runs. Deterministic: same config, same bytes.
+absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
+                                            const EngineOptions& options = {},
+                                            EngineObserver* observer = nullptr);
+
+}  // namespace servesim::cli
+
+#endif  // SERVESIM_EXPERIMENTS_RUN_EXPERIMENT_H_
