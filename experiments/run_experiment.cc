@@ -1,15 +1,35 @@
 #include "experiments/run_experiment.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "experiments/server_flags.h"
+#include "hwmodels/calibration_profile.h"
 #include "sim/random_source.h"
 #include "sim/router.h"
 #include "sim/status_macros.h"
 #include "traces/open_trace.h"
 
 namespace servesim::cli {
+namespace {
+
+// `api_overhead_ms` of the profile the deployment was built with (not a
+// step-time knob, so BuildDeployment does not apply it); 0 when none.
+double ApiOverheadMs(const ServerSpec& spec) {
+  const std::string path = spec.calibration_profile.empty()
+                               ? DefaultProfilePath(spec.device)
+                               : spec.calibration_profile;
+  if (path.empty()) return 0;
+  absl::StatusOr<proto::CalibrationProfile> profile = LoadCalibrationProfile(path);
+  if (!profile.ok()) return 0;  // BuildDeployment already reported a bad profile
+  for (const auto& p : profile->parameters()) {
+    if (p.name() == "api_overhead_ms") return p.value() > 0 ? p.value() : 0;
+  }
+  return 0;
+}
+
+}  // namespace
 
 absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
   std::vector<std::pair<proto::ServerConfig, int>> servers;
@@ -36,7 +56,12 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
       return absl::FailedPreconditionError(absl::StrCat(
           server.model(), " does not fit on ", server.device(), ": ", d.memory.reason));
     }
-    fleet.provenance.push_back(d.provenance);
+    const double api_ms = ApiOverheadMs(d.spec);
+    fleet.api_overhead_ms = std::max(fleet.api_overhead_ms, api_ms);
+    fleet.provenance.push_back(
+        api_ms > 0 ? absl::StrCat(d.provenance, " API server latency per request: ", api_ms,
+                                  " ms (api_overhead_ms of the calibration profile).")
+                   : d.provenance);
     fleet.deployments.push_back(std::move(d));
     const Deployment& dep = fleet.deployments.back();
     for (int i = 0; i < count; ++i) {
@@ -76,6 +101,7 @@ absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
   ASSIGN_OR_RETURN(run.fleet, BuildFleet(config));
   ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter(config.fleet().router()));
   run.client = ToClientConfig(config.client());
+  run.client.client_overhead_ns += static_cast<TimeNs>(run.fleet.api_overhead_ms * 1e6);
   ASSIGN_OR_RETURN(run.source, OpenRequestSource(config.client()));
   ASSIGN_OR_RETURN(run.engine, Engine::Create(run.fleet.replicas, std::move(router),
                                               run.client, options));

@@ -26,6 +26,12 @@ struct Fleet {
   std::vector<ReplicaConfig> replicas;  // count copies of each
   // One line per deployment: memory plan, formula, parameters, sources.
   std::vector<std::string> provenance;
+  // The API server's fixed latency per request (HTTP, tokenisation,
+  // detokenisation) from the calibration profile's `api_overhead_ms`
+  // (fitted by calibration/, e.g. from single-stream TTFT); 0 without a
+  // profile. Added to the client's per-request overhead, as validate does.
+  // A mixed fleet uses the largest of its deployments' values.
+  double api_overhead_ms = 0;
 };
 
 // Errors: InvalidArgument for unknown names / out-of-range flags (naming
