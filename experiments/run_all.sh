@@ -21,6 +21,9 @@ mkdir -p "$OUT"
 
 sweep() {  # name
   echo "== $1" >&2
+  # Start fresh: a sweep resumes finished points by config hash, which does
+  # not see changes in the code or the calibration profiles.
+  rm -rf "${OUT:?}/$1"
   "$BIN" sweep --grid "$CONF/$1.grid.textproto" --out "$OUT/$1" --jobs "$JOBS" --no-progress
 }
 
@@ -91,7 +94,9 @@ awk -F, "$AWK_COLS"'
   FNR == 1 { hdr(); print "input_len,concurrency,predicted_output_tok_s,measured_output_tok_s,error,predicted_p99_ttft_ms,predicted_mean_tpot_ms,failed"; next }
   {
     k = v("input_len") "," v("concurrency")
-    if (v("status") != "ok") { print k ",,,,,,," v("status"); next }
+    if (v("status") != "ok") {  # rejected by the flag checks (input + output > max_model_len)
+      print k ",infeasible,infeasible (measured),,,,," v("status"); next
+    }
     p = v("output_throughput")
     if (v("completed") == 0) { print k ",infeasible,infeasible,,,," v("failed"); next }
     print k "," f(p, 1) "," m[k] "," ((k in m) ? pct(p, m[k]) : "") "," f(v("p99_ttft_ms"), 2) "," f(v("mean_tpot_ms"), 3) "," v("failed")
