@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "proto/text_format.h"
 #include "sim/status_macros.h"
 
 namespace servesim {
@@ -20,18 +21,6 @@ using servesim::proto::Measurement;
 using servesim::proto::MeasurementSet;
 using servesim::proto::ServerRun;
 
-class CollectErrors : public google::protobuf::io::ErrorCollector {
- public:
-  explicit CollectErrors(std::string path) : path_(std::move(path)) {}
-  void AddError(int line, int column, const std::string& message) override {
-    errors_.push_back(absl::StrFormat("%s:%d:%d: %s", path_, line + 1, column + 1, message));
-  }
-  std::string Joined() const { return absl::StrJoin(errors_, "; "); }
-
- private:
-  std::string path_;
-  std::vector<std::string> errors_;
-};
 
 absl::StatusOr<MeasurementSet> ParseFile(const std::string& path) {
   std::ifstream in(path);
@@ -39,12 +28,7 @@ absl::StatusOr<MeasurementSet> ParseFile(const std::string& path) {
   std::stringstream buf;
   buf << in.rdbuf();
   MeasurementSet set;
-  google::protobuf::TextFormat::Parser parser;
-  CollectErrors errors(path);
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(buf.str(), &set)) {
-    return absl::InvalidArgumentError(errors.Joined());
-  }
+  RETURN_IF_ERROR(ParseTextProto(buf.str(), path, &set));
   return set;
 }
 

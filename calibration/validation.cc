@@ -13,6 +13,7 @@
 #include "calibration/predictor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "proto/text_format.h"
 #include "sim/json_writer.h"
 #include "sim/status_macros.h"
 
@@ -24,18 +25,6 @@ using servesim::proto::FitConfig;
 using servesim::proto::FitSpec;
 using servesim::proto::Measurement;
 
-class CollectErrors : public google::protobuf::io::ErrorCollector {
- public:
-  explicit CollectErrors(std::string path) : path_(std::move(path)) {}
-  void AddError(int line, int column, const std::string& message) override {
-    errors_.push_back(absl::StrFormat("%s:%d:%d: %s", path_, line + 1, column + 1, message));
-  }
-  std::string Joined() const { return absl::StrJoin(errors_, "; "); }
-
- private:
-  std::string path_;
-  std::vector<std::string> errors_;
-};
 
 // Points measured in the same benchmark cell are held out together.
 std::string CellKeyOf(const Measurement& m) {
@@ -97,12 +86,7 @@ absl::StatusOr<FitConfig> LoadFitConfig(const std::string& path) {
   std::stringstream buf;
   buf << in.rdbuf();
   FitConfig config;
-  google::protobuf::TextFormat::Parser parser;
-  CollectErrors errors(path);
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(buf.str(), &config)) {
-    return absl::InvalidArgumentError(errors.Joined());
-  }
+  RETURN_IF_ERROR(ParseTextProto(buf.str(), path, &config));
   return config;
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "proto/text_format.h"
 #include "sim/status_macros.h"
 
 namespace servesim::cli {
@@ -20,28 +21,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool Given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
 
-// Collects the first text-format error with its line and column.
-class ErrorCollector : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    if (first_.empty()) first_ = absl::StrFormat("%d:%d: %s", line + 1, column + 1, message);
-  }
-  const std::string& first() const { return first_; }
-
- private:
-  std::string first_;
-};
 
 absl::Status MergeText(const std::string& text, const std::string& where,
                        proto::ExperimentConfig& config) {
-  google::protobuf::TextFormat::Parser parser;
-  ErrorCollector errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.MergeFromString(text, &config)) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ":", errors.first()));
-  }
-  return absl::OkStatus();
+  return ParseTextProto(text, where, &config, /*merge=*/true);
 }
 
 absl::Status OutOfRange(const char* flag, const std::string& value, const char* range) {

@@ -25,6 +25,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/text_format.h"
+#include "proto/text_format.h"
 #include "sim/json_writer.h"
 #include "sim/status_macros.h"
 
@@ -42,19 +43,6 @@ absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 constexpr int kMaxRepeatedIndex = 1024;
 constexpr int64_t kMaxPoints = 10'000'000;
 
-// Collects text-format parse errors into one message.
-class ErrorCollector : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, int column, const std::string& message) override {
-    if (!text_.empty()) text_ += "; ";
-    absl::StrAppend(&text_, "line ", line + 1, " column ", column + 1, ": ", message);
-  }
-  void AddWarning(int, int, const std::string&) override {}
-  const std::string& text() const { return text_; }
-
- private:
-  std::string text_;
-};
 
 struct Segment {
   std::string name;
@@ -222,13 +210,10 @@ absl::Status SetFromText(Message* msg, const FieldDescriptor* f, int index,
       Message* sub =
           rep ? r->MutableRepeatedMessage(msg, f, index) : r->MutableMessage(msg, f);
       sub->Clear();
-      google::protobuf::TextFormat::Parser parser;
-      ErrorCollector errors;
-      parser.RecordErrorsTo(&errors);
-      if (!parser.ParseFromString(std::string(value), sub)) {
+      if (absl::Status st = ParseTextProto(value, "value", sub); !st.ok()) {
         return BadValue(value,
                         absl::StrCat("a text-format ", sub->GetDescriptor()->name(), " (",
-                                     errors.text(), ")"),
+                                     st.message(), ")"),
                         f);
       }
       break;
@@ -577,12 +562,7 @@ absl::StatusOr<proto::SweepGrid> ReadGridFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   proto::SweepGrid grid;
-  google::protobuf::TextFormat::Parser parser;
-  ErrorCollector errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(ss.str(), &grid)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", errors.text()));
-  }
+  RETURN_IF_ERROR(ParseTextProto(ss.str(), path, &grid));
   return grid;
 }
 

@@ -436,7 +436,7 @@ TEST(ReadGridFileTest, SyntaxErrorNamesFileAndLine) {
   }
   auto g = ReadGridFile((d / "g.textproto").string());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(g.status().message(), HasSubstr("g.textproto: line 2"));
+  EXPECT_THAT(g.status().message(), HasSubstr("g.textproto:2:"));
   fs::remove_all(d);
 }
 

@@ -6,20 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "proto/text_format.h"
+#include "sim/status_macros.h"
 
 namespace servesim {
 namespace {
 
-class Collector : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, int column, const std::string& message) override {
-    if (first_.empty()) first_ = absl::StrCat(line + 1, ":", column + 1, ": ", message);
-  }
-  const std::string& first() const { return first_; }
-
- private:
-  std::string first_;
-};
 
 bool Exists(const std::string& p) { return std::ifstream(p).good(); }
 
@@ -31,12 +23,7 @@ absl::StatusOr<proto::CalibrationProfile> LoadCalibrationProfile(const std::stri
   std::stringstream ss;
   ss << in.rdbuf();
   proto::CalibrationProfile p;
-  google::protobuf::TextFormat::Parser parser;
-  Collector errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(ss.str(), &p)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ":", errors.first()));
-  }
+  RETURN_IF_ERROR(ParseTextProto(ss.str(), path, &p));
   return p;
 }
 
