@@ -48,6 +48,11 @@ double Rng::Normal() {
   return u * f;
 }
 
+double Rng::Weibull(double k, double lambda) {
+  SERVESIM_CHECK(k > 0 && lambda > 0);
+  return lambda * std::pow(-std::log1p(-Uniform01()), 1.0 / k);
+}
+
 double Rng::Gamma(double shape, double scale) {
   SERVESIM_CHECK(shape > 0 && scale > 0);
   if (shape < 1) {

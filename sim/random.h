@@ -37,6 +37,8 @@ class Rng {
   // Gamma(shape, scale) by Marsaglia-Tsang (shape < 1 via the boost
   // U^(1/shape)). REQUIRES: shape > 0, scale > 0.
   double Gamma(double shape, double scale);
+  // Weibull(k, lambda) by inversion. REQUIRES: k > 0, lambda > 0.
+  double Weibull(double k, double lambda);
 
  private:
   std::mt19937_64 gen_;

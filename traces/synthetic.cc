@@ -30,55 +30,6 @@ absl::Status RangeError(std::string_view field, double v, std::string_view allow
 
 uint64_t SeedFor(uint64_t seed, uint64_t stream) { return Mix64(Mix64(seed) ^ stream); }
 
-int64_t Sampler::UniformInt(int64_t lo, int64_t hi) {
-  const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
-  if (range == std::numeric_limits<uint64_t>::max()) return static_cast<int64_t>(rng_());
-  const uint64_t n = range + 1;
-  // Lemire: multiply-shift with rejection of the biased low zone.
-  unsigned __int128 m = static_cast<unsigned __int128>(rng_()) * n;
-  uint64_t low = static_cast<uint64_t>(m);
-  if (low < n) {
-    const uint64_t threshold = (0 - n) % n;
-    while (low < threshold) {
-      m = static_cast<unsigned __int128>(rng_()) * n;
-      low = static_cast<uint64_t>(m);
-    }
-  }
-  return lo + static_cast<int64_t>(m >> 64);
-}
-
-double Sampler::Exponential(double rate) { return -std::log1p(-Uniform01()) / rate; }
-
-double Sampler::Normal() {
-  const double u1 = 1.0 - Uniform01();  // (0, 1]
-  const double u2 = Uniform01();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * u2);
-}
-
-double Sampler::Gamma(double shape, double scale) {
-  if (shape < 1.0) {
-    const double u = 1.0 - Uniform01();
-    return Gamma(shape + 1.0, scale) * std::pow(u, 1.0 / shape);
-  }
-  const double d = shape - 1.0 / 3.0;
-  const double c = 1.0 / std::sqrt(9.0 * d);
-  while (true) {
-    double x, v;
-    do {
-      x = Normal();
-      v = 1.0 + c * x;
-    } while (v <= 0);
-    v = v * v * v;
-    const double u = 1.0 - Uniform01();
-    if (u < 1.0 - 0.0331 * x * x * x * x) return d * v * scale;
-    if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v * scale;
-  }
-}
-
-double Sampler::Weibull(double k, double lambda) {
-  return lambda * std::pow(-std::log1p(-Uniform01()), 1.0 / k);
-}
-
 // ------------------------------------------------------------ arrivals
 
 absl::Status ValidateArrivalSpec(const ArrivalSpec& spec) {
@@ -263,7 +214,7 @@ absl::Status ValidateLengthSpec(const LengthSpec& spec) {
 absl::StatusOr<std::vector<std::pair<int32_t, int32_t>>> SampleEmpiricalLengths(
     RequestSource& source, int64_t max_samples, uint64_t seed) {
   if (max_samples < 1) return RangeError("max_samples", max_samples, "[1, inf)");
-  Sampler sampler(SeedFor(seed, kStreamEmpirical));
+  Rng sampler(SeedFor(seed, kStreamEmpirical));
   // Reservoir of (position, pair), sorted back into source order at the end.
   std::vector<std::pair<int64_t, std::pair<int32_t, int32_t>>> reservoir;
   RequestSpec spec;
@@ -468,7 +419,7 @@ class SyntheticSource : public RequestSource {
 
   SyntheticOptions opts_;
   std::unique_ptr<ArrivalProcess> arrivals_;
-  Sampler lengths_, sessions_, think_;
+  Rng lengths_, sessions_, think_;
   uint64_t session_salt_;
   bool multi_turn_ = false;
   int64_t emitted_ = 0;

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sim/request.h"
+#include "sim/random.h"
 #include "sim/request_source.h"
 
 namespace servesim {
@@ -34,27 +35,6 @@ enum RandomStream : uint64_t {
 };
 uint64_t SeedFor(uint64_t seed, uint64_t stream);
 
-// Own samplers on mt19937_64 (fixed algorithms, identical on every
-// platform up to libm's log/pow/cos).
-class Sampler {
- public:
-  explicit Sampler(uint64_t seed) : rng_(seed) {}
-  // Uniform in [0, 1), 53 random bits.
-  double Uniform01() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
-  // Uniform integer in [lo, hi] (Lemire's method, unbiased). REQUIRES lo <= hi.
-  int64_t UniformInt(int64_t lo, int64_t hi);
-  double Exponential(double rate);  // mean 1/rate
-  double Normal();                  // Box-Muller, mean 0, sd 1
-  // Gamma(shape, scale) by Marsaglia-Tsang (shape < 1 via the boost
-  // u^(1/shape)). REQUIRES shape > 0, scale > 0.
-  double Gamma(double shape, double scale);
-  // Weibull(k, lambda) by inversion.
-  double Weibull(double k, double lambda);
-  std::mt19937_64& engine() { return rng_; }
-
- private:
-  std::mt19937_64 rng_;
-};
 
 // ------------------------------------------------------------ arrivals
 
@@ -101,7 +81,7 @@ class ArrivalProcess {
   TimeNs NextScheduled();
 
   ArrivalSpec spec_;
-  Sampler sampler_;
+  Rng sampler_;
   TimeNs now_ns_ = 0;
   bool first_ = true;
   // kSchedule / kSpikes: phases (spikes are turned into a schedule).

@@ -41,7 +41,7 @@ std::pair<double, double> GapStats(const ArrivalSpec& spec, int n, uint64_t seed
 }
 
 TEST(SamplerTest, UniformIntStaysInRangeAndHitsBothEnds) {
-  Sampler s(7);
+  Rng s(7);
   std::map<int64_t, int> counts;
   for (int i = 0; i < 10000; ++i) ++counts[s.UniformInt(3, 7)];
   EXPECT_EQ(counts.size(), 5u);
@@ -52,7 +52,7 @@ TEST(SamplerTest, UniformIntStaysInRangeAndHitsBothEnds) {
 
 TEST(SamplerTest, GammaHasMeanShapeTimesScale) {
   for (double shape : {0.3, 1.0, 4.0}) {
-    Sampler s(11);
+    Rng s(11);
     double sum = 0;
     const int n = 200000;
     for (int i = 0; i < n; ++i) sum += s.Gamma(shape, 2.0);

@@ -117,7 +117,7 @@ class SampleSource : public Wrapper {
   }
   double fraction_;
   uint64_t seed_;
-  Sampler sampler_;
+  Rng sampler_;
 };
 
 class FilterLengthsSource : public Wrapper {
