@@ -312,7 +312,15 @@ class Scanner {
         out.str.assign(raw.data(), raw.size());
         const auto r = std::from_chars(raw.data(), raw.data() + raw.size(), out.number);
         if (r.ec == std::errc::result_out_of_range) {
-          return Fail("number out of the range of a double");
+          // Like Python's json (and the flat parser, which accepts the same
+          // text): overflow is +-inf, underflow 0; readers then reject the
+          // value with its field name and allowed range.
+          const bool neg = raw.front() == '-';
+          const size_t e = raw.find_first_of("eE");
+          const bool overflow = e == std::string_view::npos || raw[e + 1] != '-';
+          out.number = overflow ? (neg ? -std::numeric_limits<double>::infinity()
+                                       : std::numeric_limits<double>::infinity())
+                                : (neg ? -0.0 : 0.0);
         }
         return true;
       }

@@ -1,5 +1,6 @@
 #include "traces/json.h"
 
+#include <cmath>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -109,6 +110,28 @@ TEST(FlatJsonParserTest, RejectsInvalidUtf8InStrings) {
   auto st = p.Parse("{\"type\": \"te\xFFxt\"}");
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("UTF-8"));
+}
+
+}  // namespace
+}  // namespace servesim
+
+namespace servesim {
+namespace {
+
+// Found by the JSON fuzzer: the flat parser accepted a number whose
+// magnitude overflows a double, the DOM parser rejected it. Both accept it
+// now (as Python's json does: +-inf / 0); readers reject it by range.
+TEST(JsonTest, DomAndFlatParsersAgreeOnOverflowingNumbers) {
+  const std::string text = "{\"ch\":\r\r [144e839, -1e-999]}\n";
+  auto doc = ParseJson(text, "fuzz");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  FlatJsonParser flat;
+  EXPECT_TRUE(flat.Parse(text).ok());
+  const JsonValue* ch = doc->Find("ch");
+  ASSERT_NE(ch, nullptr);
+  ASSERT_EQ(ch->items.size(), 2u);
+  EXPECT_TRUE(std::isinf(ch->items[0].number));
+  EXPECT_EQ(ch->items[1].number, 0.0);
 }
 
 }  // namespace

@@ -130,8 +130,10 @@ bool ParseTimestampToNs(std::string_view s, int64_t* out_ns) {
       s[16] != ':' || !FixedDigits(s, 17, 2, &sec)) {
     return false;
   }
-  if (mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 ||
-      sec > 60) {
+  // Years 1970-2200: any two such instants are less than 2^63 ns apart, so
+  // arrival offsets never overflow.
+  if (y < 1970 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) ||
+      h > 23 || mi > 59 || sec > 60) {
     return false;
   }
   size_t i = 19;

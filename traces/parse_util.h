@@ -25,7 +25,8 @@ bool ParseDecimalToNs(std::string_view s, int64_t unit_ns, int64_t* out_ns);
 // A wall-clock timestamp "YYYY-MM-DD HH:MM:SS[.f{1,9}][Z|+HH:MM|-HH:MM]"
 // ('T' also accepted as the separator) to ns since 1970-01-01 UTC (no
 // time zone = UTC). Validates ranges (month 1-12, day within the month,
-// hour < 24, minute < 60, second < 61).
+// hour < 24, minute < 60, second < 61, year 1970-2200 so that offsets
+// between two timestamps fit int64 ns).
 bool ParseTimestampToNs(std::string_view s, int64_t* out_ns);
 
 // Splits one CSV line (RFC 4180 quoting, no embedded newlines) into
