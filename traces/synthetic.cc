@@ -11,7 +11,6 @@
 namespace servesim {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
 constexpr double kMaxGapS = 1e8;  // ~3 years: clamps pathological draws
 
 TimeNs SecondsToNs(double s) {
