@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of traces/ with clang in the build folder
 # given as $1 (default build-fuzz) and runs each for FUZZ_RUNS (default
-# 2000) inputs with a fixed seed (FUZZ_SEED, default 1) on a small max_len,
+# 20000) inputs with a fixed seed (FUZZ_SEED, default 1) on a small max_len,
 # starting from tests/testdata/traces: the same inputs on every run, so CI
 # is reproducible (raise FUZZ_RUNS or change FUZZ_SEED to explore further;
 # FUZZ_SECONDS, default 120, only guards against a hang).
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-build-fuzz}
 SECONDS_EACH=${FUZZ_SECONDS:-120}
-RUNS=${FUZZ_RUNS:-2000}
+RUNS=${FUZZ_RUNS:-20000}
 SEED=${FUZZ_SEED:-1}
 JOBS=${JOBS:-$(nproc)}
 TARGETS=(azure_fuzzer mooncake_fuzzer burstgpt_fuzzer bailian_fuzzer lengths_fuzzer
