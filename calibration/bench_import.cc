@@ -34,18 +34,19 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
   ASSIGN_OR_RETURN(BenchResult r, ReadBenchResult(path));
   ImportedCell c;
   c.path = path;
-  if (auto it = r.strings.find("model_id"); it != r.strings.end()) c.model_id = it->second;
+  if (auto it = r.strings.find("model_id"); it != r.strings.end())
+    c.model_id = it->second;
   const double completed = r.MetricOr("completed", 0);
   if (!(completed >= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: key completed: %g, need at least one completed request", path,
-                        completed));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: key completed: %g, need at least one completed request", path, completed));
   }
   c.num_prompts = static_cast<int64_t>(completed);
   std::vector<std::string> how;
   // Concurrency and arrival rate.
   c.max_concurrency = static_cast<int32_t>(r.MetricOr("max_concurrency", 0));
-  if (auto it = r.strings.find("request_rate"); it != r.strings.end() && it->second == "inf") {
+  if (auto it = r.strings.find("request_rate");
+      it != r.strings.end() && it->second == "inf") {
     c.request_rate = std::numeric_limits<double>::infinity();
   } else {
     c.request_rate = r.MetricOr("request_rate", std::numeric_limits<double>::infinity());
@@ -90,19 +91,21 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
 }
 
 absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& cell,
-                                                         const std::string& run_id,
-                                                         double tolerance_pct) {
+                                                          const std::string& run_id,
+                                                          double tolerance_pct) {
   if (std::isfinite(cell.request_rate)) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s: request_rate %g is an open-loop (Poisson/Gamma) run; calibrate fits closed-loop "
-        "cells (--request-rate inf --max-concurrency c) only",
-        cell.path, cell.request_rate));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s: request_rate %g is an open-loop (Poisson/Gamma) run; "
+                        "calibrate fits closed-loop "
+                        "cells (--request-rate inf --max-concurrency c) only",
+                        cell.path, cell.request_rate));
   }
   if (!cell.fixed_lengths) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s: request lengths vary (mean %.1f in / %.1f out); calibrate needs fixed-length cells "
-        "(random dataset, range ratio 0, --ignore-eos)",
-        cell.path, cell.input_tokens, cell.output_tokens));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s: request lengths vary (mean %.1f in / %.1f out); calibrate "
+                        "needs fixed-length cells "
+                        "(random dataset, range ratio 0, --ignore-eos)",
+                        cell.path, cell.input_tokens, cell.output_tokens));
   }
   const int32_t c = cell.max_concurrency > 0 ? cell.max_concurrency
                                              : static_cast<int32_t>(cell.num_prompts);
@@ -137,8 +140,8 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
     m.set_rel_sigma(sigma);
     out.push_back(std::move(m));
   };
-  add(servesim::proto::OUTPUT_THROUGHPUT, cell.output_throughput, "tok/s", "output_throughput",
-      0.03);
+  add(servesim::proto::OUTPUT_THROUGHPUT, cell.output_throughput, "tok/s",
+      "output_throughput", 0.03);
   add(servesim::proto::MEDIAN_TTFT_MS, cell.median_ttft_ms, "ms", "median_ttft_ms", 0.03);
   add(servesim::proto::MEDIAN_TPOT_MS, cell.median_tpot_ms, "ms", "median_tpot_ms", 0.03);
   return out;

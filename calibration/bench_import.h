@@ -17,17 +17,17 @@ namespace servesim {
 // What a result file says about its cell, and how it was inferred.
 struct ImportedCell {
   std::string path;
-  std::string model_id;          // "" when the file has none
-  int64_t num_prompts = 0;       // completed requests
-  int32_t max_concurrency = 0;   // 0: none (open loop)
-  double request_rate = 0;       // +inf for "inf"
-  double input_tokens = 0;       // mean per request
+  std::string model_id;         // "" when the file has none
+  int64_t num_prompts = 0;      // completed requests
+  int32_t max_concurrency = 0;  // 0: none (open loop)
+  double request_rate = 0;      // +inf for "inf"
+  double input_tokens = 0;      // mean per request
   double output_tokens = 0;
   bool fixed_lengths = true;     // every request had the same lengths
   bool has_per_request = false;  // input_lens / ttfts / itls arrays present
   double output_throughput = 0, total_throughput = 0;
   double median_ttft_ms = 0, median_tpot_ms = 0;  // 0: absent
-  std::string inferred;          // which keys the lengths/concurrency came from
+  std::string inferred;  // which keys the lengths/concurrency came from
 };
 
 // Reads one file. Errors name the file and key.

@@ -18,11 +18,12 @@ absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& schedul
                                                   const BenchCell& cell) {
   if (cell.max_concurrency < 1 || cell.num_prompts < 1 || cell.input_tokens < 1 ||
       cell.output_tokens < 1 || !(cell.client_overhead_s >= 0)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "bench cell: max_concurrency %d, num_prompts %d, input_tokens %d, output_tokens %d must "
-        "be >= 1 and client_overhead_s %g >= 0",
-        cell.max_concurrency, cell.num_prompts, cell.input_tokens, cell.output_tokens,
-        cell.client_overhead_s));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("bench cell: max_concurrency %d, num_prompts %d, input_tokens "
+                        "%d, output_tokens %d must "
+                        "be >= 1 and client_overhead_s %g >= 0",
+                        cell.max_concurrency, cell.num_prompts, cell.input_tokens,
+                        cell.output_tokens, cell.client_overhead_s));
   }
   RandomDatasetConfig data;
   data.num_prompts = cell.num_prompts;
@@ -33,7 +34,8 @@ absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& schedul
 
   ClientConfig client;
   client.max_concurrency = cell.max_concurrency;
-  client.client_overhead_ns = static_cast<TimeNs>(std::llround(cell.client_overhead_s * 1e9));
+  client.client_overhead_ns =
+      static_cast<TimeNs>(std::llround(cell.client_overhead_s * 1e9));
   ReplicaConfig replica;
   replica.scheduler = scheduler;
   replica.kv_cache = kv_cache;
@@ -44,8 +46,9 @@ absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& schedul
   ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter("round-robin"));
   EngineOptions options;
   options.itl_exact_cap = 1 << 20;
-  ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
-                   Engine::Create(std::move(replicas), std::move(router), client, options));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Engine> engine,
+      Engine::Create(std::move(replicas), std::move(router), client, options));
   RETURN_IF_ERROR(engine->Run(source.get()));
   const RunResult r = engine->Result();
 
@@ -59,9 +62,9 @@ absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& schedul
                               RejectReasonName(static_cast<RejectReason>(k)));
       }
     }
-    out.infeasible_reason = absl::StrFormat("%s: %d input + %d output tokens, max_model_len %d",
-                                            why, cell.input_tokens, cell.output_tokens,
-                                            scheduler.max_model_len);
+    out.infeasible_reason =
+        absl::StrFormat("%s: %d input + %d output tokens, max_model_len %d", why,
+                        cell.input_tokens, cell.output_tokens, scheduler.max_model_len);
     return out;
   }
   out.duration_s = r.duration_s;

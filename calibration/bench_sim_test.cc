@@ -25,15 +25,18 @@ KvCacheSpec Kv() {
 AnalyticStepModel Model() {
   AnalyticStepParams p;
   p.host_base_ns = 0;
-  p.device_base_ns = 2e6;        // 2 ms per step
-  p.device_per_token_ns = 1e3;   // 1 us per token
+  p.device_base_ns = 2e6;       // 2 ms per step
+  p.device_per_token_ns = 1e3;  // 1 us per token
   return AnalyticStepModel(p);
 }
 
 TEST(BenchSimTest, SingleRequestTtftIsItsPrefillStepAndTpotIsTheDecodeStep) {
   const AnalyticStepModel m = Model();
-  BenchCell cell{.max_concurrency = 1, .num_prompts = 1, .input_tokens = 1000,
-                 .output_tokens = 11, .client_overhead_s = 0};
+  BenchCell cell{.max_concurrency = 1,
+                 .num_prompts = 1,
+                 .input_tokens = 1000,
+                 .output_tokens = 11,
+                 .client_overhead_s = 0};
   auto r = SimulateBenchCell(Sched(false), Kv(), m, cell);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NEAR(r->median_ttft_ms, 2.0 + 1.0, 1e-9);  // 2 ms + 1000 x 1 us
@@ -44,7 +47,10 @@ TEST(BenchSimTest, SingleRequestTtftIsItsPrefillStepAndTpotIsTheDecodeStep) {
 
 TEST(BenchSimTest, ClosedLoopKeepsAtMostConcurrencyInFlight) {
   const AnalyticStepModel m = Model();
-  BenchCell c1{.max_concurrency = 1, .num_prompts = 8, .input_tokens = 100, .output_tokens = 50,
+  BenchCell c1{.max_concurrency = 1,
+               .num_prompts = 8,
+               .input_tokens = 100,
+               .output_tokens = 50,
                .client_overhead_s = 0};
   BenchCell c4 = c1;
   c4.max_concurrency = 4;
@@ -58,7 +64,10 @@ TEST(BenchSimTest, ClosedLoopKeepsAtMostConcurrencyInFlight) {
 
 TEST(BenchSimTest, ClientOverheadDelaysArrivalAndCountsInTtft) {
   const AnalyticStepModel m = Model();
-  BenchCell cell{.max_concurrency = 1, .num_prompts = 1, .input_tokens = 10, .output_tokens = 2,
+  BenchCell cell{.max_concurrency = 1,
+                 .num_prompts = 1,
+                 .input_tokens = 10,
+                 .output_tokens = 2,
                  .client_overhead_s = 0.5};
   auto r = SimulateBenchCell(Sched(false), Kv(), m, cell);
   ASSERT_TRUE(r.ok());
@@ -67,7 +76,10 @@ TEST(BenchSimTest, ClientOverheadDelaysArrivalAndCountsInTtft) {
 
 TEST(BenchSimTest, CellOverMaxModelLenIsInfeasibleNotAnError) {
   const AnalyticStepModel m = Model();
-  BenchCell cell{.max_concurrency = 1, .num_prompts = 8, .input_tokens = 4096, .output_tokens = 128,
+  BenchCell cell{.max_concurrency = 1,
+                 .num_prompts = 8,
+                 .input_tokens = 4096,
+                 .output_tokens = 128,
                  .client_overhead_s = 0};
   auto r = SimulateBenchCell(Sched(false), Kv(), m, cell);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -80,7 +92,10 @@ TEST(BenchSimTest, AsyncStepTakesTheLongerOfHostAndDevice) {
   p.host_base_ns = 1e6;
   p.device_base_ns = 3e6;
   const AnalyticStepModel m(p);
-  BenchCell cell{.max_concurrency = 1, .num_prompts = 1, .input_tokens = 10, .output_tokens = 5,
+  BenchCell cell{.max_concurrency = 1,
+                 .num_prompts = 1,
+                 .input_tokens = 10,
+                 .output_tokens = 5,
                  .client_overhead_s = 0};
   auto sync = SimulateBenchCell(Sched(false), Kv(), m, cell);
   auto async = SimulateBenchCell(Sched(true), Kv(), m, cell);

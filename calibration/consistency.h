@@ -21,7 +21,7 @@ struct ConsistencyFinding {
   // |recomputed - published| allowed by the published rounding.
   double rounding = 0;
   bool consistent = false;
-  std::string note;       // why it matters / what it implies
+  std::string note;  // why it matters / what it implies
 };
 
 // Runs every check whose inputs are in `db` (a check is skipped when a

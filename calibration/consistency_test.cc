@@ -6,12 +6,14 @@ namespace servesim {
 namespace {
 
 std::vector<ConsistencyFinding> Findings() {
-  auto db = MeasurementDb::LoadDir(std::string(SERVESIM_SOURCE_DIR) + "/calibration/data");
+  auto db =
+      MeasurementDb::LoadDir(std::string(SERVESIM_SOURCE_DIR) + "/calibration/data");
   EXPECT_TRUE(db.ok()) << db.status();
   return CheckPublishedConsistency(*db);
 }
 
-const ConsistencyFinding* Find(const std::vector<ConsistencyFinding>& f, const std::string& id) {
+const ConsistencyFinding* Find(const std::vector<ConsistencyFinding>& f,
+                               const std::string& id) {
   for (const auto& x : f) {
     if (x.id == id) return &x;
   }
@@ -28,7 +30,8 @@ TEST(ConsistencyTest, FlagsTheTpuV6ePriceTheSecondTableImplies) {
 
 TEST(ConsistencyTest, ImpliedTpuV5eOnDemandPriceIsAbout120) {
   const auto f = Findings();
-  for (const char* id : {"tpu-v5e/on_demand_price_implied/c1", "tpu-v5e/on_demand_price_implied/c64"}) {
+  for (const char* id :
+       {"tpu-v5e/on_demand_price_implied/c1", "tpu-v5e/on_demand_price_implied/c64"}) {
     const auto* x = Find(f, id);
     ASSERT_NE(x, nullptr) << id;
     EXPECT_TRUE(x->consistent) << id << " " << x->recomputed;
@@ -38,9 +41,10 @@ TEST(ConsistencyTest, ImpliedTpuV5eOnDemandPriceIsAbout120) {
 
 TEST(ConsistencyTest, MeasuredMi300xTablesAddUp) {
   const auto f = Findings();
-  for (const char* id : {"mi300x/tok_s_per_usd_hour/c1", "mi300x/tok_s_per_usd_hour/c64",
-                         "mi300x/total_throughput/in1024/c64", "mi300x/kv_pool_share/in8192/c64",
-                         "t4_l4/price_ratio", "t4_l4/16par_ratio/e2b", "t4/12b/kv_full_requests"}) {
+  for (const char* id :
+       {"mi300x/tok_s_per_usd_hour/c1", "mi300x/tok_s_per_usd_hour/c64",
+        "mi300x/total_throughput/in1024/c64", "mi300x/kv_pool_share/in8192/c64",
+        "t4_l4/price_ratio", "t4_l4/16par_ratio/e2b", "t4/12b/kv_full_requests"}) {
     const auto* x = Find(f, id);
     ASSERT_NE(x, nullptr) << id;
     EXPECT_TRUE(x->consistent) << id << " published " << x->published << " recomputed "

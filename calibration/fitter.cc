@@ -48,12 +48,13 @@ class Problem {
     for (const std::string& name : options_.free_parameters) {
       Parameter* p = params_.FindMutable(name);
       if (p == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("fit: free parameter '%s' is not in the model's parameter set", name));
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "fit: free parameter '%s' is not in the model's parameter set", name));
       }
       if (!(p->lower < p->upper)) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "fit: parameter '%s' needs lower < upper (got [%g, %g])", name, p->lower, p->upper));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("fit: parameter '%s' needs lower < upper (got [%g, %g])",
+                            name, p->lower, p->upper));
       }
       if (p->prior_sigma < 0) {
         return absl::InvalidArgumentError(absl::StrFormat(
@@ -66,8 +67,8 @@ class Problem {
       if (!pt.use) continue;
       if (!(pt.measured > 0) || !(pt.rel_sigma > 0)) {
         return absl::InvalidArgumentError(absl::StrFormat(
-            "fit: point %d needs measured > 0 and rel_sigma > 0 (got %g, %g)", i, pt.measured,
-            pt.rel_sigma));
+            "fit: point %d needs measured > 0 and rel_sigma > 0 (got %g, %g)", i,
+            pt.measured, pt.rel_sigma));
       }
       ++num_used_;
     }
@@ -102,8 +103,9 @@ class Problem {
     SetZ(z);
     ASSIGN_OR_RETURN(std::vector<double> pred, predict_(params_));
     if (pred.size() != points_.size()) {
-      return absl::InternalError(absl::StrFormat(
-          "fit: predictor returned %d values for %d points", pred.size(), points_.size()));
+      return absl::InternalError(
+          absl::StrFormat("fit: predictor returned %d values for %d points", pred.size(),
+                          points_.size()));
     }
     Eigen::VectorXd r(num_rows());
     int row = 0;
@@ -242,8 +244,8 @@ absl::StatusOr<std::vector<double>> LeaveOneGroupOut(
     const std::vector<std::string>& group, const PredictFn& predict,
     const FitOptions& options) {
   if (group.size() != points.size()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "loo: %d group names for %d points", group.size(), points.size()));
+    return absl::InvalidArgumentError(absl::StrFormat("loo: %d group names for %d points",
+                                                      group.size(), points.size()));
   }
   // Ordered map: deterministic order of refits.
   std::map<std::string, std::vector<size_t>> members;

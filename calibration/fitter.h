@@ -27,13 +27,12 @@ namespace servesim {
 
 // Predicts every point for a parameter set (also the unused ones; the
 // fitter only reads those with `use`). Called many times: keep it pure.
-using PredictFn =
-    std::function<absl::StatusOr<std::vector<double>>(const ParameterSet&)>;
+using PredictFn = std::function<absl::StatusOr<std::vector<double>>(const ParameterSet&)>;
 
 struct FitPoint {
-  double measured = 0;   // > 0
+  double measured = 0;      // > 0
   double rel_sigma = 0.05;  // relative noise (fraction) weighting the point
-  bool use = true;       // false: not seen by the fit (held out / not fitted)
+  bool use = true;          // false: not seen by the fit (held out / not fitted)
 };
 
 struct FitOptions {

@@ -59,13 +59,14 @@ double Normal(std::mt19937_64& rng) {
   return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
 }
 
-std::vector<FitPoint> Synthetic(const PredictFn& model, const ParameterSet& truth, double noise,
-                                uint64_t seed) {
+std::vector<FitPoint> Synthetic(const PredictFn& model, const ParameterSet& truth,
+                                double noise, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<FitPoint> pts;
   const std::vector<double> clean = *model(truth);
   for (double v : clean) {
-    pts.push_back({.measured = v * std::exp(noise * Normal(rng)), .rel_sigma = 0.03, .use = true});
+    pts.push_back(
+        {.measured = v * std::exp(noise * Normal(rng)), .rel_sigma = 0.03, .use = true});
   }
   return pts;
 }

@@ -21,7 +21,6 @@ using servesim::proto::Measurement;
 using servesim::proto::MeasurementSet;
 using servesim::proto::ServerRun;
 
-
 absl::StatusOr<MeasurementSet> ParseFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
@@ -38,8 +37,8 @@ std::string MetricName(servesim::proto::Metric m) {
   return absl::AsciiStrToLower(servesim::proto::Metric_Name(m));
 }
 
-absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(const std::vector<MeasurementSet>& sets,
-                                                      const std::string& origin) {
+absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(
+    const std::vector<MeasurementSet>& sets, const std::string& origin) {
   MeasurementDb db;
   for (const MeasurementSet& set : sets) {
     for (const ServerRun& run : set.runs()) {
@@ -57,7 +56,8 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(const std::vector<Measurem
   for (const MeasurementSet& set : sets) {
     for (const Measurement& m : set.measurements()) {
       const std::string where = absl::StrFormat("%s: measurement '%s'", origin, m.id());
-      if (m.id().empty()) return absl::InvalidArgumentError(origin + ": a measurement has no id");
+      if (m.id().empty())
+        return absl::InvalidArgumentError(origin + ": a measurement has no id");
       if (!db.run_index_.count(m.run())) {
         return absl::InvalidArgumentError(
             absl::StrFormat("%s: field run: unknown run '%s'", where, m.run()));
@@ -65,7 +65,8 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(const std::vector<Measurem
       if (m.metric() == servesim::proto::METRIC_UNSPECIFIED) {
         return absl::InvalidArgumentError(where + ": field metric is required");
       }
-      const bool zero_ok = m.infeasible() || m.metric() == servesim::proto::FITS_IN_MEMORY;
+      const bool zero_ok =
+          m.infeasible() || m.metric() == servesim::proto::FITS_IN_MEMORY;
       if (!std::isfinite(m.value()) || m.value() < 0 || (!zero_ok && m.value() == 0)) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "%s: field value: %g must be finite and > 0 (0 only for infeasible cells and "
@@ -73,7 +74,8 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(const std::vector<Measurem
             where, m.value()));
       }
       if (m.tolerance_pct() < 0 || m.rel_sigma() < 0) {
-        return absl::InvalidArgumentError(where + ": tolerance_pct and rel_sigma must be >= 0");
+        return absl::InvalidArgumentError(where +
+                                          ": tolerance_pct and rel_sigma must be >= 0");
       }
       if (!db.measurement_index_.emplace(m.id(), db.measurements_.size()).second) {
         return absl::InvalidArgumentError(where + ": id appears twice");
@@ -85,8 +87,8 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(const std::vector<Measurem
     for (const std::string& dep : m.depends_on()) {
       if (!db.measurement_index_.count(dep)) {
         return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: measurement '%s': field depends_on: unknown measurement '%s'", origin, m.id(),
-            dep));
+            "%s: measurement '%s': field depends_on: unknown measurement '%s'", origin,
+            m.id(), dep));
       }
     }
   }
@@ -133,7 +135,8 @@ ServerSpec MeasurementDb::SpecOf(const ServerRun& run) {
   s.dtype = run.dtype().empty() ? "auto" : run.dtype();
   s.quantization = run.quantization().empty() ? "none" : run.quantization();
   s.max_model_len = run.max_model_len();
-  if (run.gpu_memory_utilization() > 0) s.gpu_memory_utilization = run.gpu_memory_utilization();
+  if (run.gpu_memory_utilization() > 0)
+    s.gpu_memory_utilization = run.gpu_memory_utilization();
   s.max_num_seqs = run.max_num_seqs();
   s.max_num_batched_tokens = run.max_num_batched_tokens();
   s.enable_prefix_caching = run.enable_prefix_caching();
@@ -145,7 +148,8 @@ ServerSpec MeasurementDb::WithLoggedMemory(const ServerRun& run) {
   ServerSpec s = SpecOf(run);
   if (run.has_kv_cache_gib()) s.measured_kv_cache_gib = run.kv_cache_gib();
   if (run.has_weights_gib()) s.measured_weights_gib = run.weights_gib();
-  if (run.has_activation_peak_gib()) s.measured_activation_peak_gib = run.activation_peak_gib();
+  if (run.has_activation_peak_gib())
+    s.measured_activation_peak_gib = run.activation_peak_gib();
   if (run.has_cuda_graph_gib()) s.measured_cuda_graph_gib = run.cuda_graph_gib();
   return s;
 }

@@ -26,7 +26,8 @@ class MeasurementDb {
   static absl::StatusOr<MeasurementDb> LoadDir(const std::string& dir);
   // From in-memory sets (tests, `calibrate`); `origin` names them in errors.
   static absl::StatusOr<MeasurementDb> FromSets(
-      const std::vector<servesim::proto::MeasurementSet>& sets, const std::string& origin);
+      const std::vector<servesim::proto::MeasurementSet>& sets,
+      const std::string& origin);
 
   const std::vector<servesim::proto::ServerRun>& runs() const { return runs_; }
   const std::vector<servesim::proto::Measurement>& measurements() const {

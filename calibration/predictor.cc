@@ -41,7 +41,8 @@ std::vector<CellKey> CellsOf(const Measurement& m) {
     case ClientMethod::SAGEMAKER_PARALLEL_BATCH: {
       BenchCell b;
       b.max_concurrency = c.max_concurrency();
-      b.num_prompts = c.num_prompts() > 0 ? c.num_prompts() : std::max(8, 2 * c.max_concurrency());
+      b.num_prompts =
+          c.num_prompts() > 0 ? c.num_prompts() : std::max(8, 2 * c.max_concurrency());
       b.input_tokens = c.input_tokens();
       b.output_tokens = c.output_tokens();
       b.client_overhead_s = c.client_overhead_s();
@@ -74,7 +75,8 @@ absl::Status CheckMethod(const Measurement& m) {
     case ClientMethod::BENCH_SERVE_CLOSED_LOOP:
       ok = metric == servesim::proto::OUTPUT_THROUGHPUT ||
            metric == servesim::proto::TOTAL_THROUGHPUT ||
-           metric == servesim::proto::MEDIAN_TTFT_MS || metric == servesim::proto::MEDIAN_TPOT_MS ||
+           metric == servesim::proto::MEDIAN_TTFT_MS ||
+           metric == servesim::proto::MEDIAN_TPOT_MS ||
            metric == servesim::proto::TOK_S_PER_USD_HOUR ||
            metric == servesim::proto::COST_PER_MTOK;
       break;
@@ -105,9 +107,10 @@ absl::Status CheckMethod(const Measurement& m) {
       kind == ClientMethod::SAGEMAKER_PARALLEL_BATCH) {
     if (m.client().max_concurrency() < 1 || m.client().input_tokens() < 1 ||
         m.client().output_tokens() < 1) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "measurement '%s': client max_concurrency, input_tokens and output_tokens must be >= 1",
-          m.id()));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("measurement '%s': client max_concurrency, input_tokens and "
+                          "output_tokens must be >= 1",
+                          m.id()));
     }
   }
   return absl::OkStatus();
@@ -126,7 +129,9 @@ KvCacheSpec CappedKvCache(const KvCacheSpec& kv, const BenchCell& cell) {
     per_request += (len + g.block_size_tokens - 1) / std::max(1, g.block_size_tokens) + 2;
   }
   const int64_t need =
-      static_cast<int64_t>(std::min(cell.max_concurrency, cell.num_prompts)) * per_request + 64;
+      static_cast<int64_t>(std::min(cell.max_concurrency, cell.num_prompts)) *
+          per_request +
+      64;
   KvCacheSpec capped = kv;
   capped.num_blocks = std::min(kv.num_blocks, need);
   return capped;
@@ -157,7 +162,8 @@ absl::StatusOr<Predictor> Predictor::Create(const MeasurementDb& db,
   for (const std::string& id : ids) {
     const Measurement* m = db.FindMeasurement(id);
     if (m == nullptr) {
-      return absl::InvalidArgumentError(absl::StrFormat("predictor: unknown measurement '%s'", id));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("predictor: unknown measurement '%s'", id));
     }
     RETURN_IF_ERROR(CheckMethod(*m));
     p.points_.push_back(*m);
@@ -167,8 +173,8 @@ absl::StatusOr<Predictor> Predictor::Create(const MeasurementDb& db,
     const ServerSpec spec = MeasurementDb::SpecOf(run);
     absl::StatusOr<Deployment> d = BuildDeployment(spec);
     if (!d.ok()) {
-      return absl::InvalidArgumentError(absl::StrFormat("run '%s': %s", run.id(),
-                                                        d.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("run '%s': %s", run.id(), d.status().message()));
     }
     if (p.deployments_.empty()) {
       p.base_params_ = d->params;
@@ -190,7 +196,8 @@ absl::StatusOr<Predictor> Predictor::Create(const MeasurementDb& db,
   return p;
 }
 
-absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(const ParameterSet& params) const {
+absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(
+    const ParameterSet& params) const {
   // Step models at these parameters, one per run.
   std::map<std::string, std::shared_ptr<const StepTimeModel>> models;
   std::map<CellKey, BenchCellResult> results;
@@ -209,8 +216,9 @@ absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(const ParameterS
       // gives the same schedule and skips the block-hash bookkeeping.
       SchedulerConfig sched = d.scheduler;
       sched.enable_prefix_caching = false;
-      ASSIGN_OR_RETURN(BenchCellResult r,
-                       SimulateBenchCell(sched, CappedKvCache(d.kv_cache, cell), *model, cell));
+      ASSIGN_OR_RETURN(
+          BenchCellResult r,
+          SimulateBenchCell(sched, CappedKvCache(d.kv_cache, cell), *model, cell));
       results.emplace(key, std::move(r));
     }
   }
@@ -257,7 +265,8 @@ absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(const ParameterS
         break;
       case servesim::proto::DECODE_RATE: {
         const double dt_s = (rs[1]->median_e2el_ms - rs[0]->median_e2el_ms) / 1e3;
-        pred.value = (m.client().long_output_tokens() - m.client().short_output_tokens()) / dt_s;
+        pred.value =
+            (m.client().long_output_tokens() - m.client().short_output_tokens()) / dt_s;
         break;
       }
       case servesim::proto::KV_CAPACITY_TOKENS:
@@ -267,20 +276,22 @@ absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(const ParameterS
         auto it = logged_deployments_.find(m.run());
         const Deployment& used = it == logged_deployments_.end() ? est : it->second;
         auto value = [tokens](const Deployment& d) {
-          return tokens ? static_cast<double>(d.memory.kv_cache_tokens) : d.memory.max_concurrency;
+          return tokens ? static_cast<double>(d.memory.kv_cache_tokens)
+                        : d.memory.max_concurrency;
         };
         pred.value = value(used);
         pred.estimated_value = value(est);
         pred.note = it == logged_deployments_.end()
                         ? "planner estimate (no memory log)"
-                        : absl::StrFormat("from the logged KV memory (%s); estimated overheads: %g",
-                                          used.memory.sources, pred.estimated_value);
+                        : absl::StrFormat(
+                              "from the logged KV memory (%s); estimated overheads: %g",
+                              used.memory.sources, pred.estimated_value);
         break;
       }
       case servesim::proto::FITS_IN_MEMORY: {
         auto it = logged_deployments_.find(m.run());
-        const Deployment& d = it == logged_deployments_.end() ? deployments_.at(m.run())
-                                                              : it->second;
+        const Deployment& d =
+            it == logged_deployments_.end() ? deployments_.at(m.run()) : it->second;
         pred.value = d.memory.fits ? 1 : 0;
         pred.note = d.memory.fits ? "planner: fits" : d.memory.reason;
         break;
@@ -293,7 +304,8 @@ absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(const ParameterS
   return out;
 }
 
-absl::StatusOr<std::vector<double>> Predictor::PredictValues(const ParameterSet& params) const {
+absl::StatusOr<std::vector<double>> Predictor::PredictValues(
+    const ParameterSet& params) const {
   ASSIGN_OR_RETURN(std::vector<PointPrediction> p, Predict(params));
   std::vector<double> v;
   v.reserve(p.size());

@@ -41,9 +41,9 @@ Parameter ApiOverheadPrior();
 
 // What the simulator says about one measurement.
 struct PointPrediction {
-  double value = 0;         // NaN when infeasible
+  double value = 0;  // NaN when infeasible
   bool feasible = true;
-  std::string note;         // infeasible reason, planner reason, ...
+  std::string note;  // infeasible reason, planner reason, ...
   // KV rows only: the planner with estimated (not logged) overheads.
   double estimated_value = 0;
 };
@@ -73,7 +73,7 @@ class Predictor {
   Predictor() = default;
 
   std::vector<std::string> ids_;
-  std::vector<servesim::proto::Measurement> points_;         // by index of ids_
+  std::vector<servesim::proto::Measurement> points_;        // by index of ids_
   std::map<std::string, servesim::proto::ServerRun> runs_;  // by run id
   std::map<std::string, Deployment> deployments_;           // by run id
   std::map<std::string, Deployment> logged_deployments_;    // runs with a memory log

@@ -25,15 +25,14 @@ using servesim::proto::FitConfig;
 using servesim::proto::FitSpec;
 using servesim::proto::Measurement;
 
-
 // Points measured in the same benchmark cell are held out together.
 std::string CellKeyOf(const Measurement& m) {
   const ClientMethod& c = m.client();
   if (c.kind() == ClientMethod::SERVER_LOG) return absl::StrCat(m.run(), "|log|", m.id());
   return absl::StrFormat("%s|%s|c%d|n%d|in%d|out%d|%d-%d", m.run(),
-                         ClientMethod::Kind_Name(c.kind()), c.max_concurrency(), c.num_prompts(),
-                         c.input_tokens(), c.output_tokens(), c.short_output_tokens(),
-                         c.long_output_tokens());
+                         ClientMethod::Kind_Name(c.kind()), c.max_concurrency(),
+                         c.num_prompts(), c.input_tokens(), c.output_tokens(),
+                         c.short_output_tokens(), c.long_output_tokens());
 }
 
 double Pct(double pred, double meas) {
@@ -44,7 +43,8 @@ double Pct(double pred, double meas) {
 const FitSpec* FindSpec(const FitConfig& config, const std::string& device,
                         const std::string& build) {
   for (const FitSpec& s : config.fits()) {
-    if (s.device() == device && (s.software_build() == build || s.software_build().empty())) {
+    if (s.device() == device &&
+        (s.software_build() == build || s.software_build().empty())) {
       return &s;
     }
   }
@@ -90,7 +90,8 @@ absl::StatusOr<FitConfig> LoadFitConfig(const std::string& path) {
   return config;
 }
 
-absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db, const FitConfig& fit_config,
+absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
+                                               const FitConfig& fit_config,
                                                const ValidateOptions& options) {
   // Groups by (device, software build), in name order.
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> groups;
@@ -100,8 +101,8 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db, const Fi
     groups[{run->device(), run->software_build()}].push_back(m.id());
   }
   if (groups.empty()) {
-    return absl::NotFoundError(absl::StrFormat(
-        "validate: no measurements for device '%s'", options.device));
+    return absl::NotFoundError(
+        absl::StrFormat("validate: no measurements for device '%s'", options.device));
   }
 
   ValidationReport report;
@@ -123,13 +124,17 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db, const Fi
     FitOptions fo;
     const FitSpec* spec = FindSpec(fit_config, device, build);
     if (spec != nullptr) {
-      fo.free_parameters.assign(spec->free_parameters().begin(), spec->free_parameters().end());
+      fo.free_parameters.assign(spec->free_parameters().begin(),
+                                spec->free_parameters().end());
       if (spec->huber_delta() > 0) fo.huber_delta = spec->huber_delta();
     }
-    const PredictFn fn = [&predictor](const ParameterSet& p) { return predictor.PredictValues(p); };
+    const PredictFn fn = [&predictor](const ParameterSet& p) {
+      return predictor.PredictValues(p);
+    };
     const ParameterSet& start = predictor.prior_params();
     ASSIGN_OR_RETURN(FitResult fit, FitParameters(start, pts, fn, fo));
-    ASSIGN_OR_RETURN(std::vector<PointPrediction> in_sample, predictor.Predict(fit.params));
+    ASSIGN_OR_RETURN(std::vector<PointPrediction> in_sample,
+                     predictor.Predict(fit.params));
     std::vector<double> held_out;
     if (options.skip_loo) {
       held_out = fit.predicted;
@@ -158,8 +163,8 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db, const Fi
       v.run = m.run();
       v.metric = MetricName(m.metric());
       v.unit = m.unit();
-      v.cell = absl::StrCat(m.provenance().writeup(), ": ", m.provenance().section(), ", ",
-                            m.provenance().cell());
+      v.cell = absl::StrCat(m.provenance().writeup(), ": ", m.provenance().section(),
+                            ", ", m.provenance().cell());
       v.measured = m.value();
       v.predicted = in_sample[i].value;
       v.held_out = held_out[i];
@@ -219,14 +224,15 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db, const Fi
   // The MI300X grid: held-out MAE over the 12 feasible cells <= 10%.
   std::vector<double> grid;
   for (const ValidatedPoint& v : report.points) {
-    if (v.device == "mi300x" && v.metric == "output_throughput" && !v.measured_infeasible &&
-        v.fitted) {
+    if (v.device == "mi300x" && v.metric == "output_throughput" &&
+        !v.measured_infeasible && v.fitted) {
       grid.push_back(v.held_out_error_pct);
     }
   }
   if (!grid.empty() && options.shipped_data_checks) {
     AggregateCheck a;
-    a.name = absl::StrFormat("mi300x output throughput grid (%d cells): held-out MAE", grid.size());
+    a.name = absl::StrFormat("mi300x output throughput grid (%d cells): held-out MAE",
+                             grid.size());
     a.rule = "MI300X output throughput: 12 cells held-out MAE <= 10%";
     a.value = MeanMaxAbs(grid).first;
     a.limit = 10;
@@ -242,14 +248,15 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db, const Fi
   return report;
 }
 
-servesim::proto::CalibrationProfile MakeProfile(const GroupReport& group,
-                                                const std::vector<ValidatedPoint>& points) {
+servesim::proto::CalibrationProfile MakeProfile(
+    const GroupReport& group, const std::vector<ValidatedPoint>& points) {
   servesim::proto::CalibrationProfile p;
   p.set_device(group.device);
   p.set_software_build(group.software_build);
   std::set<std::string> runs;
   for (const ValidatedPoint& v : points) {
-    if (v.device != group.device || v.software_build != group.software_build || !v.fitted) continue;
+    if (v.device != group.device || v.software_build != group.software_build || !v.fitted)
+      continue;
     p.add_fitted_from(v.id);
     runs.insert(v.run);
   }
@@ -261,7 +268,8 @@ servesim::proto::CalibrationProfile MakeProfile(const GroupReport& group,
     pp->set_value(q->value);
     pp->set_std_error(q->std_error);
     pp->set_source(absl::StrFormat(
-        "fitted (robust LM, Huber on log error, prior %g +- %g, bounds [%g, %g]) to %d points",
+        "fitted (robust LM, Huber on log error, prior %g +- %g, bounds [%g, %g]) to %d "
+        "points",
         q->prior, q->prior_sigma, q->lower, q->upper, group.num_fit_points));
   }
   auto* e = p.mutable_errors();
@@ -270,10 +278,12 @@ servesim::proto::CalibrationProfile MakeProfile(const GroupReport& group,
   e->set_fit_max_ape(group.fit_max_ape);
   e->set_loo_mape(group.loo_mape);
   e->set_loo_max_ape(group.loo_max_ape);
-  e->set_notes(absl::StrFormat("held out: leave-one-cell-out refits; worst %s", group.worst_id));
-  p.set_notes(absl::StrFormat("runs: %s. Written by `servesim validate --refit` from "
-                              "calibration/data; parameters not listed keep their priors.",
-                              absl::StrJoin(runs, ", ")));
+  e->set_notes(
+      absl::StrFormat("held out: leave-one-cell-out refits; worst %s", group.worst_id));
+  p.set_notes(
+      absl::StrFormat("runs: %s. Written by `servesim validate --refit` from "
+                      "calibration/data; parameters not listed keep their priors.",
+                      absl::StrJoin(runs, ", ")));
   return p;
 }
 
@@ -286,24 +296,27 @@ absl::Status WriteProfile(const servesim::proto::CalibrationProfile& profile,
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(absl::StrFormat("%s: cannot write", path));
-  out << "# proto-file: proto/hwmodels.proto\n# proto-message: servesim.proto.CalibrationProfile\n"
+  out << "# proto-file: proto/hwmodels.proto\n# proto-message: "
+         "servesim.proto.CalibrationProfile\n"
       << text;
   out.close();
   if (!out) return absl::DataLossError(absl::StrFormat("%s: write failed", path));
   return absl::OkStatus();
 }
 
-std::string ProfilePath(const std::string& dir, const GroupReport& group, bool main_build) {
+std::string ProfilePath(const std::string& dir, const GroupReport& group,
+                        bool main_build) {
   if (main_build) return absl::StrFormat("%s/%s.textproto", dir, group.device);
   return absl::StrFormat("%s/%s@%s.textproto", dir, group.device, group.software_build);
 }
 
 std::string FormatReportText(const ValidationReport& r) {
   std::string s;
-  absl::StrAppend(&s,
-                  "servesim validate: every measured point predicted the way it was measured\n"
-                  "(in-sample = fit on all fitted points of the device/build; held-out = refit "
-                  "without the point's benchmark cell;\n pass/fail uses the held-out error)\n");
+  absl::StrAppend(
+      &s,
+      "servesim validate: every measured point predicted the way it was measured\n"
+      "(in-sample = fit on all fitted points of the device/build; held-out = refit "
+      "without the point's benchmark cell;\n pass/fail uses the held-out error)\n");
   for (const GroupReport& g : r.groups) {
     absl::StrAppend(&s, "\n== ", g.device, " / ", g.software_build, "\n");
     if (g.free_parameters.empty()) {
@@ -313,14 +326,14 @@ std::string FormatReportText(const ValidationReport& r) {
       for (const std::string& name : g.free_parameters) {
         const Parameter* p = g.fitted.Find(name);
         if (p == nullptr) continue;
-        parts.push_back(absl::StrFormat("%s = %.4g +- %.2g %s (prior %.4g)", p->name, p->value,
-                                        p->std_error, p->unit, p->prior));
+        parts.push_back(absl::StrFormat("%s = %.4g +- %.2g %s (prior %.4g)", p->name,
+                                        p->value, p->std_error, p->unit, p->prior));
       }
       absl::StrAppend(&s, "fit: ", absl::StrJoin(parts, "; "), "\n");
     }
-    absl::StrAppend(&s, absl::StrFormat("%-46s %10s %10s %7s %10s %7s %5s  %s\n", "point",
-                                        "measured", "predicted", "err%", "held-out", "err%",
-                                        "tol%", "result"));
+    absl::StrAppend(
+        &s, absl::StrFormat("%-46s %10s %10s %7s %10s %7s %5s  %s\n", "point", "measured",
+                            "predicted", "err%", "held-out", "err%", "tol%", "result"));
     for (const ValidatedPoint& v : r.points) {
       if (v.device != g.device || v.software_build != g.software_build) continue;
       std::string result = v.checked ? (v.pass ? "ok" : "MISS") : "-";
@@ -331,51 +344,56 @@ std::string FormatReportText(const ValidationReport& r) {
         meas = v.measured > 0 ? "fits" : "fails";
         pred = held = v.predicted > 0 ? "fits" : "fails";
       }
-      const bool kv = v.metric == "kv_capacity_tokens" || v.metric == "kv_max_concurrency";
-      absl::StrAppend(&s, absl::StrFormat("%-46s %10s %10s %7s %10s %7s %5s  %s%s\n", v.id, meas,
-                                          pred, PctStr(v.error_pct), held,
-                                          PctStr(v.held_out_error_pct),
-                                          v.tolerance_pct > 0 ? Num(v.tolerance_pct) : "-", result,
-                                          v.fitted ? "" : (kv ? " (planner)" : " (not fitted)")));
+      const bool kv =
+          v.metric == "kv_capacity_tokens" || v.metric == "kv_max_concurrency";
+      absl::StrAppend(
+          &s,
+          absl::StrFormat("%-46s %10s %10s %7s %10s %7s %5s  %s%s\n", v.id, meas, pred,
+                          PctStr(v.error_pct), held, PctStr(v.held_out_error_pct),
+                          v.tolerance_pct > 0 ? Num(v.tolerance_pct) : "-", result,
+                          v.fitted ? "" : (kv ? " (planner)" : " (not fitted)")));
       if (kv) {
-        absl::StrAppend(&s, absl::StrFormat("%-46s %10s %10s %7s\n", "    estimated overheads", "",
-                                            Num(v.estimated), PctStr(Pct(v.estimated, v.measured))));
+        absl::StrAppend(
+            &s, absl::StrFormat("%-46s %10s %10s %7s\n", "    estimated overheads", "",
+                                Num(v.estimated), PctStr(Pct(v.estimated, v.measured))));
       }
       if (!v.predicted_feasible || v.metric == "fits_in_memory") {
         absl::StrAppend(&s, "    ", v.note, "\n");
       }
     }
-    absl::StrAppend(&s, absl::StrFormat(
-                            "%d fitted points: in-sample MAPE %.1f%% (max %.1f%%), held-out MAPE "
-                            "%.1f%% (max %.1f%%, %s)\n",
-                            g.num_fit_points, g.fit_mape, g.fit_max_ape, g.loo_mape, g.loo_max_ape,
-                            g.worst_id.empty() ? "-" : g.worst_id));
+    absl::StrAppend(
+        &s, absl::StrFormat(
+                "%d fitted points: in-sample MAPE %.1f%% (max %.1f%%), held-out MAPE "
+                "%.1f%% (max %.1f%%, %s)\n",
+                g.num_fit_points, g.fit_mape, g.fit_max_ape, g.loo_mape, g.loo_max_ape,
+                g.worst_id.empty() ? "-" : g.worst_id));
   }
   if (!r.aggregates.empty()) {
     absl::StrAppend(&s, "\n== aggregate checks\n");
     for (const AggregateCheck& a : r.aggregates) {
-      absl::StrAppend(&s, absl::StrFormat("%-60s %6.1f%% (limit %.0f%%)  %s\n", a.name, a.value,
-                                          a.limit, a.pass ? "ok" : "MISS"));
+      absl::StrAppend(&s, absl::StrFormat("%-60s %6.1f%% (limit %.0f%%)  %s\n", a.name,
+                                          a.value, a.limit, a.pass ? "ok" : "MISS"));
     }
   }
   if (!r.consistency.empty()) {
     absl::StrAppend(&s, "\n== consistency of the published tables (no model involved)\n");
     for (const ConsistencyFinding& c : r.consistency) {
-      absl::StrAppend(&s, absl::StrFormat("%-40s published %8s recomputed %8s  %s  %s\n", c.id,
-                                          Num(c.published), Num(c.recomputed),
-                                          c.consistent ? "adds up" : "DOES NOT ADD UP",
-                                          c.formula));
+      absl::StrAppend(
+          &s, absl::StrFormat("%-40s published %8s recomputed %8s  %s  %s\n", c.id,
+                              Num(c.published), Num(c.recomputed),
+                              c.consistent ? "adds up" : "DOES NOT ADD UP", c.formula));
       if (!c.consistent) absl::StrAppend(&s, "    ", c.statement, "; ", c.note, "\n");
     }
   }
-  absl::StrAppend(&s, absl::StrFormat(
-                          "\n== summary\nfitted points: in-sample MAPE %.1f%%, held-out MAPE "
-                          "%.1f%%; worst checked point %s (%.1f%% held out)\n"
-                          "%d checks, %d missed: %s\n",
-                          r.overall_fit_mape, r.overall_loo_mape,
-                          r.worst_id.empty() ? "-" : r.worst_id, r.worst_held_out_error_pct,
-                          r.num_checked, r.num_failed,
-                          r.all_pass ? "all within tolerance" : "SOME POINTS MISS THEIR TOLERANCE"));
+  absl::StrAppend(
+      &s,
+      absl::StrFormat(
+          "\n== summary\nfitted points: in-sample MAPE %.1f%%, held-out MAPE "
+          "%.1f%%; worst checked point %s (%.1f%% held out)\n"
+          "%d checks, %d missed: %s\n",
+          r.overall_fit_mape, r.overall_loo_mape, r.worst_id.empty() ? "-" : r.worst_id,
+          r.worst_held_out_error_pct, r.num_checked, r.num_failed,
+          r.all_pass ? "all within tolerance" : "SOME POINTS MISS THEIR TOLERANCE"));
   return s;
 }
 
@@ -437,7 +455,9 @@ std::string FormatReportJson(const ValidationReport& r) {
   for (const ConsistencyFinding& c : r.consistency) {
     w.BeginObject();
     w.KV("id", c.id).KV("statement", c.statement).KV("formula", c.formula);
-    w.KV("published", c.published).KV("recomputed", c.recomputed).KV("rounding", c.rounding);
+    w.KV("published", c.published)
+        .KV("recomputed", c.recomputed)
+        .KV("rounding", c.rounding);
     w.KV("consistent", c.consistent).KV("note", c.note);
     w.EndObject();
   }

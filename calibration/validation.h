@@ -23,8 +23,8 @@ namespace servesim {
 struct ValidatedPoint {
   std::string id, device, software_build, run, metric, unit, cell;
   double measured = 0;
-  double predicted = 0;   // in-sample (fit on every fitted point of the group)
-  double held_out = 0;    // the fit that did not see this point's cell
+  double predicted = 0;           // in-sample (fit on every fitted point of the group)
+  double held_out = 0;            // the fit that did not see this point's cell
   double error_pct = 0;           // 100 (predicted / measured - 1)
   double held_out_error_pct = 0;  // 100 (held_out / measured - 1)
   bool fitted = false;            // used by the in-sample fit
@@ -33,18 +33,18 @@ struct ValidatedPoint {
   bool refit_without_cell = false;
   bool measured_infeasible = false;
   bool predicted_feasible = true;
-  double estimated = 0;           // KV rows: planner with estimated overheads
-  double tolerance_pct = 0;       // 0: reported only
+  double estimated = 0;      // KV rows: planner with estimated overheads
+  double tolerance_pct = 0;  // 0: reported only
   std::string tolerance_rule;
-  bool checked = false;           // has a tolerance
-  bool pass = true;               // checked against the held-out prediction
+  bool checked = false;  // has a tolerance
+  bool pass = true;      // checked against the held-out prediction
   std::string note;
 };
 
 struct GroupReport {
   std::string device, software_build;
   std::vector<std::string> free_parameters;
-  ParameterSet fitted;            // values and std errors (free ones fitted)
+  ParameterSet fitted;  // values and std errors (free ones fitted)
   int num_fit_points = 0;
   double fit_mape = 0, fit_max_ape = 0;  // over fitted points, in-sample
   double loo_mape = 0, loo_max_ape = 0;  // same points, held out
@@ -83,20 +83,21 @@ struct ValidateOptions {
 absl::StatusOr<servesim::proto::FitConfig> LoadFitConfig(const std::string& path);
 inline constexpr char kDefaultFitConfig[] = "calibration/fit_config.textproto";
 
-absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
-                                               const servesim::proto::FitConfig& fit_config,
-                                               const ValidateOptions& options);
+absl::StatusOr<ValidationReport> RunValidation(
+    const MeasurementDb& db, const servesim::proto::FitConfig& fit_config,
+    const ValidateOptions& options);
 
 // The calibration profile of one fitted group (values, std errors, the
 // points it came from, fit and held-out errors).
-servesim::proto::CalibrationProfile MakeProfile(const GroupReport& group,
-                                                const std::vector<ValidatedPoint>& points);
+servesim::proto::CalibrationProfile MakeProfile(
+    const GroupReport& group, const std::vector<ValidatedPoint>& points);
 // Text format, deterministic bytes.
 absl::Status WriteProfile(const servesim::proto::CalibrationProfile& profile,
                           const std::string& path);
 // calibration/profiles/<device>.textproto for the device's main build (the
 // group with the most fitted points), <device>@<build>.textproto otherwise.
-std::string ProfilePath(const std::string& dir, const GroupReport& group, bool main_build);
+std::string ProfilePath(const std::string& dir, const GroupReport& group,
+                        bool main_build);
 
 // Renderings. Both deterministic.
 std::string FormatReportText(const ValidationReport& report);

@@ -33,7 +33,7 @@ const ValidatedPoint* Find(const ValidationReport& r, const std::string& id) {
 }
 
 ValidationReport RunFor(const std::vector<servesim::proto::MeasurementSet>& sets,
-                     const std::string& device, bool skip_loo = false) {
+                        const std::string& device, bool skip_loo = false) {
   auto db = MeasurementDb::FromSets(sets, "test");
   EXPECT_TRUE(db.ok()) << db.status();
   ValidateOptions o;
@@ -67,7 +67,8 @@ TEST(ValidationTest, HeldOutPredictionDoesNotSeeThePointsOwnMeasurement) {
 TEST(ValidationTest, MeasuredInfeasibleCellsAreRejectedBySimulator) {
   const ValidationReport r = RunFor(ShippedSets(), "mi300x", /*skip_loo=*/true);
   for (int c : {1, 4, 16, 64}) {
-    const ValidatedPoint* p = Find(r, "mi300x/output_throughput/in32768/c" + std::to_string(c));
+    const ValidatedPoint* p =
+        Find(r, "mi300x/output_throughput/in32768/c" + std::to_string(c));
     ASSERT_NE(p, nullptr);
     EXPECT_TRUE(p->measured_infeasible);
     EXPECT_FALSE(p->predicted_feasible);
@@ -88,8 +89,9 @@ TEST(ValidationTest, PlannerSays26bDoesNotFitOneT4) {
 }
 
 TEST(BenchImportTest, InfersSingleStreamCellFromSummaryKeys) {
-  auto c = ImportBenchFile(std::string(SERVESIM_SHARED_DIR) +
-                           "/data/bench/mi300x-gemma4-e2b-2026-09-17/c1-in1024-out128.json");
+  auto c =
+      ImportBenchFile(std::string(SERVESIM_SHARED_DIR) +
+                      "/data/bench/mi300x-gemma4-e2b-2026-09-17/c1-in1024-out128.json");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->max_concurrency, 1);
   EXPECT_EQ(c->num_prompts, 8);
@@ -103,7 +105,8 @@ TEST(BenchImportTest, InfersSingleStreamCellFromSummaryKeys) {
 
 TEST(BenchImportTest, ReadsPerRequestArraysOfOpenLoopFilesAndRefusesToFitThem) {
   for (const char* f : {"h100x8-16qps.json.gz", "mi300x8-16qps.json.gz"}) {
-    auto c = ImportBenchFile(std::string(SERVESIM_SHARED_DIR) + "/data/bench/dstack-llama405b/" + f);
+    auto c = ImportBenchFile(std::string(SERVESIM_SHARED_DIR) +
+                             "/data/bench/dstack-llama405b/" + f);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_TRUE(c->has_per_request) << f;
     EXPECT_EQ(c->num_prompts, 1000);

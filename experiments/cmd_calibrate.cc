@@ -4,9 +4,9 @@
 // `simulate --calibration PROFILE`.
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,12 +42,15 @@ struct CalibrateFlags {
 std::string AllowedDeviceNamesForFit(const servesim::proto::FitConfig& c) {
   std::vector<std::string> names;
   for (const auto& s : c.fits()) {
-    if (std::find(names.begin(), names.end(), s.device()) == names.end()) names.push_back(s.device());
+    if (std::find(names.begin(), names.end(), s.device()) == names.end())
+      names.push_back(s.device());
   }
   return absl::StrJoin(names, ", ");
 }
 
-void Err(const std::string& s) { std::fprintf(stderr, "servesim calibrate: %s\n", s.c_str()); }
+void Err(const std::string& s) {
+  std::fprintf(stderr, "servesim calibrate: %s\n", s.c_str());
+}
 
 // Files, with folders expanded to their *.json / *.json.gz (sorted).
 std::vector<std::string> ExpandPaths(const std::vector<std::string>& in) {
@@ -58,7 +61,8 @@ std::vector<std::string> ExpandPaths(const std::vector<std::string>& in) {
       std::vector<std::string> files;
       for (const auto& e : std::filesystem::directory_iterator(p, ec)) {
         const std::string name = e.path().filename().string();
-        if (name.ends_with(".json") || name.ends_with(".json.gz")) files.push_back(e.path().string());
+        if (name.ends_with(".json") || name.ends_with(".json.gz"))
+          files.push_back(e.path().string());
       }
       std::sort(files.begin(), files.end());
       out.insert(out.end(), files.begin(), files.end());
@@ -83,12 +87,14 @@ int RunCalibrate(const CalibrateFlags& f) {
       return kExitBadInput;
     }
     std::printf(
-        "read %s: model %s, %lld requests, concurrency %s, request rate %s, %.1f in / %.1f out "
+        "read %s: model %s, %lld requests, concurrency %s, request rate %s, %.1f in / "
+        "%.1f out "
         "tokens%s%s; output %.1f tok/s, median TTFT %.2f ms, median TPOT %.3f ms\n",
         p.c_str(), c->model_id.empty() ? "?" : c->model_id.c_str(),
         static_cast<long long>(c->num_prompts),
         c->max_concurrency > 0 ? std::to_string(c->max_concurrency).c_str() : "unlimited",
-        std::isfinite(c->request_rate) ? absl::StrFormat("%g/s", c->request_rate).c_str() : "inf",
+        std::isfinite(c->request_rate) ? absl::StrFormat("%g/s", c->request_rate).c_str()
+                                       : "inf",
         c->input_tokens, c->output_tokens, c->fixed_lengths ? "" : " (varying lengths)",
         c->has_per_request ? ", per-request arrays" : "", c->output_throughput,
         c->median_ttft_ms, c->median_tpot_ms);
@@ -152,8 +158,8 @@ int RunCalibrate(const CalibrateFlags& f) {
     break;
   }
   if (config.fits().empty()) {
-    Err(absl::StrFormat("device '%s' has no fit specification in %s (devices: %s)", f.device,
-                        f.fit_config, AllowedDeviceNamesForFit(*shipped)));
+    Err(absl::StrFormat("device '%s' has no fit specification in %s (devices: %s)",
+                        f.device, f.fit_config, AllowedDeviceNamesForFit(*shipped)));
     return kExitBadInput;
   }
   ValidateOptions options;
@@ -165,16 +171,16 @@ int RunCalibrate(const CalibrateFlags& f) {
   }
   const std::string text = f.json ? FormatReportJson(*report) : FormatReportText(*report);
   std::fwrite(text.data(), 1, text.size(), stdout);
-  const std::string out = f.out.empty()
-                              ? absl::StrFormat("%s@%s.textproto", f.device, f.software_build)
-                              : f.out;
+  const std::string out =
+      f.out.empty() ? absl::StrFormat("%s@%s.textproto", f.device, f.software_build)
+                    : f.out;
   auto st = WriteProfile(MakeProfile(report->groups.front(), report->points), out);
   if (!st.ok()) {
     Err(std::string(st.message()));
     return kExitBadInput;
   }
-  std::fprintf(stderr, "wrote %s (use: servesim simulate --calibration %s ...)\n", out.c_str(),
-               out.c_str());
+  std::fprintf(stderr, "wrote %s (use: servesim simulate --calibration %s ...)\n",
+               out.c_str(), out.c_str());
   return report->all_pass ? kExitOk : kExitCheckFailed;
 }
 
@@ -182,12 +188,14 @@ int RunCalibrate(const CalibrateFlags& f) {
 
 void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<CalibrateFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "calibrate",
-      "Fit a calibration profile from your own `vllm bench serve` result files (closed-loop "
-      "cells of fixed lengths), report in-sample and leave-one-out errors, save the profile.");
+  CLI::App* cmd = app.add_subcommand("calibrate",
+                                     "Fit a calibration profile from your own `vllm "
+                                     "bench serve` result files (closed-loop "
+                                     "cells of fixed lengths), report in-sample and "
+                                     "leave-one-out errors, save the profile.");
   cmd->add_option("--device", f->device, "device the files were measured on")->required();
-  cmd->add_option("--bench", f->bench, "result files (.json, .json.gz) or folders of them")
+  cmd->add_option("--bench", f->bench,
+                  "result files (.json, .json.gz) or folders of them")
       ->required()
       ->expected(1, -1);
   cmd->add_option("--model", f->model, "model (default: the files' model_id)");
@@ -201,11 +209,14 @@ void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens,
                   "server flag (0: vLLM default)");
   cmd->add_flag("--no-async-scheduling", f->no_async_scheduling, "server ran without it");
-  cmd->add_flag("--no-enable-prefix-caching", f->no_prefix_caching, "server ran without it");
+  cmd->add_flag("--no-enable-prefix-caching", f->no_prefix_caching,
+                "server ran without it");
   cmd->add_option("--software-build", f->software_build, "label stored in the profile")
       ->capture_default_str();
-  cmd->add_option("--out", f->out, "profile to write (default <device>@<build>.textproto)");
-  cmd->add_option("--tolerance-pct", f->tolerance_pct, "per-point check")->capture_default_str();
+  cmd->add_option("--out", f->out,
+                  "profile to write (default <device>@<build>.textproto)");
+  cmd->add_option("--tolerance-pct", f->tolerance_pct, "per-point check")
+      ->capture_default_str();
   cmd->add_option("--fit-config", f->fit_config, "free parameters per device")
       ->capture_default_str();
   cmd->add_flag("--json", f->json, "JSON report");

@@ -24,7 +24,9 @@ struct MemoryFlags {
   bool json = false;
 };
 
-std::optional<double> Opt(double v) { return v >= 0 ? std::optional<double>(v) : std::nullopt; }
+std::optional<double> Opt(double v) {
+  return v >= 0 ? std::optional<double>(v) : std::nullopt;
+}
 
 void PrintJson(const Deployment& d) {
   const MemoryPlan& m = d.memory;
@@ -71,17 +73,20 @@ void PrintJson(const Deployment& d) {
 void PrintText(const Deployment& d) {
   const MemoryPlan& m = d.memory;
   const SchedulerConfig& s = d.scheduler;
-  std::printf("%s (%s, %s) on %s: max_model_len %d, max_num_batched_tokens %d, max_num_seqs %d, %s\n",
-              d.model.id.c_str(), d.format.id.c_str(), d.dtype.c_str(), d.device.id().c_str(),
-              s.max_model_len, s.max_num_batched_tokens, s.max_num_seqs,
-              s.async_scheduling ? "async scheduling" : "sync scheduling");
+  std::printf(
+      "%s (%s, %s) on %s: max_model_len %d, max_num_batched_tokens %d, max_num_seqs %d, "
+      "%s\n",
+      d.model.id.c_str(), d.format.id.c_str(), d.dtype.c_str(), d.device.id().c_str(),
+      s.max_model_len, s.max_num_batched_tokens, s.max_num_seqs,
+      s.async_scheduling ? "async scheduling" : "sync scheduling");
   std::printf("  usable memory     %8.2f GiB x %.2f = %.2f GiB requested\n", m.total_gib,
               d.spec.gpu_memory_utilization, m.requested_gib);
   std::printf("  weights           %8.2f GiB\n", m.weights_gib);
   std::printf("  non-torch memory  %8.2f GiB\n", m.non_torch_gib);
   std::printf("  activation peak   %8.2f GiB\n", m.activation_gib);
-  std::printf("  graph capture     %8.2f GiB (%s)\n", m.cuda_graph_gib,
-              m.cuda_graph_subtracted ? "subtracted" : "logged, not subtracted by these builds");
+  std::printf(
+      "  graph capture     %8.2f GiB (%s)\n", m.cuda_graph_gib,
+      m.cuda_graph_subtracted ? "subtracted" : "logged, not subtracted by these builds");
   std::printf("  KV cache          %8.2f GiB = %lld blocks of %lld B in %zu groups\n",
               m.kv_cache_gib, static_cast<long long>(m.num_blocks),
               static_cast<long long>(m.kv_block_bytes), d.kv_cache.groups.size());
@@ -90,9 +95,11 @@ void PrintText(const Deployment& d) {
     std::printf("DOES NOT FIT: %s\n", m.reason.c_str());
     return;
   }
-  std::printf("GPU KV cache size: %lld tokens\n", static_cast<long long>(m.kv_cache_tokens));
-  std::printf("Maximum concurrency for %d tokens per request: %.2fx (%lld blocks per request)\n",
-              s.max_model_len, m.max_concurrency, static_cast<long long>(m.blocks_per_request));
+  std::printf("GPU KV cache size: %lld tokens\n",
+              static_cast<long long>(m.kv_cache_tokens));
+  std::printf(
+      "Maximum concurrency for %d tokens per request: %.2fx (%lld blocks per request)\n",
+      s.max_model_len, m.max_concurrency, static_cast<long long>(m.blocks_per_request));
 }
 
 int RunMemory(const MemoryFlags& f) {
@@ -104,7 +111,8 @@ int RunMemory(const MemoryFlags& f) {
   spec.measured_kv_cache_gib = Opt(f.measured_kv_cache_gib);
   auto d = BuildDeployment(spec);
   if (!d.ok()) {
-    std::fprintf(stderr, "servesim memory: %s\n", std::string(d.status().message()).c_str());
+    std::fprintf(stderr, "servesim memory: %s\n",
+                 std::string(d.status().message()).c_str());
     return kExitBadInput;
   }
   if (f.json) {
@@ -124,31 +132,41 @@ void RegisterMemoryCommand(CLI::App& app, int* exit_code) {
       "vLLM's memory plan for one replica: weights, non-torch, activation peak, KV cache "
       "GiB / blocks / tokens and maximum concurrency, or why it does not fit.");
   ServerSpec& s = f->spec;
-  cmd->add_option("--device", s.device, "t4 | l4 | mi300x | tpu-v5e | tpu-v6e")->required();
-  cmd->add_option("--model", s.model,
-                  "gemma-4-e2b | gemma-4-e4b | gemma-4-12b | gemma-4-26b-a4b | gemma-4-31b, a "
-                  "Hugging Face id, or a config.json path")
+  cmd->add_option("--device", s.device, "t4 | l4 | mi300x | tpu-v5e | tpu-v6e")
       ->required();
-  cmd->add_option("--quantization,-q", s.quantization, "none | fp8 | w8a8 | w4a16 | w4a16-emb4")
+  cmd->add_option(
+         "--model", s.model,
+         "gemma-4-e2b | gemma-4-e4b | gemma-4-12b | gemma-4-26b-a4b | gemma-4-31b, a "
+         "Hugging Face id, or a config.json path")
+      ->required();
+  cmd->add_option("--quantization,-q", s.quantization,
+                  "none | fp8 | w8a8 | w4a16 | w4a16-emb4")
       ->capture_default_str();
-  cmd->add_option("--dtype", s.dtype, "auto | bf16 | fp16 (auto: fp16 on t4)")->capture_default_str();
+  cmd->add_option("--dtype", s.dtype, "auto | bf16 | fp16 (auto: fp16 on t4)")
+      ->capture_default_str();
   cmd->add_option("--max-model-len", s.max_model_len, "0: the model's limit");
-  cmd->add_option("--gpu-memory-utilization", s.gpu_memory_utilization)->capture_default_str();
+  cmd->add_option("--gpu-memory-utilization", s.gpu_memory_utilization)
+      ->capture_default_str();
   cmd->add_option("--max-num-seqs", s.max_num_seqs, "0: vLLM's default for the device");
   cmd->add_option("--max-num-batched-tokens", s.max_num_batched_tokens,
                   "0: vLLM's default for the device");
   cmd->add_option("--block-size", s.block_size)->capture_default_str();
   cmd->add_flag("--async-scheduling,!--no-async-scheduling", s.async_scheduling,
                 "two batches in flight (default on)");
-  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", s.enable_prefix_caching,
-                "(default on)");
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching",
+                s.enable_prefix_caching, "(default on)");
   cmd->add_option("--calibration-profile", s.calibration_profile);
-  cmd->add_option("--measured-weights-gib", f->measured_weights_gib, "from the server log");
-  cmd->add_option("--measured-non-torch-gib", f->measured_non_torch_gib, "from the server log");
-  cmd->add_option("--measured-activation-gib", f->measured_activation_gib, "from the server log");
-  cmd->add_option("--measured-cuda-graph-gib", f->measured_cuda_graph_gib, "from the server log");
-  cmd->add_option("--measured-kv-cache-gib", f->measured_kv_cache_gib,
-                  "available KV cache memory from the server log (replaces the estimate)");
+  cmd->add_option("--measured-weights-gib", f->measured_weights_gib,
+                  "from the server log");
+  cmd->add_option("--measured-non-torch-gib", f->measured_non_torch_gib,
+                  "from the server log");
+  cmd->add_option("--measured-activation-gib", f->measured_activation_gib,
+                  "from the server log");
+  cmd->add_option("--measured-cuda-graph-gib", f->measured_cuda_graph_gib,
+                  "from the server log");
+  cmd->add_option(
+      "--measured-kv-cache-gib", f->measured_kv_cache_gib,
+      "available KV cache memory from the server log (replaces the estimate)");
   cmd->add_flag("--json", f->json, "one JSON object instead of the table");
   cmd->callback([f, exit_code] { *exit_code = RunMemory(*f); });
 }

@@ -34,19 +34,23 @@ struct SimulateArgs {
   std::string router;
 };
 
-absl::Status WriteFile(const std::string& path, const std::string& text, const char* flag) {
+absl::Status WriteFile(const std::string& path, const std::string& text,
+                       const char* flag) {
   std::ofstream out(path, std::ios::binary);
-  if (!out) return absl::InvalidArgumentError(absl::StrFormat("%s: cannot write %s", flag, path));
+  if (!out)
+    return absl::InvalidArgumentError(absl::StrFormat("%s: cannot write %s", flag, path));
   out << text;
   out.close();
-  if (!out) return absl::InternalError(absl::StrFormat("%s: error writing %s", flag, path));
+  if (!out)
+    return absl::InternalError(absl::StrFormat("%s: error writing %s", flag, path));
   return absl::OkStatus();
 }
 
 // Returns the process exit code; prints errors to stderr.
 int RunSimulate(const SimulateArgs& args) {
   auto fail = [](const absl::Status& st) {
-    std::fprintf(stderr, "servesim simulate: error: %s\n", std::string(st.message()).c_str());
+    std::fprintf(stderr, "servesim simulate: error: %s\n",
+                 std::string(st.message()).c_str());
     return kExitBadInput;
   };
   absl::StatusOr<proto::ExperimentConfig> resolved = args.flags.Resolve();
@@ -69,8 +73,9 @@ int RunSimulate(const SimulateArgs& args) {
   const std::string config_text = ConfigToText(config);
   ReportContext ctx;
   ctx.date = args.date;
-  ctx.model_id = config.fleet().replicas_size() > 0 ? config.fleet().replicas(0).server().model()
-                                                    : config.server().model();
+  ctx.model_id = config.fleet().replicas_size() > 0
+                     ? config.fleet().replicas(0).server().model()
+                     : config.server().model();
   ctx.request_rate = client.request_rate;
   ctx.burstiness = client.burstiness;
   ctx.max_concurrency = client.max_concurrency;
@@ -78,7 +83,8 @@ int RunSimulate(const SimulateArgs& args) {
   ctx.provenance.push_back(engine->Describe());
   for (const std::string& p : provenance) ctx.provenance.push_back(p);
   ctx.provenance.push_back(absl::StrCat("client: ", source->Describe()));
-  if (client.replay_arrivals) ctx.provenance.push_back("arrivals: replayed from the trace");
+  if (client.replay_arrivals)
+    ctx.provenance.push_back("arrivals: replayed from the trace");
   if (!config.client().ignore_eos()) {
     ctx.provenance.push_back(
         "ignore_eos=false: simulated outputs still have exactly the requested lengths");
@@ -99,14 +105,15 @@ int RunSimulate(const SimulateArgs& args) {
     }
   }
   if (!args.requests_csv.empty()) {
-    if (absl::Status st = WriteFile(args.requests_csv, RequestsCsv(records), "--requests-csv");
+    if (absl::Status st =
+            WriteFile(args.requests_csv, RequestsCsv(records), "--requests-csv");
         !st.ok()) {
       return fail(st);
     }
   }
   if (trace != nullptr) {
-    if (absl::Status st = WriteFile(args.chrome_trace, trace->Finish(engine->num_replicas()),
-                                    "--chrome-trace");
+    if (absl::Status st = WriteFile(
+            args.chrome_trace, trace->Finish(engine->num_replicas()), "--chrome-trace");
         !st.ok()) {
       return fail(st);
     }
@@ -133,18 +140,22 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   args->flags.RegisterServerFlags(cmd);
   args->flags.RegisterClientFlags(cmd);
   args->flags.RegisterConfigFlags(cmd);
-  cmd->add_option("--router", args->router,
-                  "fleet router: round-robin | least-outstanding | kv-aware | prefix-aware");
+  cmd->add_option(
+      "--router", args->router,
+      "fleet router: round-robin | least-outstanding | kv-aware | prefix-aware");
   cmd->add_flag("--json", args->json, "print the result JSON instead of the summary");
-  cmd->add_option("--save-result", args->save_result,
-                  "write the result JSON (vllm bench serve keys) and FILE.config.textproto");
+  cmd->add_option(
+      "--save-result", args->save_result,
+      "write the result JSON (vllm bench serve keys) and FILE.config.textproto");
   cmd->add_flag("--save-detailed", args->save_detailed,
                 "add per-request arrays (input_lens, ttfts, itls, ...) to the JSON");
-  cmd->add_option("--requests-csv", args->requests_csv, "one row per request with its timeline");
+  cmd->add_option("--requests-csv", args->requests_csv,
+                  "one row per request with its timeline");
   cmd->add_option("--chrome-trace", args->chrome_trace,
                   "Chrome/Perfetto trace of steps and requests");
-  cmd->add_option("--date", args->date,
-                  "value of the JSON \"date\" key (fixed by default for reproducible output)");
+  cmd->add_option(
+      "--date", args->date,
+      "value of the JSON \"date\" key (fixed by default for reproducible output)");
   cmd->callback([args, exit_code] { *exit_code = RunSimulate(*args); });
 }
 

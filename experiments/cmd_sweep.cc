@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "experiments/cli.h"
-#include "experiments/sweep.h"
 #include "experiments/run_experiment.h"
+#include "experiments/sweep.h"
 #include "sim/status_macros.h"
 
 namespace servesim {

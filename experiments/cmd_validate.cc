@@ -27,7 +27,8 @@ struct ValidateFlags {
 int RunValidate(const ValidateFlags& f) {
   auto db = MeasurementDb::LoadDir(f.data_dir);
   if (!db.ok()) {
-    std::fprintf(stderr, "servesim validate: %s\n", std::string(db.status().message()).c_str());
+    std::fprintf(stderr, "servesim validate: %s\n",
+                 std::string(db.status().message()).c_str());
     return kExitBadInput;
   }
   auto config = LoadFitConfig(f.fit_config);
@@ -59,7 +60,8 @@ int RunValidate(const ValidateFlags& f) {
       const std::string path = ProfilePath(f.profiles_dir, g, main[g.device] == &g);
       auto st = WriteProfile(MakeProfile(g, report->points), path);
       if (!st.ok()) {
-        std::fprintf(stderr, "servesim validate: %s\n", std::string(st.message()).c_str());
+        std::fprintf(stderr, "servesim validate: %s\n",
+                     std::string(st.message()).c_str());
         return kExitBadInput;
       }
       std::fprintf(stderr, "wrote %s\n", path.c_str());
@@ -75,10 +77,12 @@ void RegisterValidateCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "validate",
       "Predict every measured point (calibration/data) the way it was measured; report "
-      "in-sample and held-out errors, cost and KV rows, infeasible cells and the published "
+      "in-sample and held-out errors, cost and KV rows, infeasible cells and the "
+      "published "
       "tables' consistency. Exit 3 when a point misses its tolerance.");
   cmd->add_flag("--json", flags->json, "JSON instead of the table");
-  cmd->add_option("--device", flags->device, "only this device (t4, l4, mi300x, tpu-v5e, tpu-v6e)");
+  cmd->add_option("--device", flags->device,
+                  "only this device (t4, l4, mi300x, tpu-v5e, tpu-v6e)");
   cmd->add_flag("--refit", flags->refit,
                 "also write the fitted profiles to --profiles-dir (<device>.textproto)");
   cmd->add_flag("--no-held-out", flags->no_held_out,

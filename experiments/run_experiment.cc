@@ -37,8 +37,9 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
     for (int i = 0; i < config.fleet().replicas_size(); ++i) {
       const proto::FleetReplica& fr = config.fleet().replicas(i);
       if (fr.count() < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "fleet.replicas[", i, "].count: ", fr.count(), " is negative (allowed: >= 0; 0 means 1)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("fleet.replicas[", i, "].count: ", fr.count(),
+                         " is negative (allowed: >= 0; 0 means 1)"));
       }
       proto::ExperimentConfig tmp;
       *tmp.mutable_server() = fr.server();
@@ -59,9 +60,10 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
     const double api_ms = ApiOverheadMs(d.spec);
     fleet.api_overhead_ms = std::max(fleet.api_overhead_ms, api_ms);
     fleet.provenance.push_back(
-        api_ms > 0 ? absl::StrCat(d.provenance, " API server latency per request: ", api_ms,
-                                  " ms (api_overhead_ms of the calibration profile).")
-                   : d.provenance);
+        api_ms > 0
+            ? absl::StrCat(d.provenance, " API server latency per request: ", api_ms,
+                           " ms (api_overhead_ms of the calibration profile).")
+            : d.provenance);
     fleet.deployments.push_back(std::move(d));
     const Deployment& dep = fleet.deployments.back();
     for (int i = 0; i < count; ++i) {

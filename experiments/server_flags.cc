@@ -21,7 +21,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool Given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
 
-
 absl::Status MergeText(const std::string& text, const std::string& where,
                        proto::ExperimentConfig& config) {
   return ParseTextProto(text, where, &config, /*merge=*/true);
@@ -46,50 +45,63 @@ absl::StatusOr<double> ParseRequestRate(const std::string& text) {
 }
 
 void ExperimentFlags::RegisterServerFlags(CLI::App* cmd) {
-  device_ = cmd->add_option("--device", device_v_, "t4 | l4 | mi300x | tpu-v5e | tpu-v6e");
-  model_ = cmd->add_option("--model", model_v_, "gemma-4-e2b, gemma-4-e4b, gemma-4-12b, ...");
+  device_ =
+      cmd->add_option("--device", device_v_, "t4 | l4 | mi300x | tpu-v5e | tpu-v6e");
+  model_ =
+      cmd->add_option("--model", model_v_, "gemma-4-e2b, gemma-4-e4b, gemma-4-12b, ...");
   quantization_ = cmd->add_option("--quantization", quantization_v_,
                                   "none | fp8 | w8a8 | w4a16 | w4a16-emb4");
   dtype_ = cmd->add_option("--dtype", dtype_v_, "auto | bf16 | fp16");
   max_model_len_ = cmd->add_option("--max-model-len", max_model_len_v_,
                                    "context length (default: the model's limit)");
-  gpu_mem_ = cmd->add_option("--gpu-memory-utilization", gpu_mem_v_, "(0, 1], default 0.90");
+  gpu_mem_ =
+      cmd->add_option("--gpu-memory-utilization", gpu_mem_v_, "(0, 1], default 0.90");
   max_num_seqs_ = cmd->add_option("--max-num-seqs", max_num_seqs_v_,
                                   "default: vLLM's default for the device");
-  max_num_batched_tokens_ = cmd->add_option("--max-num-batched-tokens", max_num_batched_tokens_v_,
-                                            "default: vLLM's default for the device");
-  block_size_ = cmd->add_option("--block-size", block_size_v_, "KV block size, default 16");
+  max_num_batched_tokens_ =
+      cmd->add_option("--max-num-batched-tokens", max_num_batched_tokens_v_,
+                      "default: vLLM's default for the device");
+  block_size_ =
+      cmd->add_option("--block-size", block_size_v_, "KV block size, default 16");
   prefix_caching_ = cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching",
                                   prefix_caching_v_, "prefix caching (default on)");
   async_ = cmd->add_flag("--async-scheduling,!--no-async-scheduling", async_v_,
                          "async scheduling (default on)");
-  calibration_ = cmd->add_option("--calibration", calibration_v_,
-                                 "calibration profile (.textproto); default: the device's");
+  calibration_ =
+      cmd->add_option("--calibration", calibration_v_,
+                      "calibration profile (.textproto); default: the device's");
 }
 
 void ExperimentFlags::RegisterClientFlags(CLI::App* cmd) {
-  num_prompts_ = cmd->add_option("--num-prompts", num_prompts_v_, "requests to send (1000)");
-  request_rate_ = cmd->add_option("--request-rate", request_rate_v_,
-                                  "requests/s or inf (default inf; with --trace: replay)");
-  burstiness_ = cmd->add_option("--burstiness", burstiness_v_, "Gamma shape, 1 = Poisson");
+  num_prompts_ =
+      cmd->add_option("--num-prompts", num_prompts_v_, "requests to send (1000)");
+  request_rate_ =
+      cmd->add_option("--request-rate", request_rate_v_,
+                      "requests/s or inf (default inf; with --trace: replay)");
+  burstiness_ =
+      cmd->add_option("--burstiness", burstiness_v_, "Gamma shape, 1 = Poisson");
   max_concurrency_ = cmd->add_option("--max-concurrency", max_concurrency_v_,
                                      "requests in flight at most (default unlimited)");
   input_len_ = cmd->add_option("--random-input-len", input_len_v_, "default 1024");
   output_len_ = cmd->add_option("--random-output-len", output_len_v_, "default 128");
-  range_ratio_ = cmd->add_option("--random-range-ratio", range_ratio_v_, "[0, 1), default 0");
+  range_ratio_ =
+      cmd->add_option("--random-range-ratio", range_ratio_v_, "[0, 1), default 0");
   seed_ = cmd->add_option("--seed", seed_v_, "random seed (default 0)");
   ignore_eos_ = cmd->add_flag("--ignore-eos", ignore_eos_v_,
                               "outputs have exactly the asked length (always so here)");
-  overhead_ = cmd->add_option("--client-overhead-s", overhead_v_,
-                              "fixed client cost per request before it reaches the server");
-  trace_ = cmd->add_option("--trace", trace_v_, "replay this trace instead of random prompts");
+  overhead_ =
+      cmd->add_option("--client-overhead-s", overhead_v_,
+                      "fixed client cost per request before it reaches the server");
+  trace_ =
+      cmd->add_option("--trace", trace_v_, "replay this trace instead of random prompts");
   trace_format_ = cmd->add_option("--trace-format", trace_format_v_, "default: detect");
 }
 
 void ExperimentFlags::RegisterConfigFlags(CLI::App* cmd) {
   cmd->add_option("--config", config_path_, "experiment config (text proto)");
-  cmd->add_option("--set", sets_, "text-proto override merged on top, e.g. "
-                                  "'client { max_concurrency: 8 }' (repeatable)");
+  cmd->add_option("--set", sets_,
+                  "text-proto override merged on top, e.g. "
+                  "'client { max_concurrency: 8 }' (repeatable)");
 }
 
 absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
@@ -97,7 +109,8 @@ absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
   if (!config_path_.empty()) {
     std::ifstream in(config_path_);
     if (!in) {
-      return absl::NotFoundError(absl::StrFormat("--config: cannot read %s", config_path_));
+      return absl::NotFoundError(
+          absl::StrFormat("--config: cannot read %s", config_path_));
     }
     std::stringstream ss;
     ss << in.rdbuf();
@@ -126,8 +139,8 @@ absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
   }
   if (Given(max_num_batched_tokens_)) {
     if (max_num_batched_tokens_v_ < 1 || max_num_batched_tokens_v_ > INT32_MAX) {
-      return OutOfRange("--max-num-batched-tokens", absl::StrCat(max_num_batched_tokens_v_),
-                        "[1, 2^31)");
+      return OutOfRange("--max-num-batched-tokens",
+                        absl::StrCat(max_num_batched_tokens_v_), "[1, 2^31)");
     }
     s.set_max_num_batched_tokens(static_cast<int32_t>(max_num_batched_tokens_v_));
   }
@@ -206,11 +219,12 @@ void ApplyDefaults(proto::ExperimentConfig& c) {
 
 absl::Status ValidateServer(const proto::ServerConfig& s, const std::string& where) {
   if (s.device().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, "--device: required; one of t4, l4, mi300x, tpu-v5e, tpu-v6e"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "--device: required; one of t4, l4, mi300x, tpu-v5e, tpu-v6e"));
   }
   if (s.model().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, "--model: required (e.g. gemma-4-e2b)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "--model: required (e.g. gemma-4-e2b)"));
   }
   if (s.max_model_len() < 0) {
     return OutOfRange("--max-model-len", absl::StrCat(s.max_model_len()),
@@ -218,15 +232,16 @@ absl::Status ValidateServer(const proto::ServerConfig& s, const std::string& whe
   }
   if (s.has_gpu_memory_utilization() &&
       !(s.gpu_memory_utilization() > 0 && s.gpu_memory_utilization() <= 1)) {
-    return OutOfRange("--gpu-memory-utilization", absl::StrCat(s.gpu_memory_utilization()),
-                      "(0, 1]");
+    return OutOfRange("--gpu-memory-utilization",
+                      absl::StrCat(s.gpu_memory_utilization()), "(0, 1]");
   }
   if (s.max_num_seqs() < 0) {
-    return OutOfRange("--max-num-seqs", absl::StrCat(s.max_num_seqs()), "[1, 2^31) (0: default)");
+    return OutOfRange("--max-num-seqs", absl::StrCat(s.max_num_seqs()),
+                      "[1, 2^31) (0: default)");
   }
   if (s.max_num_batched_tokens() < 0) {
-    return OutOfRange("--max-num-batched-tokens", absl::StrCat(s.max_num_batched_tokens()),
-                      "[1, 2^31) (0: default)");
+    return OutOfRange("--max-num-batched-tokens",
+                      absl::StrCat(s.max_num_batched_tokens()), "[1, 2^31) (0: default)");
   }
   if (s.has_block_size() && (s.block_size() < 1 || s.block_size() > 1024)) {
     return OutOfRange("--block-size", absl::StrCat(s.block_size()), "[1, 1024]");
@@ -239,7 +254,8 @@ absl::Status Validate(const proto::ExperimentConfig& c) {
   if (c.fleet().replicas_size() > 0) {
     for (int i = 0; i < c.fleet().replicas_size(); ++i) {
       const proto::FleetReplica& fr = c.fleet().replicas(i);
-      RETURN_IF_ERROR(ValidateServer(fr.server(), absl::StrFormat("fleet.replicas[%d]: ", i)));
+      RETURN_IF_ERROR(
+          ValidateServer(fr.server(), absl::StrFormat("fleet.replicas[%d]: ", i)));
       if (fr.count() < 0) {
         return OutOfRange("fleet.replicas.count", absl::StrCat(fr.count()), "[1, 2^31)");
       }
@@ -263,28 +279,35 @@ absl::Status Validate(const proto::ExperimentConfig& c) {
                       "[1, 2^31) (0 or omitted: unlimited)");
   }
   if (cl.random_input_len() < 1) {
-    return OutOfRange("--random-input-len", absl::StrCat(cl.random_input_len()), "[1, 2^31)");
+    return OutOfRange("--random-input-len", absl::StrCat(cl.random_input_len()),
+                      "[1, 2^31)");
   }
   if (cl.random_output_len() < 1) {
-    return OutOfRange("--random-output-len", absl::StrCat(cl.random_output_len()), "[1, 2^31)");
+    return OutOfRange("--random-output-len", absl::StrCat(cl.random_output_len()),
+                      "[1, 2^31)");
   }
   if (!(cl.random_range_ratio() >= 0 && cl.random_range_ratio() < 1)) {
-    return OutOfRange("--random-range-ratio", absl::StrCat(cl.random_range_ratio()), "[0, 1)");
+    return OutOfRange("--random-range-ratio", absl::StrCat(cl.random_range_ratio()),
+                      "[0, 1)");
   }
   if (!(cl.client_overhead_s() >= 0) || std::isinf(cl.client_overhead_s())) {
-    return OutOfRange("--client-overhead-s", absl::StrCat(cl.client_overhead_s()), "[0, inf)");
+    return OutOfRange("--client-overhead-s", absl::StrCat(cl.client_overhead_s()),
+                      "[0, inf)");
   }
   if (!cl.trace_format().empty() && cl.trace().empty()) {
     return absl::InvalidArgumentError("--trace-format: given without --trace");
   }
   if (cl.trace().empty() && s.max_model_len() > 0) {
     const double r = cl.random_range_ratio();
-    const int64_t max_in = static_cast<int64_t>(std::ceil(cl.random_input_len() * (1 + r)));
-    const int64_t max_out = static_cast<int64_t>(std::ceil(cl.random_output_len() * (1 + r)));
+    const int64_t max_in =
+        static_cast<int64_t>(std::ceil(cl.random_input_len() * (1 + r)));
+    const int64_t max_out =
+        static_cast<int64_t>(std::ceil(cl.random_output_len() * (1 + r)));
     if (max_in + max_out > s.max_model_len()) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "--random-input-len + --random-output-len: up to %d + %d = %d tokens (with "
-          "--random-range-ratio %g) exceeds --max-model-len %d; allowed: at most %d in total",
+          "--random-range-ratio %g) exceeds --max-model-len %d; allowed: at most %d in "
+          "total",
           max_in, max_out, max_in + max_out, r, s.max_model_len(), s.max_model_len()));
     }
   }
@@ -298,11 +321,13 @@ ServerSpec ToServerSpec(const proto::ServerConfig& s) {
   spec.dtype = s.dtype().empty() ? "auto" : s.dtype();
   spec.quantization = s.quantization().empty() ? "none" : s.quantization();
   spec.max_model_len = s.max_model_len();
-  spec.gpu_memory_utilization = s.has_gpu_memory_utilization() ? s.gpu_memory_utilization() : 0.90;
+  spec.gpu_memory_utilization =
+      s.has_gpu_memory_utilization() ? s.gpu_memory_utilization() : 0.90;
   spec.max_num_seqs = s.max_num_seqs();
   spec.max_num_batched_tokens = s.max_num_batched_tokens();
   spec.block_size = s.has_block_size() ? s.block_size() : 16;
-  spec.enable_prefix_caching = s.has_enable_prefix_caching() ? s.enable_prefix_caching() : true;
+  spec.enable_prefix_caching =
+      s.has_enable_prefix_caching() ? s.enable_prefix_caching() : true;
   spec.async_scheduling = s.has_async_scheduling() ? s.async_scheduling() : true;
   spec.calibration_profile = s.calibration_profile();
   return spec;

@@ -92,8 +92,9 @@ TEST(ServerFlagsTest, ConfigThenSetThenExplicitFlagsWin) {
     out << "server { device: \"t4\" model: \"gemma-4-12b\" max_num_seqs: 4 }\n"
            "client { max_concurrency: 2 random_input_len: 100 }\n";
   }
-  const auto r = ResolveArgs({"--config", path, "--set", "client { max_concurrency: 8 }",
-                              "--set", "server { max_num_seqs: 16 }", "--max-num-seqs", "32"});
+  const auto r =
+      ResolveArgs({"--config", path, "--set", "client { max_concurrency: 8 }", "--set",
+                   "server { max_num_seqs: 16 }", "--max-num-seqs", "32"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->server().device(), "t4");
   EXPECT_EQ(r->client().max_concurrency(), 8);  // --set over the file
@@ -116,7 +117,8 @@ TEST(ServerFlagsTest, BadConfigTextNamesTheFileAndLine) {
 }
 
 TEST(ServerFlagsTest, PrefixCachingAndAsyncCanBeSwitchedOff) {
-  const auto r = ResolveArgs(Base({"--no-enable-prefix-caching", "--no-async-scheduling"}));
+  const auto r =
+      ResolveArgs(Base({"--no-enable-prefix-caching", "--no-async-scheduling"}));
   ASSERT_TRUE(r.ok()) << r.status();
   const ServerSpec spec = ToServerSpec(r->server());
   EXPECT_FALSE(spec.enable_prefix_caching);

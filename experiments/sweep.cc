@@ -43,7 +43,6 @@ absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 constexpr int kMaxRepeatedIndex = 1024;
 constexpr int64_t kMaxPoints = 10'000'000;
 
-
 struct Segment {
   std::string name;
   int index = -1;  // -1: no [i]

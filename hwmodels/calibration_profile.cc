@@ -12,14 +12,15 @@
 namespace servesim {
 namespace {
 
-
 bool Exists(const std::string& p) { return std::ifstream(p).good(); }
 
 }  // namespace
 
-absl::StatusOr<proto::CalibrationProfile> LoadCalibrationProfile(const std::string& path) {
+absl::StatusOr<proto::CalibrationProfile> LoadCalibrationProfile(
+    const std::string& path) {
   std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open calibration profile"));
+  if (!in)
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open calibration profile"));
   std::stringstream ss;
   ss << in.rdbuf();
   proto::CalibrationProfile p;
@@ -35,7 +36,8 @@ absl::Status SaveCalibrationProfile(const proto::CalibrationProfile& profile,
   }
   std::ofstream out(path);
   if (!out) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write"));
-  out << "# proto-file: proto/hwmodels.proto\n# proto-message: servesim.proto.CalibrationProfile\n"
+  out << "# proto-file: proto/hwmodels.proto\n# proto-message: "
+         "servesim.proto.CalibrationProfile\n"
       << text;
   if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
   return absl::OkStatus();

@@ -14,7 +14,8 @@
 namespace servesim {
 
 // Text-format read/write. Errors name the file (and the parse error).
-absl::StatusOr<servesim::proto::CalibrationProfile> LoadCalibrationProfile(const std::string& path);
+absl::StatusOr<servesim::proto::CalibrationProfile> LoadCalibrationProfile(
+    const std::string& path);
 absl::Status SaveCalibrationProfile(const servesim::proto::CalibrationProfile& profile,
                                     const std::string& path);
 
@@ -25,7 +26,8 @@ std::string DefaultProfilePath(const std::string& device_id);
 
 // Copies the profile's values (and std errors, sources) onto the parameters
 // of the same name; unknown names are ignored. Returns how many applied.
-int ApplyProfile(const servesim::proto::CalibrationProfile& profile, ParameterSet* params);
+int ApplyProfile(const servesim::proto::CalibrationProfile& profile,
+                 ParameterSet* params);
 
 // A profile holding `params`' values (for the fitter to fill in and save).
 servesim::proto::CalibrationProfile ProfileFromParameters(const std::string& device_id,

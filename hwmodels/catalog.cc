@@ -25,7 +25,8 @@ template <typename Msg>
 absl::StatusOr<Msg> ParseEmbedded(const EmbeddedFile& f) {
   Msg m;
   if (!google::protobuf::TextFormat::ParseFromString(f.text, &m)) {
-    return absl::InternalError(absl::StrCat("embedded ", f.name, ": not a valid text proto"));
+    return absl::InternalError(
+        absl::StrCat("embedded ", f.name, ": not a valid text proto"));
   }
   return m;
 }
@@ -55,9 +56,9 @@ absl::StatusOr<proto::Device> FindDevice(const std::string& name) {
     for (const std::string& a : d.aliases())
       if (absl::AsciiStrToLower(a) == want) return d;
   }
-  return absl::InvalidArgumentError(absl::StrCat("--device: unknown device '", name,
-                                                 "'; allowed: ",
-                                                 absl::StrJoin(DeviceIds(), ", ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--device: unknown device '", name,
+                   "'; allowed: ", absl::StrJoin(DeviceIds(), ", ")));
 }
 
 std::vector<std::string> DeviceIds() {
@@ -89,8 +90,8 @@ absl::StatusOr<proto::ModelArch> FindModel(const std::string& name_or_path) {
     return ImportHfConfig(ss.str(), name_or_path);
   }
   if (absl::EndsWith(name_or_path, ".json")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model: ", name_or_path, ": config file not found or not readable"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model: ", name_or_path, ": config file not found or not readable"));
   }
   const std::string want = NormalizeModelName(name_or_path);
   for (int i = 0; i < internal::kNumEmbeddedModelFiles; ++i) {
@@ -100,9 +101,11 @@ absl::StatusOr<proto::ModelArch> FindModel(const std::string& name_or_path) {
     for (const std::string& h : m.hf_ids())
       if (NormalizeModelName(h) == want) return m;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--model: unknown model '", name_or_path, "'; allowed: ", absl::StrJoin(ModelIds(), ", "),
-      ", their Hugging Face ids (e.g. google/gemma-4-E2B-it), or a path to a config.json"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--model: unknown model '", name_or_path,
+                   "'; allowed: ", absl::StrJoin(ModelIds(), ", "),
+                   ", their Hugging Face ids (e.g. google/gemma-4-E2B-it), or a path to "
+                   "a config.json"));
 }
 
 namespace {
@@ -112,7 +115,8 @@ using google::protobuf::Value;
 
 const Value* Field(const Struct& s, const std::string& key) {
   auto it = s.fields().find(key);
-  if (it == s.fields().end() || it->second.kind_case() == Value::kNullValue) return nullptr;
+  if (it == s.fields().end() || it->second.kind_case() == Value::kNullValue)
+    return nullptr;
   return &it->second;
 }
 
@@ -145,20 +149,23 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
       tc != nullptr && tc->kind_case() == Value::kStructValue) {
     cfg = &tc->struct_value();
   }
-  auto need = [&](std::initializer_list<const char*> keys, const char* what) -> absl::StatusOr<int64_t> {
+  auto need = [&](std::initializer_list<const char*> keys,
+                  const char* what) -> absl::StatusOr<int64_t> {
     const double v = Num(*cfg, keys, -1);
     if (v <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--model ", origin, ": field ", what,
-                                                     " is missing or not a positive number"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model ", origin, ": field ", what, " is missing or not a positive number"));
     }
     return static_cast<int64_t>(v);
   };
   proto::ModelArch m;
   std::string model_type;
-  if (const Value* v = Field(*cfg, "model_type"); v && v->kind_case() == Value::kStringValue)
+  if (const Value* v = Field(*cfg, "model_type");
+      v && v->kind_case() == Value::kStringValue)
     model_type = v->string_value();
   if (model_type.empty()) {
-    if (const Value* v = Field(root, "model_type"); v && v->kind_case() == Value::kStringValue)
+    if (const Value* v = Field(root, "model_type");
+        v && v->kind_case() == Value::kStringValue)
       model_type = v->string_value();
   }
   std::string base = origin;
@@ -168,7 +175,8 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
     base = s2 == std::string::npos ? dir : dir.substr(s2 + 1);
   }
   m.set_id(absl::StrCat("import:", base));
-  m.set_display_name(absl::StrCat(model_type.empty() ? "model" : model_type, " from ", origin));
+  m.set_display_name(
+      absl::StrCat(model_type.empty() ? "model" : model_type, " from ", origin));
   m.set_family(absl::StartsWith(model_type, "gemma") ? "gemma4" : model_type);
   ASSIGN_OR_RETURN(int64_t vocab, need({"vocab_size"}, "vocab_size"));
   ASSIGN_OR_RETURN(int64_t hidden, need({"hidden_size"}, "hidden_size"));
@@ -178,7 +186,8 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   m.set_hidden_size(static_cast<int32_t>(hidden));
   m.set_num_layers(static_cast<int32_t>(layers));
   m.set_num_q_heads(static_cast<int32_t>(heads));
-  const int32_t kv_heads = static_cast<int32_t>(Num(*cfg, {"num_key_value_heads"}, heads));
+  const int32_t kv_heads =
+      static_cast<int32_t>(Num(*cfg, {"num_key_value_heads"}, heads));
   const int32_t head_dim = static_cast<int32_t>(Num(*cfg, {"head_dim"}, hidden / heads));
   m.set_num_kv_heads_sliding(kv_heads);
   m.set_head_dim_sliding(head_dim);
@@ -187,15 +196,18 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   m.set_head_dim_full(
       static_cast<int32_t>(Num(*cfg, {"global_head_dim", "full_head_dim"}, head_dim)));
   m.set_full_attention_k_eq_v(Bool(*cfg, "attention_k_eq_v", false));
-  m.set_num_kv_shared_layers(static_cast<int32_t>(Num(*cfg, {"num_kv_shared_layers"}, 0)));
+  m.set_num_kv_shared_layers(
+      static_cast<int32_t>(Num(*cfg, {"num_kv_shared_layers"}, 0)));
   m.set_per_layer_embedding_dim(
       static_cast<int32_t>(Num(*cfg, {"hidden_size_per_layer_input"}, 0)));
-  m.set_num_experts(static_cast<int32_t>(Num(*cfg, {"num_experts", "num_local_experts"}, 0)));
+  m.set_num_experts(
+      static_cast<int32_t>(Num(*cfg, {"num_experts", "num_local_experts"}, 0)));
   m.set_experts_top_k(
       static_cast<int32_t>(Num(*cfg, {"top_k_experts", "num_experts_per_tok"}, 0)));
   m.set_expert_intermediate_size(static_cast<int32_t>(
       Num(*cfg, {"moe_intermediate_size", "expert_intermediate_size"}, 0)));
-  m.set_tie_word_embeddings(Bool(*cfg, "tie_word_embeddings", Bool(root, "tie_word_embeddings", false)));
+  m.set_tie_word_embeddings(
+      Bool(*cfg, "tie_word_embeddings", Bool(root, "tie_word_embeddings", false)));
   m.set_max_position_embeddings(
       static_cast<int64_t>(Num(*cfg, {"max_position_embeddings"}, 8192)));
 
@@ -232,9 +244,9 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   if (inter != nullptr && inter->kind_case() == Value::kListValue) {
     const auto& vals = inter->list_value().values();
     if (vals.size() != layers) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--model ", origin, ": field intermediate_size has ", vals.size(),
-          " entries, num_hidden_layers is ", layers));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--model ", origin, ": field intermediate_size has ", vals.size(),
+                       " entries, num_hidden_layers is ", layers));
     }
     for (const Value& v : vals) {
       const int32_t w = static_cast<int32_t>(v.number_value());

@@ -46,7 +46,8 @@ TEST(CatalogTest, DevicesCarryPublishedPricesAndStartup) {
 }
 
 TEST(CatalogTest, HuggingFaceIdsResolveCaseInsensitivelyWithOptionalIt) {
-  for (const char* n : {"google/gemma-4-E2B-it", "google/gemma-4-e2b", "GEMMA-4-E2B", "gemma-4-e2b-it"}) {
+  for (const char* n :
+       {"google/gemma-4-E2B-it", "google/gemma-4-e2b", "GEMMA-4-E2B", "gemma-4-e2b-it"}) {
     auto m = FindModel(n);
     ASSERT_TRUE(m.ok()) << n << ": " << m.status();
     EXPECT_EQ(m->id(), "gemma-4-e2b") << n;
@@ -77,14 +78,17 @@ TEST(CatalogTest, ImportsLlamaStyleConfigJson) {
 
 TEST(CatalogTest, ImportsGemma4StyleConfigWithTextConfigAndLayerTypes) {
   std::string types;
-  for (int i = 0; i < 12; ++i) types += (i ? "," : "") + std::string((i + 1) % 6 ? "\"sliding_attention\"" : "\"full_attention\"");
+  for (int i = 0; i < 12; ++i)
+    types += (i ? "," : "") +
+             std::string((i + 1) % 6 ? "\"sliding_attention\"" : "\"full_attention\"");
   const std::string json = R"({"model_type": "gemma4", "text_config": {
     "model_type": "gemma4_text", "vocab_size": 262144, "hidden_size": 1024,
     "num_hidden_layers": 12, "num_attention_heads": 8, "num_key_value_heads": 2,
     "head_dim": 256, "global_head_dim": 512, "num_global_key_value_heads": 1,
     "sliding_window": 512, "intermediate_size": 4096, "num_kv_shared_layers": 4,
     "hidden_size_per_layer_input": 128, "tie_word_embeddings": true,
-    "layer_types": [)" + types + "]}}";
+    "layer_types": [)" + types +
+                           "]}}";
   auto desc = ImportHfConfig(json, "tiny/config.json");
   ASSERT_TRUE(desc.ok()) << desc.status();
   auto m = ExpandModelArch(*desc);

@@ -17,46 +17,48 @@
 namespace servesim {
 namespace {
 
-absl::StatusOr<std::string> ResolveDtype(const std::string& requested, const proto::Device& d) {
+absl::StatusOr<std::string> ResolveDtype(const std::string& requested,
+                                         const proto::Device& d) {
   std::string s = absl::AsciiStrToLower(requested);
   if (s.empty() || s == "auto") s = d.default_dtype();
   if (s == "bfloat16") s = "bf16";
   if (s == "float16" || s == "half") s = "fp16";
   if (s == "bf16") {
     if (!d.supports_bf16()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--dtype: bf16 is not supported on ", d.id(), " (", d.name(),
-          "); allowed: fp16 or auto (auto picks fp16 on ", d.id(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dtype: bf16 is not supported on ", d.id(), " (", d.name(),
+                       "); allowed: fp16 or auto (auto picks fp16 on ", d.id(), ")"));
     }
     return s;
   }
   if (s == "fp16") return s;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--dtype: unknown value '", requested, "'; allowed: auto, bf16, fp16"));
+  return absl::InvalidArgumentError(absl::StrCat("--dtype: unknown value '", requested,
+                                                 "'; allowed: auto, bf16, fp16"));
 }
 
 absl::Status ValidateSpec(const ServerSpec& s) {
   if (!(s.gpu_memory_utilization > 0 && s.gpu_memory_utilization <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("--gpu-memory-utilization: ",
-                                                   s.gpu_memory_utilization,
-                                                   " is outside (0, 1]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--gpu-memory-utilization: ", s.gpu_memory_utilization, " is outside (0, 1]"));
   }
   if (s.max_model_len < 0)
     return absl::InvalidArgumentError(
-        absl::StrCat("--max-model-len: ", s.max_model_len, " is negative; allowed: 0 (model limit) or > 0"));
+        absl::StrCat("--max-model-len: ", s.max_model_len,
+                     " is negative; allowed: 0 (model limit) or > 0"));
   if (s.max_num_seqs < 0)
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max-num-seqs: ", s.max_num_seqs, " is negative; allowed: 0 (default) or > 0"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-num-seqs: ", s.max_num_seqs, " is negative; allowed: 0 (default) or > 0"));
   if (s.max_num_batched_tokens < 0)
-    return absl::InvalidArgumentError(absl::StrCat("--max-num-batched-tokens: ",
-                                                   s.max_num_batched_tokens,
-                                                   " is negative; allowed: 0 (default) or > 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-num-batched-tokens: ", s.max_num_batched_tokens,
+                     " is negative; allowed: 0 (default) or > 0"));
   if (s.block_size <= 0 || s.block_size > 4096)
     return absl::InvalidArgumentError(
         absl::StrCat("--block-size: ", s.block_size, " is outside [1, 4096]"));
   auto nonneg = [](const std::optional<double>& v, const char* flag) -> absl::Status {
     if (v && !(*v >= 0 && std::isfinite(*v)))
-      return absl::InvalidArgumentError(absl::StrCat(flag, ": ", *v, " is not a finite value >= 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": ", *v, " is not a finite value >= 0"));
     return absl::OkStatus();
   };
   RETURN_IF_ERROR(nonneg(s.measured_weights_gib, "--measured-weights-gib"));
@@ -102,8 +104,9 @@ void DefaultSchedulerLimits(const proto::Device& d, int32_t* batched, int32_t* s
 
 std::string AllowedDeviceNames() { return absl::StrJoin(DeviceIds(), ", "); }
 std::string AllowedModelNames() {
-  return absl::StrCat(absl::StrJoin(ModelIds(), ", "),
-                      " (or a Hugging Face id such as google/gemma-4-E2B-it, or a config.json path)");
+  return absl::StrCat(
+      absl::StrJoin(ModelIds(), ", "),
+      " (or a Hugging Face id such as google/gemma-4-E2B-it, or a config.json path)");
 }
 std::string AllowedQuantizationNames() { return "none, fp8, w8a8, w4a16, w4a16-emb4"; }
 
@@ -127,16 +130,18 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   SchedulerConfig& s = d.scheduler;
   int32_t def_batched = 0, def_seqs = 0;
   DefaultSchedulerLimits(d.device, &def_batched, &def_seqs);
-  s.max_num_batched_tokens = spec.max_num_batched_tokens > 0 ? spec.max_num_batched_tokens : def_batched;
+  s.max_num_batched_tokens =
+      spec.max_num_batched_tokens > 0 ? spec.max_num_batched_tokens : def_batched;
   s.max_num_seqs = spec.max_num_seqs > 0 ? spec.max_num_seqs : def_seqs;
   const int64_t model_limit = d.model.max_position_embeddings;
   if (spec.max_model_len > 0 && model_limit > 0 && spec.max_model_len > model_limit) {
-    return absl::InvalidArgumentError(absl::StrCat("--max-model-len: ", spec.max_model_len,
-                                                   " exceeds the model's limit of ", model_limit,
-                                                   " tokens (", d.model.id, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-model-len: ", spec.max_model_len, " exceeds the model's limit of ",
+        model_limit, " tokens (", d.model.id, ")"));
   }
-  s.max_model_len = spec.max_model_len > 0 ? spec.max_model_len
-                                           : static_cast<int32_t>(model_limit > 0 ? model_limit : 8192);
+  s.max_model_len = spec.max_model_len > 0
+                        ? spec.max_model_len
+                        : static_cast<int32_t>(model_limit > 0 ? model_limit : 8192);
   s.enable_chunked_prefill = true;
   s.enable_prefix_caching = spec.enable_prefix_caching;
   s.async_scheduling = spec.async_scheduling;
@@ -146,7 +151,8 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   d.kv_cache = layout.spec;
   d.kv_cache.num_blocks = d.memory.num_blocks;
 
-  ASSIGN_OR_RETURN(d.graph, CompiledStepGraph::Build(d.device, d.model, d.format, d.dtype));
+  ASSIGN_OR_RETURN(d.graph,
+                   CompiledStepGraph::Build(d.device, d.model, d.format, d.dtype));
   d.params = PriorStepParameters(d.device, d.model, d.format);
   std::string param_source = "priors";
   if (params_override != nullptr) {
@@ -168,8 +174,9 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   const WeightBytes wb = ComputeWeightBytes(d.model, d.format, dtype_bytes);
   d.provenance = absl::StrCat(
       "device ", d.device.id(), " (", d.device.name(), "); model ", d.model.id, " (",
-      d.model.display_name, "); format ", d.format.id, " (", d.format.description, "); dtype ",
-      d.dtype, absl::StrFormat("; weights %.3f GiB estimated", wb.Total() / kBytesPerGib),
+      d.model.display_name, "); format ", d.format.id, " (", d.format.description,
+      "); dtype ", d.dtype,
+      absl::StrFormat("; weights %.3f GiB estimated", wb.Total() / kBytesPerGib),
       "; memory sources: ", d.memory.sources, "; scheduler max_num_batched_tokens ",
       s.max_num_batched_tokens, ", max_num_seqs ", s.max_num_seqs, ", max_model_len ",
       s.max_model_len, s.async_scheduling ? ", async" : ", sync", "; parameters from ",

@@ -35,23 +35,23 @@ class CompiledStepGraph;  // hwmodels/step_model.h
 // vLLM's memory accounting for one replica, in GiB (2^30 bytes) unless the
 // name says otherwise. Every field is filled whether or not it fits.
 struct MemoryPlan {
-  double total_gib = 0;           // memory the runtime can use
-  double requested_gib = 0;       // total x gpu_memory_utilization
+  double total_gib = 0;      // memory the runtime can use
+  double requested_gib = 0;  // total x gpu_memory_utilization
   double weights_gib = 0;
   double non_torch_gib = 0;
-  double activation_gib = 0;      // peak of the profiling step
-  double cuda_graph_gib = 0;      // estimate of graph capture memory
+  double activation_gib = 0;  // peak of the profiling step
+  double cuda_graph_gib = 0;  // estimate of graph capture memory
   // Whether cuda_graph_gib was taken out of the KV budget (the measured
   // builds only log it; they do not subtract it).
   bool cuda_graph_subtracted = false;
-  double kv_cache_gib = 0;        // available KV cache memory
-  int64_t kv_block_bytes = 0;     // one block of the shared pool (all layers of a group)
+  double kv_cache_gib = 0;     // available KV cache memory
+  int64_t kv_block_bytes = 0;  // one block of the shared pool (all layers of a group)
   int64_t num_blocks = 0;
-  int64_t blocks_per_request = 0; // for one request of max_model_len tokens
-  double max_concurrency = 0;     // num_blocks / blocks_per_request
-  int64_t kv_cache_tokens = 0;    // vLLM's "GPU KV cache size"
+  int64_t blocks_per_request = 0;  // for one request of max_model_len tokens
+  double max_concurrency = 0;      // num_blocks / blocks_per_request
+  int64_t kv_cache_tokens = 0;     // vLLM's "GPU KV cache size"
   bool fits = false;
-  std::string reason;             // empty when it fits; otherwise why not, with numbers
+  std::string reason;  // empty when it fits; otherwise why not, with numbers
   // Which of the overheads came from measured overrides, e.g.
   // "weights=measured kv_cache=estimated".
   std::string sources;
@@ -61,15 +61,15 @@ struct MemoryPlan {
 // step model is shared and immutable).
 struct Deployment {
   servesim::proto::Device device;
-  ModelArch model;                 // expanded per-layer architecture
-  WeightFormat format;             // resolved quantization
-  std::string dtype;               // "bf16" | "fp16" (activations and KV)
-  ServerSpec spec;                 // as given
-  SchedulerConfig scheduler;       // vLLM defaults filled in
+  ModelArch model;            // expanded per-layer architecture
+  WeightFormat format;        // resolved quantization
+  std::string dtype;          // "bf16" | "fp16" (activations and KV)
+  ServerSpec spec;            // as given
+  SchedulerConfig scheduler;  // vLLM defaults filled in
   MemoryPlan memory;
-  KvCacheSpec kv_cache;            // num_blocks == memory.num_blocks
+  KvCacheSpec kv_cache;  // num_blocks == memory.num_blocks
   std::shared_ptr<const StepTimeModel> step_model;
-  ParameterSet params;             // the parameters step_model uses
+  ParameterSet params;  // the parameters step_model uses
   // The compiled operator graph, so the step model can be rebuilt with
   // other parameters without re-deriving the graph.
   std::shared_ptr<const CompiledStepGraph> graph;
@@ -99,9 +99,9 @@ std::shared_ptr<const StepTimeModel> RebuildStepModel(const Deployment& d,
                                                       const ParameterSet& params);
 
 // The allowed names, for error messages and --help.
-std::string AllowedDeviceNames();       // "t4, l4, mi300x, tpu-v5e, tpu-v6e"
+std::string AllowedDeviceNames();  // "t4, l4, mi300x, tpu-v5e, tpu-v6e"
 std::string AllowedModelNames();
-std::string AllowedQuantizationNames(); // "none, fp8, w8a8, w4a16, w4a16-emb4"
+std::string AllowedQuantizationNames();  // "none, fp8, w8a8, w4a16, w4a16-emb4"
 
 }  // namespace servesim
 

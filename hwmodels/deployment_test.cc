@@ -38,10 +38,11 @@ TEST(DeploymentTest, UnknownNamesAndBadNumbersNameTheFlag) {
   util.gpu_memory_utilization = 1.5;
   ServerSpec len = Spec("t4", "gemma-4-e2b");
   len.max_model_len = 1 << 20;
-  for (const Case& c : {Case{Spec("a100", "gemma-4-e2b"), "--device"},
-                        Case{Spec("t4", "gemma-9"), "--model"},
-                        Case{Spec("t4", "gemma-4-e2b", "awq"), "--quantization"},
-                        Case{util, "--gpu-memory-utilization"}, Case{len, "--max-model-len"}}) {
+  for (const Case& c :
+       {Case{Spec("a100", "gemma-4-e2b"), "--device"},
+        Case{Spec("t4", "gemma-9"), "--model"},
+        Case{Spec("t4", "gemma-4-e2b", "awq"), "--quantization"},
+        Case{util, "--gpu-memory-utilization"}, Case{len, "--max-model-len"}}) {
     auto d = BuildDeployment(c.spec);
     ASSERT_FALSE(d.ok()) << c.flag;
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
@@ -108,8 +109,9 @@ TEST(DeploymentTest, RebuildKeepsUnlistedParameters) {
   auto m = RebuildStepModel(*d, only_host);
   const int32_t ctx[] = {128};
   const StepBatch b{{}, ctx};
-  EXPECT_EQ(m->Cost(b).host_ns, d->step_model->Cost(b).host_ns -
-                                    static_cast<TimeNs>(d->params.Get("host_step_us") * 1000));
+  EXPECT_EQ(m->Cost(b).host_ns,
+            d->step_model->Cost(b).host_ns -
+                static_cast<TimeNs>(d->params.Get("host_step_us") * 1000));
   EXPECT_EQ(m->Cost(b).device_ns, d->step_model->Cost(b).device_ns);
 }
 

@@ -53,7 +53,8 @@ absl::StatusOr<KvLayout> PlanKvLayout(const ModelArch& m, int kv_dtype_bytes,
     }
   }
   KvLayout out;
-  if (types.empty()) return absl::InvalidArgumentError("model has no layer that holds KV");
+  if (types.empty())
+    return absl::InvalidArgumentError("model has no layer that holds KV");
   int64_t max_page = 0;
   int32_t min_count = types[0].count;
   for (const Type& t : types) {
@@ -69,9 +70,9 @@ absl::StatusOr<KvLayout> PlanKvLayout(const ModelArch& m, int kv_dtype_bytes,
   for (const Type& t : types) {
     const int64_t page = t.bytes_per_token * block_size;
     if (max_page % page != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model '", m.id, "': KV page sizes ", page, " and ", max_page,
-          " bytes cannot be equalised (not a multiple)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("model '", m.id, "': KV page sizes ", page, " and ", max_page,
+                       " bytes cannot be equalised (not a multiple)"));
     }
     KvGroupSpec g;
     g.block_size_tokens = static_cast<int32_t>(block_size * (max_page / page));
@@ -85,8 +86,8 @@ absl::StatusOr<KvLayout> PlanKvLayout(const ModelArch& m, int kv_dtype_bytes,
   return out;
 }
 
-int64_t BlocksPerRequest(const KvLayout& layout, int64_t len, int32_t max_num_batched_tokens,
-                         bool async_scheduling) {
+int64_t BlocksPerRequest(const KvLayout& layout, int64_t len,
+                         int32_t max_num_batched_tokens, bool async_scheduling) {
   const int64_t in_flight = int64_t{async_scheduling ? 2 : 1} * max_num_batched_tokens;
   int64_t blocks = 0;
   for (const KvGroupSpec& g : layout.spec.groups) {
@@ -102,45 +103,54 @@ int64_t BlocksPerRequest(const KvLayout& layout, int64_t len, int32_t max_num_ba
 
 double EstimateActivationGib(const proto::Device& device, const ModelArch& m,
                              const SchedulerConfig& sched, int act_dtype_bytes) {
-  const double copies =
-      device.sampler_logit_copies() > 0 ? device.sampler_logit_copies() : kSamplerLogitCopies;
+  const double copies = device.sampler_logit_copies() > 0 ? device.sampler_logit_copies()
+                                                          : kSamplerLogitCopies;
   const double factor = device.forward_activation_factor() > 0
                             ? device.forward_activation_factor()
                             : kForwardActivationFactor;
   int64_t max_ffn = 0;
-  for (const LayerArch& l : m.layers) max_ffn = std::max<int64_t>(max_ffn, l.intermediate_size);
+  for (const LayerArch& l : m.layers)
+    max_ffn = std::max<int64_t>(max_ffn, l.intermediate_size);
   if (m.num_experts > 0) {
-    max_ffn = std::max<int64_t>(max_ffn, int64_t{m.experts_top_k} * m.expert_intermediate_size);
+    max_ffn =
+        std::max<int64_t>(max_ffn, int64_t{m.experts_top_k} * m.expert_intermediate_size);
   }
-  const double sampler = copies * sched.max_num_seqs * static_cast<double>(m.vocab_size) * 4.0;
+  const double sampler =
+      copies * sched.max_num_seqs * static_cast<double>(m.vocab_size) * 4.0;
   const double forward = factor * sched.max_num_batched_tokens *
                          (2.0 * max_ffn + 4.0 * m.hidden_size) * act_dtype_bytes;
   return (sampler + forward) / kBytesPerGib;
 }
 
-MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m, const WeightFormat& f,
-                      int dtype_bytes, const SchedulerConfig& sched, const ServerSpec& spec,
+MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m,
+                      const WeightFormat& f, int dtype_bytes,
+                      const SchedulerConfig& sched, const ServerSpec& spec,
                       const KvLayout& layout) {
   MemoryPlan p;
   std::vector<std::string> src;
   p.total_gib = device.usable_memory_gib();
   p.requested_gib = p.total_gib * spec.gpu_memory_utilization;
-  auto pick = [&](const std::optional<double>& measured, double estimate, const char* name) {
+  auto pick = [&](const std::optional<double>& measured, double estimate,
+                  const char* name) {
     src.push_back(absl::StrCat(name, measured ? "=measured" : "=estimated"));
     return measured ? *measured : estimate;
   };
-  p.weights_gib = pick(spec.measured_weights_gib,
-                       ComputeWeightBytes(m, f, dtype_bytes).Total() / kBytesPerGib, "weights");
-  p.non_torch_gib = pick(spec.measured_non_torch_gib, device.non_torch_gib(), "non_torch");
-  p.activation_gib = pick(spec.measured_activation_peak_gib,
-                          EstimateActivationGib(device, m, sched, dtype_bytes), "activation");
+  p.weights_gib =
+      pick(spec.measured_weights_gib,
+           ComputeWeightBytes(m, f, dtype_bytes).Total() / kBytesPerGib, "weights");
+  p.non_torch_gib =
+      pick(spec.measured_non_torch_gib, device.non_torch_gib(), "non_torch");
+  p.activation_gib =
+      pick(spec.measured_activation_peak_gib,
+           EstimateActivationGib(device, m, sched, dtype_bytes), "activation");
   p.cuda_graph_gib =
       pick(spec.measured_cuda_graph_gib,
-           device.cuda_graph_gib_per_layer() * static_cast<double>(m.layers.size()), "cuda_graph");
+           device.cuda_graph_gib_per_layer() * static_cast<double>(m.layers.size()),
+           "cuda_graph");
   p.cuda_graph_subtracted = false;
   p.kv_block_bytes = layout.block_bytes;
-  p.blocks_per_request = BlocksPerRequest(layout, sched.max_model_len,
-                                          sched.max_num_batched_tokens, sched.async_scheduling);
+  p.blocks_per_request = BlocksPerRequest(
+      layout, sched.max_model_len, sched.max_num_batched_tokens, sched.async_scheduling);
   const double non_kv = p.weights_gib + p.non_torch_gib + p.activation_gib;
   if (spec.measured_kv_cache_gib) {
     p.kv_cache_gib = *spec.measured_kv_cache_gib;
@@ -154,10 +164,11 @@ MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m, const Wei
   if (!spec.measured_kv_cache_gib && p.weights_gib + p.non_torch_gib > p.requested_gib) {
     p.fits = false;
     p.reason = absl::StrCat(
-        "weights ", Gib(p.weights_gib), " + non-torch memory ", Gib(p.non_torch_gib), " = ",
-        Gib(p.weights_gib + p.non_torch_gib), " exceed the requested ", Gib(p.requested_gib),
-        " (gpu_memory_utilization ", absl::StrFormat("%.2f", spec.gpu_memory_utilization),
-        " x ", Gib(p.total_gib), " usable on ", device.id(),
+        "weights ", Gib(p.weights_gib), " + non-torch memory ", Gib(p.non_torch_gib),
+        " = ", Gib(p.weights_gib + p.non_torch_gib), " exceed the requested ",
+        Gib(p.requested_gib), " (gpu_memory_utilization ",
+        absl::StrFormat("%.2f", spec.gpu_memory_utilization), " x ", Gib(p.total_gib),
+        " usable on ", device.id(),
         ") before any activation or KV cache memory: the model does not load");
     p.kv_cache_gib = std::max(0.0, p.kv_cache_gib);
     return p;
@@ -167,14 +178,16 @@ MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m, const Wei
     p.reason = absl::StrCat(
         "weights ", Gib(p.weights_gib), " + non-torch ", Gib(p.non_torch_gib),
         " + activation peak ", Gib(p.activation_gib), " (profiling ",
-        sched.max_num_batched_tokens, " tokens) = ", Gib(non_kv), " leave no KV cache memory in ",
-        Gib(p.requested_gib), " (", absl::StrFormat("%.2f", spec.gpu_memory_utilization), " x ",
-        Gib(p.total_gib), "); lower --max-num-batched-tokens or raise --gpu-memory-utilization");
+        sched.max_num_batched_tokens, " tokens) = ", Gib(non_kv),
+        " leave no KV cache memory in ", Gib(p.requested_gib), " (",
+        absl::StrFormat("%.2f", spec.gpu_memory_utilization), " x ", Gib(p.total_gib),
+        "); lower --max-num-batched-tokens or raise --gpu-memory-utilization");
     p.kv_cache_gib = 0;
     return p;
   }
   const double kv_bytes = p.kv_cache_gib * kBytesPerGib;
-  p.num_blocks = static_cast<int64_t>(std::floor(kv_bytes / static_cast<double>(p.kv_block_bytes)));
+  p.num_blocks =
+      static_cast<int64_t>(std::floor(kv_bytes / static_cast<double>(p.kv_block_bytes)));
   p.max_concurrency =
       static_cast<double>(p.num_blocks) / static_cast<double>(p.blocks_per_request);
   // int(concurrency x L), in exact integer arithmetic.

@@ -22,21 +22,22 @@ constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
 
 // The block layout of the hybrid allocator.
 struct KvLayout {
-  KvCacheSpec spec;             // groups (num_blocks left 0)
-  int64_t page_bytes = 0;       // one layer's page (equal for all types)
+  KvCacheSpec spec;        // groups (num_blocks left 0)
+  int64_t page_bytes = 0;  // one layer's page (equal for all types)
   int32_t layers_per_group = 0;
-  int64_t block_bytes = 0;      // page_bytes x layers_per_group
+  int64_t block_bytes = 0;  // page_bytes x layers_per_group
 };
 
 // REQUIRES: block_size > 0. InvalidArgument when pages cannot be equalised
 // (the larger page is not a multiple of the smaller).
-absl::StatusOr<KvLayout> PlanKvLayout(const ModelArch& m, int kv_dtype_bytes, int32_t block_size);
+absl::StatusOr<KvLayout> PlanKvLayout(const ModelArch& m, int kv_dtype_bytes,
+                                      int32_t block_size);
 
 // Blocks one request of `len` tokens needs at its peak: full groups
 // ceil(len / bs); sliding groups ceil(min(window - 1 + in_flight, len) / bs)
 // + 1 with in_flight = (async ? 2 : 1) x max_num_batched_tokens.
-int64_t BlocksPerRequest(const KvLayout& layout, int64_t len, int32_t max_num_batched_tokens,
-                         bool async_scheduling);
+int64_t BlocksPerRequest(const KvLayout& layout, int64_t len,
+                         int32_t max_num_batched_tokens, bool async_scheduling);
 
 // Estimated activation peak of vLLM's profiling run (forward pass of
 // max_num_batched_tokens plus the sampler warm-up over max_num_seqs), GiB.
@@ -45,8 +46,9 @@ double EstimateActivationGib(const proto::Device& device, const ModelArch& m,
 
 // The whole plan. Measured overrides in `spec` replace the estimates
 // (measured_kv_cache_gib replaces everything before the block count).
-MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m, const WeightFormat& f,
-                      int dtype_bytes, const SchedulerConfig& sched, const ServerSpec& spec,
+MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m,
+                      const WeightFormat& f, int dtype_bytes,
+                      const SchedulerConfig& sched, const ServerSpec& spec,
                       const KvLayout& layout);
 
 }  // namespace servesim

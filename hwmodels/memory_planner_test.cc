@@ -78,7 +78,8 @@ TEST(MemoryPlannerTest, E2bMi300xLoggedRoundedKvGivesTokensWithinRounding) {
 
 TEST(MemoryPlannerTest, Gemma12bW4OnT4AndL4ReproducePublishedTokensExactly) {
   for (auto [dev, blocks, tokens] :
-       {std::tuple<const char*, int64_t, int64_t>{"t4", 4306, 20354}, {"l4", 11115, 52541}}) {
+       {std::tuple<const char*, int64_t, int64_t>{"t4", 4306, 20354},
+        {"l4", 11115, 52541}}) {
     ServerSpec s = Gemma12bW4(dev);
     s.measured_kv_cache_gib = GibOfBlocks(blocks, 1 << 20);
     auto d = BuildDeployment(s);
@@ -114,7 +115,8 @@ TEST(MemoryPlannerTest, EstimatesFromServerFlagsAloneWithinThreePercent) {
     EXPECT_NEAR(d->memory.kv_cache_tokens, 9026017, 0.03 * 9026017);
     EXPECT_NEAR(d->memory.max_concurrency, 275.45, 0.03 * 275.45);
   }
-  for (auto [dev, tokens] : {std::pair<const char*, int64_t>{"t4", 20354}, {"l4", 52541}}) {
+  for (auto [dev, tokens] :
+       {std::pair<const char*, int64_t>{"t4", 20354}, {"l4", 52541}}) {
     auto d = BuildDeployment(Gemma12bW4(dev));
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_TRUE(d->memory.fits) << dev;

@@ -10,7 +10,8 @@
 namespace servesim {
 namespace {
 
-absl::Status Bad(const proto::ModelArch& m, const std::string& field, const std::string& what) {
+absl::Status Bad(const proto::ModelArch& m, const std::string& field,
+                 const std::string& what) {
   return absl::InvalidArgumentError(
       absl::StrCat("model '", m.id(), "': field ", field, ": ", what));
 }
@@ -58,8 +59,9 @@ absl::StatusOr<ModelArch> ExpandModelArch(const proto::ModelArch& m) {
     for (int i = 0; i < run.count(); ++i) ffn.push_back(run.intermediate_size());
   }
   if (static_cast<int>(ffn.size()) != m.num_layers())
-    return Bad(m, "ffn_runs",
-               absl::StrCat("counts sum to ", ffn.size(), ", num_layers is ", m.num_layers()));
+    return Bad(
+        m, "ffn_runs",
+        absl::StrCat("counts sum to ", ffn.size(), ", num_layers is ", m.num_layers()));
 
   const int first_shared = m.num_layers() - m.num_kv_shared_layers();
   for (int i = 0; i < m.num_layers(); ++i) {
@@ -68,8 +70,9 @@ absl::StatusOr<ModelArch> ExpandModelArch(const proto::ModelArch& m) {
     if (!m.layer_pattern().empty()) {
       const char c = m.layer_pattern()[i];
       if (c != 'S' && c != 'F')
-        return Bad(m, "layer_pattern", absl::StrCat("entry ", i, " is '", std::string(1, c),
-                                                    "', allowed: S, F"));
+        return Bad(
+            m, "layer_pattern",
+            absl::StrCat("entry ", i, " is '", std::string(1, c), "', allowed: S, F"));
       sliding = c == 'S';
     } else {
       sliding = m.sliding_pattern() > 1 && (i + 1) % m.sliding_pattern() != 0;
@@ -81,7 +84,8 @@ absl::StatusOr<ModelArch> ExpandModelArch(const proto::ModelArch& m) {
     l.num_kv_heads = sliding ? m.num_kv_heads_sliding() : m.num_kv_heads_full();
     l.head_dim = sliding ? m.head_dim_sliding() : m.head_dim_full();
     if (l.num_kv_heads <= 0 || l.head_dim <= 0)
-      return Bad(m, sliding ? "num_kv_heads_sliding/head_dim_sliding" : "num_kv_heads_full",
+      return Bad(m,
+                 sliding ? "num_kv_heads_sliding/head_dim_sliding" : "num_kv_heads_full",
                  "must be > 0 for the layers of that type");
     l.k_eq_v = !sliding && m.full_attention_k_eq_v();
     l.intermediate_size = ffn[i];
@@ -114,7 +118,8 @@ ParamCounts CountParams(const ModelArch& m) {
     c.attention += h * q * 2 + h * kv * (l.k_eq_v ? 1 : 2);
     c.dense_ffn += 3 * h * l.intermediate_size;
     if (m.num_experts > 0) {
-      c.experts += static_cast<double>(m.num_experts) * 3 * h * m.expert_intermediate_size;
+      c.experts +=
+          static_cast<double>(m.num_experts) * 3 * h * m.expert_intermediate_size;
       c.router += h * m.num_experts;
     }
   }
@@ -139,7 +144,8 @@ absl::StatusOr<WeightFormat> ResolveWeightFormat(const std::string& name_in) {
     f.scale_bytes = 4;
     f.compute = "fp8";
     f.kernel = "fp8";
-    f.description = "fp8 weights, per-channel fp32 scales; fp8 GEMM where the device has it";
+    f.description =
+        "fp8 weights, per-channel fp32 scales; fp8 GEMM where the device has it";
   } else if (name == "w8a8" || name == "int8") {
     f.id = "w8a8";
     f.weight_bits = 8;
@@ -161,14 +167,15 @@ absl::StatusOr<WeightFormat> ResolveWeightFormat(const std::string& name_in) {
     f.quantize_embeddings = name == "w4a16-emb4";
     f.lm_head_16bit = true;
     f.moe_dense_16bit = true;
-    f.description = f.quantize_embeddings
-                        ? "4-bit weights and 4-bit embeddings (LM head kept 16-bit), 16-bit "
-                          "activations (compressed-tensors, Marlin kernel)"
-                        : "4-bit weights, 16-bit activations (compressed-tensors, Marlin kernel)";
+    f.description =
+        f.quantize_embeddings
+            ? "4-bit weights and 4-bit embeddings (LM head kept 16-bit), 16-bit "
+              "activations (compressed-tensors, Marlin kernel)"
+            : "4-bit weights, 16-bit activations (compressed-tensors, Marlin kernel)";
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--quantization: unknown value '", name_in,
-        "'; allowed: none, fp8, w8a8, w4a16, w4a16-emb4"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--quantization: unknown value '", name_in,
+                     "'; allowed: none, fp8, w8a8, w4a16, w4a16-emb4"));
   }
   return f;
 }
@@ -182,7 +189,8 @@ double LinearBytes(const WeightFormat& f, double params, double in_dim, int dtyp
   return bytes;
 }
 
-WeightBytes ComputeWeightBytes(const ModelArch& m, const WeightFormat& f, int dtype_bytes) {
+WeightBytes ComputeWeightBytes(const ModelArch& m, const WeightFormat& f,
+                               int dtype_bytes) {
   const ParamCounts c = CountParams(m);
   const double h = m.hidden_size;
   WeightBytes w;

@@ -14,12 +14,12 @@
 namespace servesim {
 
 struct LayerArch {
-  bool sliding = false;        // sliding-window attention (else full)
-  int32_t window = 0;          // tokens; 0 for full attention
+  bool sliding = false;  // sliding-window attention (else full)
+  int32_t window = 0;    // tokens; 0 for full attention
   int32_t num_q_heads = 0;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
-  bool k_eq_v = false;         // one projection for K and V (no v_proj)
+  bool k_eq_v = false;            // one projection for K and V (no v_proj)
   int32_t intermediate_size = 0;  // dense gated MLP width (0: none)
   // Holds its own KV cache; false for KV-shared layers.
   bool holds_kv = true;
@@ -33,7 +33,7 @@ struct ModelArch {
   int32_t hidden_size = 0;
   std::vector<LayerArch> layers;
   int32_t per_layer_embedding_dim = 0;
-  int32_t num_experts = 0;     // 0: dense
+  int32_t num_experts = 0;  // 0: dense
   int32_t experts_top_k = 0;
   int32_t expert_intermediate_size = 0;
   bool tie_word_embeddings = true;
@@ -48,28 +48,30 @@ absl::StatusOr<ModelArch> ExpandModelArch(const servesim::proto::ModelArch& m);
 
 // Parameter counts by tensor group (counts, not bytes).
 struct ParamCounts {
-  double embedding = 0;            // vocab x hidden (shared with the LM head when tied)
-  double per_layer_embedding = 0;  // PLE table (looked up, not streamed)
-  double per_layer_projection = 0; // PLE projections (streamed linear)
-  double attention = 0;            // q, k, v, o projections
-  double dense_ffn = 0;            // gated MLP (dense models; MoE's dense branch)
-  double experts = 0;              // all routed experts
+  double embedding = 0;             // vocab x hidden (shared with the LM head when tied)
+  double per_layer_embedding = 0;   // PLE table (looked up, not streamed)
+  double per_layer_projection = 0;  // PLE projections (streamed linear)
+  double attention = 0;             // q, k, v, o projections
+  double dense_ffn = 0;             // gated MLP (dense models; MoE's dense branch)
+  double experts = 0;               // all routed experts
   double router = 0;
-  double lm_head_untied = 0;       // only when not tied
+  double lm_head_untied = 0;  // only when not tied
   double vision = 0;
   double audio = 0;
-  double Text() const;             // everything but the encoders
+  double Text() const;  // everything but the encoders
   double Total() const { return Text() + vision + audio; }
 };
 ParamCounts CountParams(const ModelArch& m);
 
 // A weight format (vLLM --quantization plus checkpoint conventions).
 struct WeightFormat {
-  std::string id;                 // none | fp8 | w8a8 | w4a16 | w4a16-emb4
-  int32_t weight_bits = 16;       // linear layers
-  int32_t group_size = 0;         // scale group along the input dim; 0: one scale per output channel
+  std::string id;            // none | fp8 | w8a8 | w4a16 | w4a16-emb4
+  int32_t weight_bits = 16;  // linear layers
+  int32_t group_size =
+      0;  // scale group along the input dim; 0: one scale per output channel
   int32_t scale_bytes = 2;
-  bool quantize_embeddings = false;  // token embedding (and PLE table) stored at weight_bits
+  bool quantize_embeddings =
+      false;  // token embedding (and PLE table) stored at weight_bits
   // When the embedding is quantized the LM head (tied) is kept as a
   // separate 16-bit tensor (compressed-tensors ignores lm_head).
   bool lm_head_16bit = true;
@@ -78,7 +80,7 @@ struct WeightFormat {
   // GEMM compute precision: "16" (fp16/bf16 tensor cores; W4A16 dequantises
   // in the kernel), "fp8", "int8".
   std::string compute = "16";
-  std::string kernel;             // "dense", "marlin", "fp8", "int8"
+  std::string kernel;  // "dense", "marlin", "fp8", "int8"
   std::string description;
 };
 // Errors name --quantization and the allowed values.
@@ -88,17 +90,18 @@ absl::StatusOr<WeightFormat> ResolveWeightFormat(const std::string& name);
 double LinearBytes(const WeightFormat& f, double params, double in_dim, int dtype_bytes);
 
 struct WeightBytes {
-  double linear = 0;          // attention + dense FFN + PLE projections + router
-  double experts = 0;         // all experts
-  double embedding = 0;       // token embedding table
+  double linear = 0;     // attention + dense FFN + PLE projections + router
+  double experts = 0;    // all experts
+  double embedding = 0;  // token embedding table
   double per_layer_embedding = 0;
-  double lm_head = 0;         // separate LM head tensor (0 when it is the embedding)
-  double encoders = 0;        // vision + audio
+  double lm_head = 0;   // separate LM head tensor (0 when it is the embedding)
+  double encoders = 0;  // vision + audio
   double Total() const {
     return linear + experts + embedding + per_layer_embedding + lm_head + encoders;
   }
 };
-WeightBytes ComputeWeightBytes(const ModelArch& m, const WeightFormat& f, int dtype_bytes);
+WeightBytes ComputeWeightBytes(const ModelArch& m, const WeightFormat& f,
+                               int dtype_bytes);
 
 // KV bytes per token summed over the layers that hold KV (16-bit: the
 // figure in hardware-and-models.md).

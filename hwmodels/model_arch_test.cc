@@ -26,9 +26,10 @@ TEST(ModelArchTest, LayerTypesAndKvSharingFollowTheConfigs) {
     const char* id;
     int layers, sliding, kv_sliding, kv_full;
   };
-  for (const Case& c : {Case{"gemma-4-e2b", 35, 28, 12, 3}, Case{"gemma-4-e4b", 42, 35, 20, 4},
-                        Case{"gemma-4-12b", 48, 40, 40, 8}, Case{"gemma-4-26b-a4b", 30, 25, 25, 5},
-                        Case{"gemma-4-31b", 60, 50, 50, 10}}) {
+  for (const Case& c :
+       {Case{"gemma-4-e2b", 35, 28, 12, 3}, Case{"gemma-4-e4b", 42, 35, 20, 4},
+        Case{"gemma-4-12b", 48, 40, 40, 8}, Case{"gemma-4-26b-a4b", 30, 25, 25, 5},
+        Case{"gemma-4-31b", 60, 50, 50, 10}}) {
     ModelArch m = Load(c.id);
     int sliding = 0, kv_s = 0, kv_f = 0;
     for (const LayerArch& l : m.layers) {
@@ -63,7 +64,8 @@ TEST(ModelArchTest, TextParameterCountsWithinOnePercentOfPublished) {
        {"gemma-4-e2b", "gemma-4-e4b", "gemma-4-12b", "gemma-4-26b-a4b", "gemma-4-31b"}) {
     ModelArch m = Load(id);
     const double text = CountParams(m).Text();
-    EXPECT_NEAR(text, m.source.published_text_params(), 0.01 * m.source.published_text_params())
+    EXPECT_NEAR(text, m.source.published_text_params(),
+                0.01 * m.source.published_text_params())
         << id;
   }
   // Without per-layer embeddings: E2B 2.30 B, E4B 4.70 B; PLE tables 2.35 / 2.82 B.

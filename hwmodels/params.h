@@ -10,11 +10,11 @@
 namespace servesim {
 
 struct Parameter {
-  std::string name;    // e.g. "bw_eff_weights"
-  double value = 0;    // current value
-  double lower = 0;    // hard bounds for the fitter
+  std::string name;  // e.g. "bw_eff_weights"
+  double value = 0;  // current value
+  double lower = 0;  // hard bounds for the fitter
   double upper = 0;
-  double prior = 0;    // datasheet / physics prior (used where data are thin)
+  double prior = 0;        // datasheet / physics prior (used where data are thin)
   double prior_sigma = 0;  // absolute std-dev of the prior; 0 = no prior
   double std_error = 0;    // fitted uncertainty (0 = not fitted)
   std::string unit;        // "fraction", "us", ...
@@ -34,11 +34,13 @@ class ParameterSet {
 
   // nullptr when absent.
   const Parameter* Find(const std::string& name) const {
-    for (const auto& p : params_) if (p.name == name) return &p;
+    for (const auto& p : params_)
+      if (p.name == name) return &p;
     return nullptr;
   }
   Parameter* FindMutable(const std::string& name) {
-    for (auto& p : params_) if (p.name == name) return &p;
+    for (auto& p : params_)
+      if (p.name == name) return &p;
     return nullptr;
   }
   // REQUIRES: the parameter exists.

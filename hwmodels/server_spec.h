@@ -11,14 +11,14 @@
 namespace servesim {
 
 struct ServerSpec {
-  std::string device;        // "t4", "l4", "mi300x", "tpu-v5e", "tpu-v6e"
-  std::string model;         // "gemma-4-e2b", ... or a HF id, or a config.json path
+  std::string device;          // "t4", "l4", "mi300x", "tpu-v5e", "tpu-v6e"
+  std::string model;           // "gemma-4-e2b", ... or a HF id, or a config.json path
   std::string dtype = "auto";  // "bf16", "fp16", "auto" (the device's default)
   std::string quantization = "none";  // none|fp8|w8a8|w4a16|w4a16-emb4
   int32_t max_model_len = 0;          // 0: the model's own limit
   double gpu_memory_utilization = 0.90;
-  int32_t max_num_seqs = 0;           // 0: vLLM's default for the device
-  int32_t max_num_batched_tokens = 0; // 0: vLLM's default for the device
+  int32_t max_num_seqs = 0;            // 0: vLLM's default for the device
+  int32_t max_num_batched_tokens = 0;  // 0: vLLM's default for the device
   int32_t block_size = 16;
   bool enable_prefix_caching = true;
   bool async_scheduling = true;

@@ -23,7 +23,8 @@ struct VertexProp {
   std::string name;
   Operator op;
 };
-using OpGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexProp>;
+using OpGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexProp>;
 using Vertex = boost::graph_traits<OpGraph>::vertex_descriptor;
 
 std::string FfnTag(const LayerArch& l) {
@@ -38,8 +39,9 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
   auto g = std::shared_ptr<CompiledStepGraph>(new CompiledStepGraph());
   if (dtype == "bf16") {
     if (!device.supports_bf16() || device.peak_flops_bf16() <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--dtype: bf16 is not supported on ", device.id(), "; allowed: fp16 (or auto)"));
+      return absl::InvalidArgumentError(absl::StrCat("--dtype: bf16 is not supported on ",
+                                                     device.id(),
+                                                     "; allowed: fp16 (or auto)"));
     }
     g->peak_flops_16_ = device.peak_flops_bf16();
   } else if (dtype == "fp16") {
@@ -49,12 +51,14 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
         absl::StrCat("--dtype: unknown value '", dtype, "'; allowed: auto, bf16, fp16"));
   }
   g->peak_flops_quant_ = g->peak_flops_16_;
-  if (f.compute == "fp8" && device.peak_flops_fp8() > 0) g->peak_flops_quant_ = device.peak_flops_fp8();
-  if (f.compute == "int8" && device.peak_ops_int8() > 0) g->peak_flops_quant_ = device.peak_ops_int8();
+  if (f.compute == "fp8" && device.peak_flops_fp8() > 0)
+    g->peak_flops_quant_ = device.peak_flops_fp8();
+  if (f.compute == "int8" && device.peak_ops_int8() > 0)
+    g->peak_flops_quant_ = device.peak_ops_int8();
   g->bandwidth_ = device.bandwidth_bytes_per_s();
   if (g->peak_flops_16_ <= 0 || g->bandwidth_ <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("device '", device.id(), "': peak FLOP/s and bandwidth must be > 0"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device '", device.id(), "': peak FLOP/s and bandwidth must be > 0"));
   }
   g->graph_capture_ = device.graph_capture();
   g->max_capture_ = device.max_graph_capture_size();
@@ -122,8 +126,8 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
 
     Operator ad;  // decode attention: one query per sequence
     ad.op_class = OpClass::kAttention;
-    ad.flops[dec] = 4 * q;                 // QK^T and PV per (query, key)
-    ad.bytes[dec] = 2 * kv * kvb;          // K and V of every attended token
+    ad.flops[dec] = 4 * q;         // QK^T and PV per (query, key)
+    ad.bytes[dec] = 2 * kv * kvb;  // K and V of every attended token
     Vertex vad = add(p + "attention_decode", ad);
 
     Operator ap;  // prefill attention (flash): pairs of compute, KV read once per chunk
@@ -153,7 +157,8 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
       ffn.quantized = quant && !dense16;
       const double params = 3 * h * l.intermediate_size;
       ffn.flops[kAggTokens] = 2 * params;
-      ffn.bytes[kAggOne] = dense16 ? params * act : LinearBytes(f, params, h, static_cast<int>(act));
+      ffn.bytes[kAggOne] =
+          dense16 ? params * act : LinearBytes(f, params, h, static_cast<int>(act));
       ffn.bytes[kAggTokens] = (2 * h + 6.0 * l.intermediate_size) * act + 4 * h * act;
       Vertex v = add(p + "ffn", ffn);
       edge(prev, v);
@@ -166,7 +171,8 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
       const double expert_params = 3 * h * ie;
       const double router_params = h * m.num_experts;
       moe.flops[kAggTokens] = 2 * (m.experts_top_k * expert_params + router_params);
-      moe.bytes[kAggExpertsTouched] = LinearBytes(f, expert_params, h, static_cast<int>(act));
+      moe.bytes[kAggExpertsTouched] =
+          LinearBytes(f, expert_params, h, static_cast<int>(act));
       moe.bytes[kAggOne] = router_params * act;
       moe.bytes[kAggTokens] = m.experts_top_k * (2 * h + 6 * ie) * act;
       Vertex v = add(p + "experts", moe);
@@ -215,17 +221,18 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
       const size_t dot = name.find('.');
       const int idx = std::stoi(name.substr(5, dot - 5));
       const LayerArch& l = m.layers[idx];
-      name = absl::StrCat(name.substr(dot + 1), "[", l.sliding ? "sliding" : "full",
-                          name.substr(dot + 1) == "ffn" ? absl::StrCat(",", FfnTag(l)) : "", "]");
+      name = absl::StrCat(
+          name.substr(dot + 1), "[", l.sliding ? "sliding" : "full",
+          name.substr(dot + 1) == "ffn" ? absl::StrCat(",", FfnTag(l)) : "", "]");
     }
     op.name = name;
     g->ops_.push_back(std::move(op));
   }
   g->description_ = absl::StrCat(
-      "roofline over ", g->topo_.size(), " operators (", g->ops_.size(),
-      " distinct) on ", device.id(), " ", dtype, ", format ", f.id,
-      absl::StrFormat(": peak %.4g FLOP/s (quantized GEMM %.4g), %.4g B/s", g->peak_flops_16_,
-                      g->peak_flops_quant_, g->bandwidth_));
+      "roofline over ", g->topo_.size(), " operators (", g->ops_.size(), " distinct) on ",
+      device.id(), " ", dtype, ", format ", f.id,
+      absl::StrFormat(": peak %.4g FLOP/s (quantized GEMM %.4g), %.4g B/s",
+                      g->peak_flops_16_, g->peak_flops_quant_, g->bandwidth_));
   return std::shared_ptr<const CompiledStepGraph>(std::move(g));
 }
 

@@ -32,8 +32,8 @@ double SlidingPairs(int64_t c, int64_t n, int64_t w) {
 namespace {
 
 // k_log_miss = top_k x log(1 - 1 / num_experts): precomputed per model.
-inline BatchAggregates Aggregates(const StepBatch& batch, int32_t window, int32_t num_experts,
-                                  double k_log_miss) {
+inline BatchAggregates Aggregates(const StepBatch& batch, int32_t window,
+                                  int32_t num_experts, double k_log_miss) {
   BatchAggregates a;
   AggVector& v = a.v;
   v[kAggOne] = 1;
@@ -85,8 +85,8 @@ double KLogMiss(int32_t num_experts, int32_t top_k) {
 
 }  // namespace
 
-BatchAggregates ComputeAggregates(const StepBatch& batch, int32_t window, int32_t num_experts,
-                                  int32_t top_k) {
+BatchAggregates ComputeAggregates(const StepBatch& batch, int32_t window,
+                                  int32_t num_experts, int32_t top_k) {
   return Aggregates(batch, window, num_experts, KLogMiss(num_experts, top_k));
 }
 
@@ -99,30 +99,38 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
     auto it = device.param_priors().find(key);
     return it == device.param_priors().end() ? def : it->second;
   };
-  const std::string src = absl::StrCat("prior: hwmodels/devices/", device.id(), ".textproto");
+  const std::string src =
+      absl::StrCat("prior: hwmodels/devices/", device.id(), ".textproto");
   std::vector<Parameter> ps;
-  auto frac = [&](const std::string& name, double def, double lo, const std::string& meaning) {
+  auto frac = [&](const std::string& name, double def, double lo,
+                  const std::string& meaning) {
     const double v = prior(name, def);
     ps.push_back({name, v, lo, 1.0, v, 0.15, 0, "fraction", meaning, src});
   };
-  auto time = [&](const std::string& name, double def, double hi, const std::string& meaning) {
+  auto time = [&](const std::string& name, double def, double hi,
+                  const std::string& meaning) {
     const double v = prior(name, def);
     ps.push_back({name, v, 0.0, hi, v, std::max(0.5 * v, 1.0), 0, "us", meaning, src});
   };
   frac("bw_eff_weights", 0.8, 0.05,
-       "achieved fraction of peak bandwidth streaming weights (GEMM/GEMV), embeddings, sampling");
+       "achieved fraction of peak bandwidth streaming weights (GEMM/GEMV), embeddings, "
+       "sampling");
   frac("flops_eff_gemm", 0.6, 0.02, "achieved fraction of peak FLOP/s in weight GEMMs");
-  frac("bw_eff_attention", 0.4, 0.01, "achieved fraction of peak bandwidth reading the KV cache");
-  frac("flops_eff_attention", 0.35, 0.01, "achieved fraction of peak FLOP/s in attention");
+  frac("bw_eff_attention", 0.4, 0.01,
+       "achieved fraction of peak bandwidth reading the KV cache");
+  frac("flops_eff_attention", 0.35, 0.01,
+       "achieved fraction of peak FLOP/s in attention");
   if (format.weight_bits < 16) {
     const std::string key = absl::StrCat("quant_kernel_eff.", format.kernel);
     const double v = prior(key, 0.8);
-    ps.push_back({"quant_kernel_eff", v, 0.02, 1.0, v, 0.2, 0, "fraction",
-                  absl::StrCat("efficiency of the ", format.kernel, " kernel (", format.id,
-                               ") relative to 16-bit GEMM, multiplies bw and FLOP efficiency"),
-                  absl::StrCat(src, " (", key, ")")});
+    ps.push_back(
+        {"quant_kernel_eff", v, 0.02, 1.0, v, 0.2, 0, "fraction",
+         absl::StrCat("efficiency of the ", format.kernel, " kernel (", format.id,
+                      ") relative to 16-bit GEMM, multiplies bw and FLOP efficiency"),
+         absl::StrCat(src, " (", key, ")")});
   }
-  time("host_step_us", 2000, 100000, "host time per step (scheduler, input prep, output processing)");
+  time("host_step_us", 2000, 100000,
+       "host time per step (scheduler, input prep, output processing)");
   time("host_seq_us", 30, 5000, "host time per scheduled sequence per step");
   time("host_token_us", 0.5, 200, "host time per scheduled token per step");
   time("kernel_launch_us", 5, 200,
@@ -130,7 +138,8 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
   time("device_step_us", 300, 50000,
        "fixed device time per step (graph launch, synchronisation, small kernels)");
   if (model.num_experts > 0) {
-    time("moe_routing_us", 20, 5000, "per MoE layer per step: routing, permute and unpermute");
+    time("moe_routing_us", 20, 5000,
+         "per MoE layer per step: routing, permute and unpermute");
   }
   return ParameterSet(std::move(ps));
 }
@@ -189,15 +198,19 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
   m->eff_bw_a_ = Clamp01(ParamOr(params, "bw_eff_attention", 0.4));
   m->eff_fl_a_ = Clamp01(ParamOr(params, "flops_eff_attention", 0.35));
   m->quant_eff_ = Clamp01(ParamOr(params, "quant_kernel_eff", 1.0));
-  auto us = [&](const char* n, double def) { return std::max(0.0, ParamOr(params, n, def)) * 1e3; };
+  auto us = [&](const char* n, double def) {
+    return std::max(0.0, ParamOr(params, n, def)) * 1e3;
+  };
   m->host_step_ns_ = us("host_step_us", 2000);
   m->host_seq_ns_ = us("host_seq_us", 30);
   m->host_token_ns_ = us("host_token_us", 0.5);
   m->device_step_ns_ = us("device_step_us", 300);
   m->launch_ns_ = us("kernel_launch_us", 5);
   m->moe_routing_ns_ = us("moe_routing_us", 20) * g.num_moe_layers();
-  m->eager_kernels_full_graph_ = g.graph_capture() ? 0 : kKernelsPerLayer * g.num_layers() + 4;
-  m->eager_kernels_piecewise_ = g.graph_capture() ? g.num_layers() : kKernelsPerLayer * g.num_layers() + 4;
+  m->eager_kernels_full_graph_ =
+      g.graph_capture() ? 0 : kKernelsPerLayer * g.num_layers() + 4;
+  m->eager_kernels_piecewise_ =
+      g.graph_capture() ? g.num_layers() : kKernelsPerLayer * g.num_layers() + 4;
 
   // Per-op ns coefficients; sort ops into the compact formula's parts.
   struct Line {
@@ -226,8 +239,14 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
     };
     int nz_f = -1, nz_b = -1, count_f = 0, count_b = 0;
     for (int i = 0; i < kNumAggs; ++i) {
-      if (f[i] != 0) { nz_f = i; ++count_f; }
-      if (b[i] != 0) { nz_b = i; ++count_b; }
+      if (f[i] != 0) {
+        nz_f = i;
+        ++count_f;
+      }
+      if (b[i] != 0) {
+        nz_b = i;
+        ++count_b;
+      }
     }
     if (only({kAggOne, kAggTokens})) {
       tok_lines.push_back({f[kAggOne], f[kAggTokens], b[kAggOne], b[kAggTokens]});
@@ -300,7 +319,8 @@ double RooflineStepModel::EvalPwl(const std::vector<Segment>& segs, double x) {
 double RooflineStepModel::OverheadNs(const BatchAggregates& a, double* host_ns) const {
   const double seqs = a.v[kAggSeqs], tokens = a.v[kAggTokens];
   *host_ns = host_step_ns_ + host_seq_ns_ * seqs + host_token_ns_ * tokens;
-  const bool full_graph = a.num_prefills == 0 && a.num_decodes <= graph_->max_graph_capture_size();
+  const bool full_graph =
+      a.num_prefills == 0 && a.num_decodes <= graph_->max_graph_capture_size();
   const double eager = full_graph ? eager_kernels_full_graph_ : eager_kernels_piecewise_;
   return device_step_ns_ + launch_ns_ * eager + moe_routing_ns_;
 }
@@ -337,12 +357,14 @@ std::string RooflineStepModel::Describe() const {
       ". step: host_ns = host_step + host_seq x seqs + host_token x tokens; device_ns = "
       "device_step + kernel_launch x eager kernels (0 for a captured decode-only batch, "
       "one per layer otherwise; all kernels without graph capture) + moe_routing x MoE "
-      "layers + sum over operators of max(flops / (peak x flops_eff), bytes / (bandwidth x "
+      "layers + sum over operators of max(flops / (peak x flops_eff), bytes / (bandwidth "
+      "x "
       "bw_eff)) (quantized GEMMs also x quant_kernel_eff). Compiled into ",
       pwl_tokens_.size(), "+", pwl_seqs_.size(), " piecewise-linear segments and ",
       max_terms_.size(), " max terms. Parameters:");
   for (const Parameter& p : params_.params()) {
-    absl::StrAppend(&s, absl::StrFormat(" %s=%.6g %s [%s]", p.name, p.value, p.unit, p.source));
+    absl::StrAppend(
+        &s, absl::StrFormat(" %s=%.6g %s [%s]", p.name, p.value, p.unit, p.source));
     if (p.std_error > 0) absl::StrAppend(&s, absl::StrFormat(" (+-%.3g)", p.std_error));
     absl::StrAppend(&s, ";");
   }

@@ -33,11 +33,11 @@ namespace servesim {
 
 // Batch aggregates the operator costs are linear in.
 enum Agg : int {
-  kAggOne = 0,          // 1 per step
-  kAggTokens,           // tokens computed (prefill chunk tokens + decodes)
-  kAggSeqs,             // sequences sampled (decodes + prefill chunks)
-  kAggDecCtxFull,       // sum over decodes of (context + 1)
-  kAggDecCtxSliding,    // sum over decodes of min(context + 1, window)
+  kAggOne = 0,              // 1 per step
+  kAggTokens,               // tokens computed (prefill chunk tokens + decodes)
+  kAggSeqs,                 // sequences sampled (decodes + prefill chunks)
+  kAggDecCtxFull,           // sum over decodes of (context + 1)
+  kAggDecCtxSliding,        // sum over decodes of min(context + 1, window)
   kAggPrefillPairsFull,     // (query, key) pairs of prefill chunks, full attention
   kAggPrefillPairsSliding,  // same within the sliding window
   kAggPrefillKvFull,        // KV tokens a prefill chunk reads: computed_before + chunk
@@ -54,8 +54,8 @@ struct BatchAggregates {
 };
 
 // O(batch). `window` 0: the model has no sliding layers.
-BatchAggregates ComputeAggregates(const StepBatch& batch, int32_t window, int32_t num_experts,
-                                  int32_t top_k);
+BatchAggregates ComputeAggregates(const StepBatch& batch, int32_t window,
+                                  int32_t num_experts, int32_t top_k);
 
 enum class OpClass {
   kGemm,       // weight-streaming matrix multiply (GEMM/GEMV)
@@ -65,7 +65,7 @@ enum class OpClass {
 
 // One operator (possibly standing for `count` identical layers).
 struct Operator {
-  std::string name;     // "layer[0-3].sliding.ffn", "lm_head", ...
+  std::string name;  // "layer[0-3].sliding.ffn", "lm_head", ...
   OpClass op_class = OpClass::kGemm;
   bool quantized = false;  // runs the quantized-format kernel
   double count = 1;        // identical instances (layers)
@@ -77,8 +77,8 @@ class CompiledStepGraph {
  public:
   // InvalidArgument when the device lacks the dtype (bf16 on t4).
   static absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> Build(
-      const servesim::proto::Device& device, const ModelArch& model, const WeightFormat& format,
-      const std::string& dtype);
+      const servesim::proto::Device& device, const ModelArch& model,
+      const WeightFormat& format, const std::string& dtype);
 
   // Merged operators (identical layers folded into `count`).
   const std::vector<Operator>& ops() const { return ops_; }
@@ -115,8 +115,8 @@ class CompiledStepGraph {
 
 // The parameters RooflineStepModel reads (names of ParameterSet entries).
 // Priors come from the device file (param_priors); see step_params.cc.
-ParameterSet PriorStepParameters(const servesim::proto::Device& device, const ModelArch& model,
-                                 const WeightFormat& format);
+ParameterSet PriorStepParameters(const servesim::proto::Device& device,
+                                 const ModelArch& model, const WeightFormat& format);
 
 class RooflineStepModel final : public StepTimeModel {
  public:
@@ -161,7 +161,7 @@ class RooflineStepModel final : public StepTimeModel {
   int num_linear_ = 0;               // linear_ compacted to its non-zero entries
   std::array<uint8_t, kNumAggs> linear_idx_{};
   std::array<double, kNumAggs> linear_coef_{};
-  std::vector<MaxTerm> max_terms_;   // the rest
+  std::vector<MaxTerm> max_terms_;  // the rest
   // Per-op efficiencies resolved (for CostByWalk).
   double eff_bw_w_ = 1, eff_fl_w_ = 1, eff_bw_a_ = 1, eff_fl_a_ = 1, quant_eff_ = 1;
   // Overheads (ns).

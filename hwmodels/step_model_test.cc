@@ -142,23 +142,25 @@ TEST(OperatorCountsTest, W4a16WeightsStreamHalfBytesPlusChannelScales) {
 
 TEST(StepModelTest, CompiledFormulaEqualsOperatorWalk) {
   std::mt19937_64 rng(7);
-  for (const auto& [dev, model, q] :
-       {std::tuple<const char*, const char*, const char*>{"mi300x", "gemma-4-e2b", "none"},
-        {"t4", "gemma-4-12b", "w4a16-emb4"},
-        {"l4", "gemma-4-26b-a4b", "w4a16"},
-        {"tpu-v6e", "gemma-4-31b", "none"}}) {
+  for (const auto& [dev, model, q] : {std::tuple<const char*, const char*, const char*>{
+                                          "mi300x", "gemma-4-e2b", "none"},
+                                      {"t4", "gemma-4-12b", "w4a16-emb4"},
+                                      {"l4", "gemma-4-26b-a4b", "w4a16"},
+                                      {"tpu-v6e", "gemma-4-31b", "none"}}) {
     Built b = Build(dev, model, q);
     for (int trial = 0; trial < 200; ++trial) {
       std::vector<int32_t> ctx(rng() % 65);
       for (auto& c : ctx) c = static_cast<int32_t>(rng() % 8000);
       std::vector<PrefillChunk> pf(rng() % 3);
-      for (auto& p : pf) p = {static_cast<int32_t>(1 + rng() % 2048), static_cast<int32_t>(rng() % 4000)};
+      for (auto& p : pf)
+        p = {static_cast<int32_t>(1 + rng() % 2048), static_cast<int32_t>(rng() % 4000)};
       if (ctx.empty() && pf.empty()) ctx.push_back(1);
       StepBatch batch{pf, ctx};
       const StepCost fast = b.model->Cost(batch);
       const StepCost slow = b.model->CostByWalk(batch);
       EXPECT_EQ(fast.host_ns, slow.host_ns);
-      EXPECT_NEAR(static_cast<double>(fast.device_ns), static_cast<double>(slow.device_ns),
+      EXPECT_NEAR(static_cast<double>(fast.device_ns),
+                  static_cast<double>(slow.device_ns),
                   1e-9 * static_cast<double>(slow.device_ns) + 2)
           << dev << " " << model;
     }
@@ -193,11 +195,11 @@ TEST(StepModelTest, StepTimeGrowsWithTokensAndContext) {
 
 TEST(StepModelTest, NoStepBeatsPeakFlopsOrBandwidth) {
   std::mt19937_64 rng(11);
-  for (const auto& [dev, model, q] :
-       {std::tuple<const char*, const char*, const char*>{"mi300x", "gemma-4-e2b", "none"},
-        {"t4", "gemma-4-12b", "w4a16-emb4"},
-        {"l4", "gemma-4-e4b", "w8a8"},
-        {"tpu-v5e", "gemma-4-26b-a4b", "none"}}) {
+  for (const auto& [dev, model, q] : {std::tuple<const char*, const char*, const char*>{
+                                          "mi300x", "gemma-4-e2b", "none"},
+                                      {"t4", "gemma-4-12b", "w4a16-emb4"},
+                                      {"l4", "gemma-4-e4b", "w8a8"},
+                                      {"tpu-v5e", "gemma-4-26b-a4b", "none"}}) {
     Built b = Build(dev, model, q);
     // Most optimistic parameters: full efficiency, no overheads.
     ParameterSet best = b.d.params;
@@ -209,10 +211,12 @@ TEST(StepModelTest, NoStepBeatsPeakFlopsOrBandwidth) {
       std::vector<int32_t> ctx(rng() % 300);
       for (auto& c : ctx) c = static_cast<int32_t>(rng() % 8000);
       std::vector<PrefillChunk> pf(rng() % 4);
-      for (auto& p : pf) p = {static_cast<int32_t>(1 + rng() % 4096), static_cast<int32_t>(rng() % 4000)};
+      for (auto& p : pf)
+        p = {static_cast<int32_t>(1 + rng() % 4096), static_cast<int32_t>(rng() % 4000)};
       if (ctx.empty() && pf.empty()) ctx.push_back(0);
       StepBatch batch{pf, ctx};
-      const BatchAggregates a = ComputeAggregates(batch, g.window(), g.num_experts(), g.top_k());
+      const BatchAggregates a =
+          ComputeAggregates(batch, g.window(), g.num_experts(), g.top_k());
       const double t = static_cast<double>(fastest->Cost(batch).device_ns);
       EXPECT_GE(t * (1 + 1e-9) + 1, g.TotalFlops(a) / peak * 1e9) << dev;
       EXPECT_GE(t * (1 + 1e-9) + 1, g.TotalBytes(a) / g.bandwidth() * 1e9) << dev;
@@ -226,11 +230,13 @@ TEST(StepModelTest, RebuildWithOtherParametersChangesCost) {
   ParameterSet p = b.d.params;
   p.FindMutable("quant_kernel_eff")->value = 0.5 * b.d.params.Get("quant_kernel_eff");
   auto slower = RebuildStepModel(b.d, p);
-  EXPECT_GT(DecodeCost(*slower, 1, 100).device_ns, DecodeCost(*b.model, 1, 100).device_ns);
+  EXPECT_GT(DecodeCost(*slower, 1, 100).device_ns,
+            DecodeCost(*b.model, 1, 100).device_ns);
   p = b.d.params;
   p.FindMutable("host_step_us")->value += 1000;
   auto more_host = RebuildStepModel(b.d, p);
-  EXPECT_EQ(DecodeCost(*more_host, 1, 100).host_ns, DecodeCost(*b.model, 1, 100).host_ns + 1000000);
+  EXPECT_EQ(DecodeCost(*more_host, 1, 100).host_ns,
+            DecodeCost(*b.model, 1, 100).host_ns + 1000000);
 }
 
 // With the priors, single-stream decode lands near the published figures
@@ -244,10 +250,12 @@ TEST(StepModelTest, PriorsGiveBallparkSingleStreamDecode) {
     return step / 1e6;
   };
   const Built mi = Build("mi300x", "gemma-4-e2b", "none");
-  std::printf("prior TPOT: mi300x e2b %.3f ms (ctx 128) %.3f (1024) %.3f (8192); t4 12b %.1f tok/s; l4 12b %.1f tok/s\n",
-              tpot_ms(mi, 128), tpot_ms(mi, 1024), tpot_ms(mi, 8192),
-              1000.0 / tpot_ms(Build("t4", "gemma-4-12b", "w4a16-emb4"), 100),
-              1000.0 / tpot_ms(Build("l4", "gemma-4-12b", "w4a16-emb4"), 100));
+  std::printf(
+      "prior TPOT: mi300x e2b %.3f ms (ctx 128) %.3f (1024) %.3f (8192); t4 12b %.1f "
+      "tok/s; l4 12b %.1f tok/s\n",
+      tpot_ms(mi, 128), tpot_ms(mi, 1024), tpot_ms(mi, 8192),
+      1000.0 / tpot_ms(Build("t4", "gemma-4-12b", "w4a16-emb4"), 100),
+      1000.0 / tpot_ms(Build("l4", "gemma-4-12b", "w4a16-emb4"), 100));
   EXPECT_NEAR(tpot_ms(mi, 128), 2.85, 2.85 * 0.5);
   const Built t4 = Build("t4", "gemma-4-12b", "w4a16-emb4");
   EXPECT_NEAR(1000.0 / tpot_ms(t4, 100), 28.5, 28.5 * 0.5);

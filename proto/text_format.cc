@@ -17,7 +17,8 @@ class Collector : public google::protobuf::io::ErrorCollector {
   explicit Collector(const std::string& where) : where_(where) {}
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string& message) override {
-    errors_.push_back(absl::StrCat(where_, ":", line + 1, ":", column + 1, ": ", message));
+    errors_.push_back(
+        absl::StrCat(where_, ":", line + 1, ":", column + 1, ": ", message));
   }
   void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
   std::string Joined() const { return absl::StrJoin(errors_, "; "); }
@@ -35,8 +36,8 @@ absl::Status ParseTextProto(std::string_view text, const std::string& where,
   Collector errors(where);
   parser.RecordErrorsTo(&errors);
   const std::string buf(text);
-  const bool ok = merge ? parser.MergeFromString(buf, message)
-                        : parser.ParseFromString(buf, message);
+  const bool ok =
+      merge ? parser.MergeFromString(buf, message) : parser.ParseFromString(buf, message);
   if (!ok) {
     const std::string joined = errors.Joined();
     return absl::InvalidArgumentError(
@@ -47,7 +48,8 @@ absl::Status ParseTextProto(std::string_view text, const std::string& where,
   return absl::OkStatus();
 }
 
-absl::Status ReadTextProtoFile(const std::string& path, google::protobuf::Message* message) {
+absl::Status ReadTextProtoFile(const std::string& path,
+                               google::protobuf::Message* message) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::stringstream ss;

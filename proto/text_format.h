@@ -19,7 +19,8 @@ absl::Status ParseTextProto(std::string_view text, const std::string& where,
                             google::protobuf::Message* message, bool merge = false);
 
 // Reads the file at `path` and parses it. NotFound when it cannot be read.
-absl::Status ReadTextProtoFile(const std::string& path, google::protobuf::Message* message);
+absl::Status ReadTextProtoFile(const std::string& path,
+                               google::protobuf::Message* message);
 
 }  // namespace servesim
 

@@ -15,9 +15,11 @@ StepCost AnalyticStepModel::Cost(const StepBatch& batch) const {
   }
   for (int32_t ctx : batch.decode_context_lens) context += ctx;
   tokens += static_cast<int64_t>(batch.decode_context_lens.size());
-  const double seqs = static_cast<double>(batch.prefills.size() + batch.decode_context_lens.size());
+  const double seqs =
+      static_cast<double>(batch.prefills.size() + batch.decode_context_lens.size());
   const double host = p_.host_base_ns + p_.host_per_seq_ns * seqs;
-  const double device = p_.device_base_ns + p_.device_per_token_ns * static_cast<double>(tokens) +
+  const double device = p_.device_base_ns +
+                        p_.device_per_token_ns * static_cast<double>(tokens) +
                         p_.device_per_context_token_ns * static_cast<double>(context);
   return StepCost{static_cast<TimeNs>(std::llround(host)),
                   static_cast<TimeNs>(std::llround(device))};

@@ -10,7 +10,8 @@ namespace servesim {
 absl::Status ValidateClientConfig(const ClientConfig& c) {
   if (!(c.request_rate > 0)) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "--request-rate: %g is out of range (0, inf] (use inf for all at once)", c.request_rate));
+        "--request-rate: %g is out of range (0, inf] (use inf for all at once)",
+        c.request_rate));
   }
   if (!(c.burstiness > 0) || std::isinf(c.burstiness)) {
     return absl::InvalidArgumentError(
@@ -29,7 +30,9 @@ absl::Status ValidateClientConfig(const ClientConfig& c) {
 }
 
 Client::Client(const ClientConfig& config, RequestSource* source)
-    : config_(config), source_(source), rng_(StreamSeed(config.seed, RngStream::kArrivals)) {}
+    : config_(config),
+      source_(source),
+      rng_(StreamSeed(config.seed, RngStream::kArrivals)) {}
 
 absl::StatusOr<bool> Client::Next(RequestSpec& out, TimeNs* intended_ns) {
   absl::StatusOr<bool> more = source_->Next(out);
@@ -38,10 +41,11 @@ absl::StatusOr<bool> Client::Next(RequestSpec& out, TimeNs* intended_ns) {
   if (config_.replay_arrivals) {
     t = out.arrival_ns;
     if (t < last_intended_ns_) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: record %d: arrival %d ns is earlier than the previous record's %d ns (arrivals "
-          "must be nondecreasing)",
-          source_->Describe(), count_, t, last_intended_ns_));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: record %d: arrival %d ns is earlier than the previous "
+                          "record's %d ns (arrivals "
+                          "must be nondecreasing)",
+                          source_->Describe(), count_, t, last_intended_ns_));
     }
   } else if (!std::isinf(config_.request_rate)) {
     t = static_cast<TimeNs>(std::llround(next_s_ * 1e9));
@@ -61,14 +65,15 @@ std::string Client::Describe() const {
   } else if (std::isinf(config_.request_rate)) {
     arrivals = "request_rate=inf (all at t=0)";
   } else {
-    arrivals = absl::StrFormat("request_rate=%g/s gamma gaps burstiness=%g", config_.request_rate,
-                               config_.burstiness);
+    arrivals = absl::StrFormat("request_rate=%g/s gamma gaps burstiness=%g",
+                               config_.request_rate, config_.burstiness);
   }
-  return absl::StrFormat("client: %s, max_concurrency=%s, client_overhead=%gs, seed=%d; source: %s",
-                         arrivals,
-                         config_.max_concurrency > 0 ? absl::StrCat(config_.max_concurrency)
-                                                     : std::string("unlimited"),
-                         config_.client_overhead_ns / 1e9, config_.seed, source_->Describe());
+  return absl::StrFormat(
+      "client: %s, max_concurrency=%s, client_overhead=%gs, seed=%d; source: %s",
+      arrivals,
+      config_.max_concurrency > 0 ? absl::StrCat(config_.max_concurrency)
+                                  : std::string("unlimited"),
+      config_.client_overhead_ns / 1e9, config_.seed, source_->Describe());
 }
 
 }  // namespace servesim

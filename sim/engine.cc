@@ -20,7 +20,8 @@ class Engine::Listener : public StepListener {
     const TimeNs gap = now_ns - r.last_token_ns;
     e_->itl_.Add(gap);
     if (e_->options_.keep_request_itls) {
-      e_->request_itls_[r.cookie].push_back(static_cast<float>(static_cast<double>(gap) / 1e9));
+      e_->request_itls_[r.cookie].push_back(
+          static_cast<float>(static_cast<double>(gap) / 1e9));
     }
   }
   void OnFinish(const SchedRequest& r, TimeNs now_ns) override {
@@ -36,19 +37,20 @@ class Engine::Listener : public StepListener {
   Engine* e_;
 };
 
-absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(std::vector<ReplicaConfig> replicas,
-                                                       std::unique_ptr<Router> router,
-                                                       const ClientConfig& client,
-                                                       const EngineOptions& options) {
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
+    std::vector<ReplicaConfig> replicas, std::unique_ptr<Router> router,
+    const ClientConfig& client, const EngineOptions& options) {
   if (replicas.empty()) return absl::InvalidArgumentError("fleet: no replica");
   if (router == nullptr) return absl::InvalidArgumentError("fleet: no router");
   for (size_t i = 0; i < replicas.size(); ++i) {
     if (replicas[i].step_model == nullptr) {
-      return absl::InvalidArgumentError(absl::StrFormat("replica %d: no step time model", i));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("replica %d: no step time model", i));
     }
   }
   RETURN_IF_ERROR(ValidateClientConfig(client));
-  std::unique_ptr<Engine> e(new Engine(std::move(replicas), std::move(router), client, options));
+  std::unique_ptr<Engine> e(
+      new Engine(std::move(replicas), std::move(router), client, options));
   for (size_t i = 0; i < e->replica_configs_.size(); ++i) {
     const ReplicaConfig& rc = e->replica_configs_[i];
     auto s = Scheduler::Create(rc.scheduler, rc.kv_cache);
@@ -158,12 +160,13 @@ void Engine::StartStep(int32_t r) {
   }
   const StepCost cost = rep.model->Cost(s.batch());
   SERVESIM_CHECK(cost.host_ns >= 0 && cost.device_ns >= 0);
-  const TimeNs dur = rep.async ? std::max(cost.host_ns, cost.device_ns)
-                               : cost.host_ns + cost.device_ns;
+  const TimeNs dur =
+      rep.async ? std::max(cost.host_ns, cost.device_ns) : cost.host_ns + cost.device_ns;
   rep.busy = true;
   const KvCache& kv = s.kv();
-  steps_.AddStep(s.batch_num_seqs(), s.batch_num_tokens(), dur, now_,
-                 static_cast<double>(kv.num_used_blocks()) / static_cast<double>(kv.num_blocks()));
+  steps_.AddStep(
+      s.batch_num_seqs(), s.batch_num_tokens(), dur, now_,
+      static_cast<double>(kv.num_used_blocks()) / static_cast<double>(kv.num_blocks()));
   if (options_.check_kv_every_step) SERVESIM_CHECK(kv.CheckInvariant(/*deep=*/true));
   if (observer_ != nullptr) observer_->OnStep(r, now_, dur, s, cost);
   events_.Push(now_ + dur, kStepEnd, r);
@@ -224,17 +227,19 @@ RunResult Engine::Result() const {
 }
 
 std::string Engine::Describe() const {
-  std::string s = absl::StrFormat("%d replica(s), router %s", replicas_.size(), router_->Name());
+  std::string s =
+      absl::StrFormat("%d replica(s), router %s", replicas_.size(), router_->Name());
   for (size_t i = 0; i < replica_configs_.size(); ++i) {
     const ReplicaConfig& rc = replica_configs_[i];
-    absl::StrAppend(&s, absl::StrFormat(
-                            "; replica %d: max_num_seqs=%d max_num_batched_tokens=%d "
-                            "max_model_len=%d prefix_caching=%d async=%d kv_blocks=%d groups=%d%s%s",
-                            i, rc.scheduler.max_num_seqs, rc.scheduler.max_num_batched_tokens,
-                            rc.scheduler.max_model_len, rc.scheduler.enable_prefix_caching,
-                            rc.scheduler.async_scheduling, rc.kv_cache.num_blocks,
-                            rc.kv_cache.groups.size(), rc.description.empty() ? "" : ", ",
-                            rc.description));
+    absl::StrAppend(
+        &s, absl::StrFormat(
+                "; replica %d: max_num_seqs=%d max_num_batched_tokens=%d "
+                "max_model_len=%d prefix_caching=%d async=%d kv_blocks=%d groups=%d%s%s",
+                i, rc.scheduler.max_num_seqs, rc.scheduler.max_num_batched_tokens,
+                rc.scheduler.max_model_len, rc.scheduler.enable_prefix_caching,
+                rc.scheduler.async_scheduling, rc.kv_cache.num_blocks,
+                rc.kv_cache.groups.size(), rc.description.empty() ? "" : ", ",
+                rc.description));
   }
   return s;
 }

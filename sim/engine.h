@@ -58,8 +58,8 @@ class EngineObserver {
  public:
   virtual ~EngineObserver() = default;
   // A step of `replica` was scheduled; `s.batch()` etc. describe it.
-  virtual void OnStep(int32_t replica, TimeNs start_ns, TimeNs duration_ns, const Scheduler& s,
-                      const StepCost& cost) {}
+  virtual void OnStep(int32_t replica, TimeNs start_ns, TimeNs duration_ns,
+                      const Scheduler& s, const StepCost& cost) {}
   // A request finished or was rejected; its record is complete.
   virtual void OnRequestDone(const RequestRecord& record) {}
 };
@@ -68,10 +68,9 @@ class Engine {
  public:
   // Errors: no replica, a null step model, invalid scheduler/KV/client
   // config (messages name the field).
-  static absl::StatusOr<std::unique_ptr<Engine>> Create(std::vector<ReplicaConfig> replicas,
-                                                        std::unique_ptr<Router> router,
-                                                        const ClientConfig& client,
-                                                        const EngineOptions& options = {});
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(
+      std::vector<ReplicaConfig> replicas, std::unique_ptr<Router> router,
+      const ClientConfig& client, const EngineOptions& options = {});
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
   ~Engine();

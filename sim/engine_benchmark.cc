@@ -43,7 +43,8 @@ void BM_ClosedLoop(benchmark::State& state) {
     reps[0].step_model = &model;
     ClientConfig cc;
     cc.max_concurrency = 64;
-    auto e = Engine::Create(std::move(reps), std::make_unique<RoundRobinRouter>(), cc).value();
+    auto e =
+        Engine::Create(std::move(reps), std::make_unique<RoundRobinRouter>(), cc).value();
     RandomDatasetConfig dc;
     dc.num_prompts = num_prompts;
     dc.input_len = 1024;

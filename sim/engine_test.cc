@@ -24,7 +24,8 @@ KvCacheSpec Pool(int64_t blocks, bool with_sliding = false) {
   return s;
 }
 
-SchedulerConfig Sched(int32_t budget = 2048, int32_t max_seqs = 256, bool caching = true) {
+SchedulerConfig Sched(int32_t budget = 2048, int32_t max_seqs = 256,
+                      bool caching = true) {
   SchedulerConfig c;
   c.max_num_batched_tokens = budget;
   c.max_num_seqs = max_seqs;
@@ -41,7 +42,8 @@ std::unique_ptr<Engine> MakeEngine(const SchedulerConfig& sc, const KvCacheSpec&
   reps[0].scheduler = sc;
   reps[0].kv_cache = kv;
   reps[0].step_model = model;
-  return Engine::Create(std::move(reps), std::make_unique<RoundRobinRouter>(), cc, opts).value();
+  return Engine::Create(std::move(reps), std::make_unique<RoundRobinRouter>(), cc, opts)
+      .value();
 }
 
 RequestSpec Req(int32_t in, int32_t out, TimeNs arrival = 0) {
@@ -57,7 +59,8 @@ struct TimeChecker : EngineObserver {
   std::vector<TimeNs> last_end;
   int64_t steps = 0;
   bool ok = true;
-  void OnStep(int32_t r, TimeNs start, TimeNs dur, const Scheduler&, const StepCost&) override {
+  void OnStep(int32_t r, TimeNs start, TimeNs dur, const Scheduler&,
+              const StepCost&) override {
     if (last_end.size() <= static_cast<size_t>(r)) last_end.resize(r + 1, 0);
     if (start < last_end[r] || dur < 0) ok = false;
     last_end[r] = start + dur;
@@ -227,7 +230,8 @@ TEST_P(EngineInvariantTest, FreePlusUsedEqualsTotalEveryStepAndEveryRequestEnds)
   const RunResult r = e->Result();
   EXPECT_EQ(r.completed + r.failed, 4000);
   EXPECT_EQ(r.failed, 80);
-  EXPECT_EQ(r.rejected_by_reason[static_cast<int>(RejectReason::kExceedsMaxModelLen)], 80);
+  EXPECT_EQ(r.rejected_by_reason[static_cast<int>(RejectReason::kExceedsMaxModelLen)],
+            80);
   EXPECT_GT(r.preemptions, 0);
   for (const RequestRecord& rec : e->records()) {
     ASSERT_GE(rec.finish_ns, rec.send_ns);
@@ -247,8 +251,10 @@ TEST_P(EngineInvariantTest, FreePlusUsedEqualsTotalEveryStepAndEveryRequestEnds)
 }
 
 INSTANTIATE_TEST_SUITE_P(CachingAndSliding, EngineInvariantTest,
-                         ::testing::Values(InvariantParam{false, false}, InvariantParam{true, false},
-                                           InvariantParam{false, true}, InvariantParam{true, true}));
+                         ::testing::Values(InvariantParam{false, false},
+                                           InvariantParam{true, false},
+                                           InvariantParam{false, true},
+                                           InvariantParam{true, true}));
 
 TEST(EngineTest, RequestThatCanNeverFitTheKvCacheIsRejectedWithItsReason) {
   AnalyticStepParams p;
@@ -274,7 +280,8 @@ TEST(EngineTest, RoutersSpreadRequestsOverReplicas) {
       r.kv_cache = Pool(1000);
       r.step_model = &model;
     }
-    auto e = Engine::Create(std::move(reps), MakeRouter(name).value(), ClientConfig{}).value();
+    auto e =
+        Engine::Create(std::move(reps), MakeRouter(name).value(), ClientConfig{}).value();
     std::vector<RequestSpec> reqs(30, Req(10, 5));
     VectorSource src(reqs);
     ASSERT_TRUE(e->Run(&src).ok());
@@ -292,7 +299,8 @@ TEST(EngineTest, ReplayedArrivalsAreTheSendTimes) {
   ClientConfig cc;
   cc.replay_arrivals = true;
   auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
-  VectorSource src({Req(10, 2, 5'000'000), Req(10, 2, 5'500'000), Req(10, 2, 100'000'000)});
+  VectorSource src(
+      {Req(10, 2, 5'000'000), Req(10, 2, 5'500'000), Req(10, 2, 100'000'000)});
   ASSERT_TRUE(e->Run(&src).ok());
   EXPECT_EQ(e->records()[0].send_ns, 5'000'000);
   EXPECT_EQ(e->records()[1].send_ns, 5'500'000);

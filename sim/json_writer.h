@@ -40,8 +40,12 @@ class JsonWriter {
   JsonWriter& Raw(std::string_view json);
 
   // Key + value shorthands.
-  JsonWriter& KV(std::string_view key, std::string_view value) { return Key(key).String(value); }
-  JsonWriter& KV(std::string_view key, const char* value) { return Key(key).String(value); }
+  JsonWriter& KV(std::string_view key, std::string_view value) {
+    return Key(key).String(value);
+  }
+  JsonWriter& KV(std::string_view key, const char* value) {
+    return Key(key).String(value);
+  }
   JsonWriter& KV(std::string_view key, int64_t value) { return Key(key).Int(value); }
   JsonWriter& KV(std::string_view key, int32_t value) { return Key(key).Int(value); }
   JsonWriter& KV(std::string_view key, double value) { return Key(key).Double(value); }

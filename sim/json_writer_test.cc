@@ -11,7 +11,14 @@ namespace {
 
 TEST(JsonWriterTest, WritesNestedObjectsAndArraysWithCommas) {
   JsonWriter w;
-  w.BeginObject().KV("a", int64_t{1}).Key("b").BeginArray().Int(2).Double(0.5).Null().EndArray();
+  w.BeginObject()
+      .KV("a", int64_t{1})
+      .Key("b")
+      .BeginArray()
+      .Int(2)
+      .Double(0.5)
+      .Null()
+      .EndArray();
   w.Key("c").BeginObject().EndObject().KV("d", true).EndObject();
   EXPECT_EQ(w.str(), R"({"a":1,"b":[2,0.5,null],"c":{},"d":true})");
   EXPECT_TRUE(w.Complete());
@@ -35,7 +42,10 @@ TEST(JsonWriterTest, DoublesAreShortestRoundTrip) {
 
 TEST(JsonWriterTest, NonFiniteDoublesBecomeNull) {
   JsonWriter w;
-  w.BeginArray().Double(std::numeric_limits<double>::infinity()).Double(std::nan("")).EndArray();
+  w.BeginArray()
+      .Double(std::numeric_limits<double>::infinity())
+      .Double(std::nan(""))
+      .EndArray();
   EXPECT_EQ(w.str(), "[null,null]");
   EXPECT_EQ(FormatDouble(std::nan(""), ""), "");
 }

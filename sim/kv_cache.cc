@@ -22,14 +22,17 @@ inline uint64_t Mix(uint64_t h, uint64_t v) {
 
 constexpr uint64_t kUniqueSalt = 0x5eed0f00dULL;
 
-inline int32_t CeilDiv(int64_t a, int64_t b) { return static_cast<int32_t>((a + b - 1) / b); }
+inline int32_t CeilDiv(int64_t a, int64_t b) {
+  return static_cast<int32_t>((a + b - 1) / b);
+}
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheSpec& spec,
                                                          bool enable_prefix_caching) {
   if (spec.groups.empty()) {
-    return absl::InvalidArgumentError("KvCacheSpec.groups: empty; need at least one group");
+    return absl::InvalidArgumentError(
+        "KvCacheSpec.groups: empty; need at least one group");
   }
   if (spec.num_blocks < 1 || spec.num_blocks > (int64_t{1} << 30)) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -84,7 +87,8 @@ int64_t KvCache::MaxBlocksHeld(int64_t kv_tokens, int64_t max_chunk_tokens) cons
     if (gi.window == 0) {
       total += full;
     } else {
-      const int64_t sliding = CeilDiv(gi.window - 1 + max_chunk_tokens, gi.block_size) + 1;
+      const int64_t sliding =
+          CeilDiv(gi.window - 1 + max_chunk_tokens, gi.block_size) + 1;
       total += std::min(full, sliding);
     }
   }
@@ -105,7 +109,8 @@ void KvCache::EnsureSlot(int32_t slot) {
 }
 
 uint64_t KvCache::SeedHash(int g) const {
-  return Mix(0x7a11ULL + static_cast<uint64_t>(g), static_cast<uint64_t>(groups_[g].block_size));
+  return Mix(0x7a11ULL + static_cast<uint64_t>(g),
+             static_cast<uint64_t>(groups_[g].block_size));
 }
 
 uint64_t KvCache::BlockHash(uint64_t parent, const KvRequestView& req, int g, int32_t j,
@@ -116,7 +121,8 @@ uint64_t KvCache::BlockHash(uint64_t parent, const KvRequestView& req, int g, in
   int64_t hashed_limit = 0;
   if (req.hash_block_tokens > 0) {
     hashed_limit = std::min<int64_t>(
-        req.input_tokens, static_cast<int64_t>(req.prefix_hashes.size()) * req.hash_block_tokens);
+        req.input_tokens,
+        static_cast<int64_t>(req.prefix_hashes.size()) * req.hash_block_tokens);
   }
   if (e <= hashed_limit) {
     *shared = true;
@@ -126,7 +132,8 @@ uint64_t KvCache::BlockHash(uint64_t parent, const KvRequestView& req, int g, in
     return Mix(parent, content) | 1;  // nonzero: 0 means "no key"
   }
   *shared = false;
-  return Mix(parent, Mix(kUniqueSalt ^ static_cast<uint64_t>(req.id), static_cast<uint64_t>(j))) |
+  return Mix(parent,
+             Mix(kUniqueSalt ^ static_cast<uint64_t>(req.id), static_cast<uint64_t>(j))) |
          1;
 }
 
@@ -174,7 +181,8 @@ void KvCache::CompactRing() {
   uint64_t w = ring_head_;
   for (uint64_t r = ring_head_; r < ring_tail_; ++r) {
     const FreeEntry e = ring_[r & ring_mask_];
-    if (meta_[e.block].ref == 0 && meta_[e.block].stamp == e.stamp) ring_[w++ & ring_mask_] = e;
+    if (meta_[e.block].ref == 0 && meta_[e.block].stamp == e.stamp)
+      ring_[w++ & ring_mask_] = e;
   }
   ring_tail_ = w;
   SERVESIM_CHECK(ring_tail_ - ring_head_ < ring_.size());
@@ -201,8 +209,8 @@ void KvCache::ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_com
   if (gi.window == 0) return;
   const int64_t skipped_tokens = static_cast<int64_t>(num_computed) - gi.window + 1;
   if (skipped_tokens <= 0) return;
-  const int32_t new_first = std::min<int32_t>(static_cast<int32_t>(skipped_tokens / gi.block_size),
-                                              t.num_blocks);
+  const int32_t new_first = std::min<int32_t>(
+      static_cast<int32_t>(skipped_tokens / gi.block_size), t.num_blocks);
   if (new_first <= t.first_live) return;
   if (caching_) {
     for (int32_t j = new_first - 1; j >= t.first_live; --j) {
@@ -217,14 +225,16 @@ void KvCache::ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_com
   t.first_live = new_first;
 }
 
-void KvCache::RegisterShared(GroupTable& t, const KvRequestView& req, int g, int32_t num_full) {
+void KvCache::RegisterShared(GroupTable& t, const KvRequestView& req, int g,
+                             int32_t num_full) {
   // Chain hashes advance only while the content is shared; unique blocks
   // are registered lazily on preemption (see the header).
   if (t.hash_done) return;
   int64_t hashed_limit = 0;
   if (req.hash_block_tokens > 0) {
     hashed_limit = std::min<int64_t>(
-        req.input_tokens, static_cast<int64_t>(req.prefix_hashes.size()) * req.hash_block_tokens);
+        req.input_tokens,
+        static_cast<int64_t>(req.prefix_hashes.size()) * req.hash_block_tokens);
   }
   const int64_t bs = groups_[g].block_size;
   while (t.num_hashed < num_full) {
@@ -272,7 +282,10 @@ int32_t KvCache::FindPrefixHit(const KvRequestView& req, int32_t num_tokens,
       ids.push_back(id);
       hashes.push_back(h);
       prefix.push_back(prefix.back() + (id >= 0 ? 1 : 0));
-      if (in_run && id >= 0) ++run; else in_run = false;
+      if (in_run && id >= 0)
+        ++run;
+      else
+        in_run = false;
     }
     if (gi.window == 0) {
       any_full = true;
@@ -370,8 +383,8 @@ bool KvCache::Allocate(int32_t slot, const KvRequestView& req, int32_t num_compu
     }
     int64_t need = 0;
     for (int g = 0; g < num_groups_; ++g) {
-      need += std::max<int64_t>(0, CeilDiv(end_tokens, groups_[g].block_size) -
-                                       Table(slot, g).num_blocks);
+      need += std::max<int64_t>(
+          0, CeilDiv(end_tokens, groups_[g].block_size) - Table(slot, g).num_blocks);
     }
     if (need > num_free_) return false;
   }
@@ -392,7 +405,8 @@ bool KvCache::Allocate(int32_t slot, const KvRequestView& req, int32_t num_compu
       num_used_ += n;
       t.num_blocks = want;
     }
-    if (caching_) RegisterShared(t, req, g, static_cast<int32_t>(end_tokens / gi.block_size));
+    if (caching_)
+      RegisterShared(t, req, g, static_cast<int32_t>(end_tokens / gi.block_size));
   }
   UpdateFast(slot);
   return true;
@@ -404,17 +418,20 @@ void KvCache::UpdateFast(int32_t slot) {
   for (int g = 0; g < num_groups_; ++g) {
     const GroupInfo& gi = groups_[g];
     const GroupTable& t = Table(slot, g);
-    f.alloc_limit = std::min<int64_t>(f.alloc_limit, static_cast<int64_t>(t.num_blocks) * gi.block_size);
+    f.alloc_limit = std::min<int64_t>(f.alloc_limit,
+                                      static_cast<int64_t>(t.num_blocks) * gi.block_size);
     if (gi.window > 0) {
       f.release_at = std::min<int64_t>(
-          f.release_at, static_cast<int64_t>(t.first_live + 1) * gi.block_size + gi.window - 1);
+          f.release_at,
+          static_cast<int64_t>(t.first_live + 1) * gi.block_size + gi.window - 1);
     }
     if (caching_ && !t.hash_done) f.hash_pending = true;
   }
   fast_[slot] = f;
 }
 
-void KvCache::Free(int32_t slot, const KvRequestView& req, int32_t num_computed, bool preempted) {
+void KvCache::Free(int32_t slot, const KvRequestView& req, int32_t num_computed,
+                   bool preempted) {
   EnsureSlot(slot);
   for (int g = 0; g < num_groups_; ++g) {
     const GroupInfo& gi = groups_[g];
@@ -424,8 +441,8 @@ void KvCache::Free(int32_t slot, const KvRequestView& req, int32_t num_computed,
         const int32_t num_full = std::min(num_computed / gi.block_size, t.num_blocks);
         while (t.num_hashed < num_full) {
           bool shared = false;
-          const uint64_t h = BlockHash(t.num_hashed == 0 ? SeedHash(g) : t.last_hash, req, g,
-                                       t.num_hashed, &shared);
+          const uint64_t h = BlockHash(t.num_hashed == 0 ? SeedHash(g) : t.last_hash, req,
+                                       g, t.num_hashed, &shared);
           if (t.num_hashed >= t.first_live) Register(t.blocks[t.num_hashed], h);
           t.last_hash = h;
           ++t.num_hashed;
@@ -451,7 +468,8 @@ void KvCache::Free(int32_t slot, const KvRequestView& req, int32_t num_computed,
 }
 
 bool KvCache::CheckInvariant(bool deep) const {
-  if (num_free_ < 0 || num_used_ < 0 || num_free_ + num_used_ != num_blocks_) return false;
+  if (num_free_ < 0 || num_used_ < 0 || num_free_ + num_used_ != num_blocks_)
+    return false;
   if (!deep) return true;
   if (caching_) {
     int64_t free_count = 0;

@@ -70,7 +70,8 @@ class KvCache {
   // preemption). Remembers the hit blocks for the next Allocate(use_hit).
   // `may_have_unique_hits`: the request was preempted before, so its own
   // unique blocks may still be cached. 0 when prefix caching is off.
-  int32_t FindPrefixHit(const KvRequestView& req, int32_t num_tokens, bool may_have_unique_hits);
+  int32_t FindPrefixHit(const KvRequestView& req, int32_t num_tokens,
+                        bool may_have_unique_hits);
 
   // Makes `slot` hold KV for tokens [0, num_computed + num_new). First
   // releases sliding-window blocks that fell out of the window (as vLLM
@@ -78,8 +79,8 @@ class KvCache {
   // allocates nothing, when the free blocks do not suffice (a simulated
   // outcome). `use_hit`: the slot is empty and num_computed is the value
   // the last FindPrefixHit returned; the hit blocks are taken.
-  bool Allocate(int32_t slot, const KvRequestView& req, int32_t num_computed, int32_t num_new,
-                bool use_hit);
+  bool Allocate(int32_t slot, const KvRequestView& req, int32_t num_computed,
+                int32_t num_new, bool use_hit);
 
   // Releases every block of `slot` (tail blocks first). `preempted`: also
   // registers the request's full unique blocks (KV of the first
@@ -111,9 +112,9 @@ class KvCache {
   // Per slot: while a step stays below these limits, Allocate has nothing
   // to do (the common decode step), so it returns at once.
   struct SlotFast {
-    int64_t alloc_limit = 0;        // tokens the tables already cover
-    int64_t release_at = INT64_MAX; // num_computed that frees a sliding block
-    bool hash_pending = false;      // shared blocks may still need registering
+    int64_t alloc_limit = 0;         // tokens the tables already cover
+    int64_t release_at = INT64_MAX;  // num_computed that frees a sliding block
+    bool hash_pending = false;       // shared blocks may still need registering
   };
   struct GroupInfo {
     int32_t block_size = 16;
@@ -126,11 +127,11 @@ class KvCache {
   uint64_t BlockHash(uint64_t parent, const KvRequestView& req, int g, int32_t j,
                      bool* shared) const;
   uint64_t SeedHash(int g) const;
-  int32_t PopFree();               // caching mode; evicts the head's hash
+  int32_t PopFree();  // caching mode; evicts the head's hash
   void PushFreeTail(int32_t b);
   void RemoveFromFree(int32_t b);
   void CompactRing();
-  void Release(int32_t b);         // ref--, to the free queue at 0
+  void Release(int32_t b);  // ref--, to the free queue at 0
   void Register(int32_t b, uint64_t key);
   void ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_computed);
   void RegisterShared(GroupTable& t, const KvRequestView& req, int g, int32_t num_full);
@@ -143,15 +144,15 @@ class KvCache {
   int64_t num_used_ = 0;
   std::vector<GroupInfo> groups_;
   int32_t num_groups_;
-  int32_t align_tokens_;  // lcm of block sizes
+  int32_t align_tokens_;            // lcm of block sizes
   std::vector<GroupTable> tables_;  // slot * num_groups + g
   std::vector<SlotFast> fast_;      // per slot
 
   // Caching mode: per block (index 0 is the null block).
   struct BlockMeta {
-    uint64_t key = 0;     // prefix-cache key (odd); 0: none
-    uint32_t stamp = 0;   // bumped each time the block enters the free queue
-    int32_t ref = 0;      // requests holding the block; 0 <=> in the free queue
+    uint64_t key = 0;    // prefix-cache key (odd); 0: none
+    uint32_t stamp = 0;  // bumped each time the block enters the free queue
+    int32_t ref = 0;     // requests holding the block; 0 <=> in the free queue
   };
   struct FreeEntry {
     int32_t block;

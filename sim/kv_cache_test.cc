@@ -47,10 +47,10 @@ TEST(KvCacheTest, AllocationOneBlockShortFailsAndChangesNothing) {
   for (bool caching : {false, true}) {
     auto kv = KvCache::Create(FullSpec(4), caching).value();
     std::vector<uint64_t> none;
-    ASSERT_TRUE(kv->Allocate(0, View(1, 48, none), 0, 48, false));  // 3 blocks
+    ASSERT_TRUE(kv->Allocate(0, View(1, 48, none), 0, 48, false));   // 3 blocks
     EXPECT_FALSE(kv->Allocate(1, View(2, 32, none), 0, 32, false));  // needs 2, 1 free
     EXPECT_EQ(kv->num_free_blocks(), 1);
-    EXPECT_TRUE(kv->Allocate(1, View(2, 16, none), 0, 16, false));   // exactly 1
+    EXPECT_TRUE(kv->Allocate(1, View(2, 16, none), 0, 16, false));  // exactly 1
     EXPECT_EQ(kv->num_free_blocks(), 0);
     EXPECT_TRUE(kv->CheckInvariant(true));
   }

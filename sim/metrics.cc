@@ -139,7 +139,8 @@ LatencySummary ItlAccumulator::Summarize() const {
 void StepStats::AddStep(int32_t num_seqs, int32_t num_tokens, TimeNs duration_ns,
                         TimeNs start_ns, double kv_occupancy) {
   ++num_steps_;
-  if (batch_hist_.size() <= static_cast<size_t>(num_seqs)) batch_hist_.resize(num_seqs + 1, 0);
+  if (batch_hist_.size() <= static_cast<size_t>(num_seqs))
+    batch_hist_.resize(num_seqs + 1, 0);
   ++batch_hist_[num_seqs];
   if (tokens_hist_.size() <= static_cast<size_t>(num_tokens)) {
     tokens_hist_.resize(num_tokens + 1, 0);
@@ -194,8 +195,9 @@ std::array<double, 4> StepStats::HistSummary(const std::vector<int64_t>& hist) {
   return {static_cast<double>(sum / n), pct(50), pct(99), static_cast<double>(max_v)};
 }
 
-RunResult ComputeRunResult(const std::vector<RequestRecord>& records, const ItlAccumulator& itl,
-                           const StepStats& steps, int64_t preemptions) {
+RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
+                           const ItlAccumulator& itl, const StepStats& steps,
+                           int64_t preemptions) {
   RunResult r;
   r.num_prompts = static_cast<int64_t>(records.size());
   std::vector<double> ttft, tpot, e2el, queueing;
@@ -203,7 +205,8 @@ RunResult ComputeRunResult(const std::vector<RequestRecord>& records, const ItlA
   e2el.reserve(records.size());
   TimeNs first_send = -1, last_finish = -1;
   for (const RequestRecord& rec : records) {
-    if (rec.send_ns >= 0 && (first_send < 0 || rec.send_ns < first_send)) first_send = rec.send_ns;
+    if (rec.send_ns >= 0 && (first_send < 0 || rec.send_ns < first_send))
+      first_send = rec.send_ns;
     if (rec.finish_ns > last_finish) last_finish = rec.finish_ns;
     if (rec.reject != RejectReason::kNone) {
       ++r.failed;

@@ -36,12 +36,12 @@ struct RequestRecord {
   int32_t preemptions = 0;
   int32_t prefix_hit_tokens = 0;
   RejectReason reject = RejectReason::kNone;
-  TimeNs intended_ns = -1;         // when the client wanted to send it
-  TimeNs send_ns = -1;             // sent (after the semaphore)
-  TimeNs arrival_ns = -1;          // reached the server (send + overhead)
+  TimeNs intended_ns = -1;  // when the client wanted to send it
+  TimeNs send_ns = -1;      // sent (after the semaphore)
+  TimeNs arrival_ns = -1;   // reached the server (send + overhead)
   TimeNs first_scheduled_ns = -1;
   TimeNs first_token_ns = -1;
-  TimeNs finish_ns = -1;           // last token, or the rejection
+  TimeNs finish_ns = -1;  // last token, or the rejection
   bool ok() const { return reject == RejectReason::kNone && finish_ns >= 0; }
 };
 
@@ -142,8 +142,9 @@ struct RunResult {
 };
 
 // Builds the result from the records of every request of the run.
-RunResult ComputeRunResult(const std::vector<RequestRecord>& records, const ItlAccumulator& itl,
-                           const StepStats& steps, int64_t preemptions);
+RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
+                           const ItlAccumulator& itl, const StepStats& steps,
+                           int64_t preemptions);
 
 }  // namespace servesim
 

@@ -40,14 +40,17 @@ TEST(MetricsTest, EmptyListsGiveZeros) {
 TEST(MetricsTest, TpotExcludesSingleTokenRequestsAndDurationSpansFirstSendToLastFinish) {
   std::vector<RequestRecord> recs(3);
   // Request 0: sent at 1 ms, first token at 11 ms, done at 41 ms, 4 tokens.
-  recs[0] = RequestRecord{0, 100, 4, 0, 0, 0, RejectReason::kNone,
-                          0, 1'000'000, 1'000'000, 1'000'000, 11'000'000, 41'000'000};
+  recs[0] = RequestRecord{
+      0, 100,       4,         0,         0,          0,         RejectReason::kNone,
+      0, 1'000'000, 1'000'000, 1'000'000, 11'000'000, 41'000'000};
   // Request 1: one output token: in TTFT, not in TPOT.
-  recs[1] = RequestRecord{1, 50, 1, 0, 0, 0, RejectReason::kNone,
-                          0, 2'000'000, 2'000'000, 2'000'000, 7'000'000, 7'000'000};
+  recs[1] = RequestRecord{
+      1, 50,        1,         0,         0,         0,        RejectReason::kNone,
+      0, 2'000'000, 2'000'000, 2'000'000, 7'000'000, 7'000'000};
   // Request 2: rejected.
-  recs[2] = RequestRecord{2, 9999, 10, 0, 0, 0, RejectReason::kExceedsMaxModelLen,
-                          0, 3'000'000, 3'000'000, -1, -1, 3'000'000};
+  recs[2] = RequestRecord{
+      2, 9999,      10,        0,  0,  0,        RejectReason::kExceedsMaxModelLen,
+      0, 3'000'000, 3'000'000, -1, -1, 3'000'000};
   ItlAccumulator itl;
   itl.Add(10'000'000);
   itl.Add(10'000'000);

@@ -31,11 +31,14 @@ absl::StatusOr<std::unique_ptr<RandomSource>> RandomSource::Create(
 RandomSource::RandomSource(const RandomDatasetConfig& config)
     : config_(config), rng_(StreamSeed(config.seed, RngStream::kDatasetLengths)) {
   const double r = config.range_ratio;
-  in_lo_ = std::max<int64_t>(1, static_cast<int64_t>(std::floor(config.input_len * (1 - r))));
-  in_hi_ = std::max<int64_t>(in_lo_, static_cast<int64_t>(std::ceil(config.input_len * (1 + r))));
-  out_lo_ = std::max<int64_t>(1, static_cast<int64_t>(std::floor(config.output_len * (1 - r))));
-  out_hi_ =
-      std::max<int64_t>(out_lo_, static_cast<int64_t>(std::ceil(config.output_len * (1 + r))));
+  in_lo_ =
+      std::max<int64_t>(1, static_cast<int64_t>(std::floor(config.input_len * (1 - r))));
+  in_hi_ = std::max<int64_t>(in_lo_,
+                             static_cast<int64_t>(std::ceil(config.input_len * (1 + r))));
+  out_lo_ =
+      std::max<int64_t>(1, static_cast<int64_t>(std::floor(config.output_len * (1 - r))));
+  out_hi_ = std::max<int64_t>(
+      out_lo_, static_cast<int64_t>(std::ceil(config.output_len * (1 + r))));
 }
 
 absl::StatusOr<bool> RandomSource::Next(RequestSpec& out) {

@@ -29,7 +29,8 @@ struct RandomDatasetConfig {
 class RandomSource : public RequestSource {
  public:
   // Errors name the flag and its allowed range.
-  static absl::StatusOr<std::unique_ptr<RandomSource>> Create(const RandomDatasetConfig& config);
+  static absl::StatusOr<std::unique_ptr<RandomSource>> Create(
+      const RandomDatasetConfig& config);
   absl::StatusOr<bool> Next(RequestSpec& out) override;
   std::string Describe() const override;
 

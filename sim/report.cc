@@ -30,7 +30,12 @@ void WriteSummaryObject(JsonWriter& w, const char* key, const LatencySummary& s)
 }
 
 void WriteFour(JsonWriter& w, const char* key, const std::array<double, 4>& a) {
-  w.Key(key).BeginObject().KV("mean", a[0]).KV("p50", a[1]).KV("p99", a[2]).KV("max", a[3]);
+  w.Key(key)
+      .BeginObject()
+      .KV("mean", a[0])
+      .KV("p50", a[1])
+      .KV("p99", a[2])
+      .KV("max", a[3]);
   w.EndObject();
 }
 
@@ -42,8 +47,8 @@ void AppendTimeCell(std::string& out, TimeNs ns) {
 
 std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
                             const std::vector<RequestRecord>& records,
-                            const std::vector<std::vector<float>>& request_itls, bool detailed,
-                            int indent) {
+                            const std::vector<std::vector<float>>& request_itls,
+                            bool detailed, int indent) {
   JsonWriter w(indent);
   w.BeginObject();
   w.KV("date", ctx.date);
@@ -82,7 +87,8 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
     for (const auto& rec : records) w.Int(rec.ok() ? rec.output_tokens : 0);
     w.EndArray();
     w.Key("ttfts").BeginArray();
-    for (const auto& rec : records) w.Double(rec.ok() ? NsToS(rec.first_token_ns - rec.send_ns) : 0);
+    for (const auto& rec : records)
+      w.Double(rec.ok() ? NsToS(rec.first_token_ns - rec.send_ns) : 0);
     w.EndArray();
     w.Key("itls").BeginArray();
     for (size_t i = 0; i < records.size(); ++i) {
@@ -117,13 +123,15 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
   w.Key("kv_occupancy").BeginObject();
   w.KV("time_weighted_mean", r.kv_occupancy_mean).KV("max", r.kv_occupancy_max);
   w.Key("series").BeginArray();
-  for (const auto& [t, occ] : r.kv_series) w.BeginArray().Double(t).Double(occ).EndArray();
+  for (const auto& [t, occ] : r.kv_series)
+    w.BeginArray().Double(t).Double(occ).EndArray();
   w.EndArray();
   w.EndObject();
   w.KV("itl_exact", r.itl.exact);
   if (!r.itl.exact) {
     w.KV("itl_note",
-         "pooled ITL exceeded the exact cap: percentiles from a log histogram (1024 bins per "
+         "pooled ITL exceeded the exact cap: percentiles from a log histogram (1024 bins "
+         "per "
          "octave, relative bin width < 1e-3); mean and std exact");
   }
   w.Key("provenance").BeginArray();
@@ -143,7 +151,8 @@ std::string RequestsCsv(const std::vector<RequestRecord>& records) {
       "first_scheduled_s,first_token_s,finish_s,ttft_ms,e2el_ms,queueing_ms,preemptions,"
       "prefix_hit_tokens\n";
   for (const RequestRecord& r : records) {
-    absl::StrAppend(&out, r.id, ",", r.replica, ",", r.input_tokens, ",", r.output_tokens, ",");
+    absl::StrAppend(&out, r.id, ",", r.replica, ",", r.input_tokens, ",", r.output_tokens,
+                    ",");
     AppendCsvCell(out, r.reject == RejectReason::kNone ? std::string_view("ok")
                                                        : RejectReasonName(r.reject));
     for (TimeNs t : {r.intended_ns, r.send_ns, r.arrival_ns, r.first_scheduled_ns,
@@ -152,11 +161,13 @@ std::string RequestsCsv(const std::vector<RequestRecord>& records) {
       AppendTimeCell(out, t);
     }
     out.push_back(',');
-    if (r.ok()) AppendDouble(out, static_cast<double>(r.first_token_ns - r.send_ns) / 1e6);
+    if (r.ok())
+      AppendDouble(out, static_cast<double>(r.first_token_ns - r.send_ns) / 1e6);
     out.push_back(',');
     if (r.ok()) AppendDouble(out, static_cast<double>(r.finish_ns - r.send_ns) / 1e6);
     out.push_back(',');
-    if (r.ok()) AppendDouble(out, static_cast<double>(r.first_scheduled_ns - r.arrival_ns) / 1e6);
+    if (r.ok())
+      AppendDouble(out, static_cast<double>(r.first_scheduled_ns - r.arrival_ns) / 1e6);
     absl::StrAppend(&out, ",", r.preemptions, ",", r.prefix_hit_tokens, "\n");
   }
   return out;
@@ -174,9 +185,11 @@ std::string SummaryText(const RunResult& r, const ReportContext& ctx) {
     const int width = 50;
     const int pad = width - static_cast<int>(title.size()) - 2;
     const int left = pad / 2, right = pad - left;
-    absl::StrAppend(&s, std::string(left, fill), " ", title, " ", std::string(right, fill), "\n");
+    absl::StrAppend(&s, std::string(left, fill), " ", title, " ",
+                    std::string(right, fill), "\n");
   };
-  auto lat = [&](const std::string& title, const std::string& name, const LatencySummary& l) {
+  auto lat = [&](const std::string& title, const std::string& name,
+                 const LatencySummary& l) {
     header(title, '-');
     line(absl::StrCat("Mean ", name, " (ms):"), l.mean_ms);
     line(absl::StrCat("Median ", name, " (ms):"), l.median_ms);
@@ -196,7 +209,8 @@ std::string SummaryText(const RunResult& r, const ReportContext& ctx) {
   line("Total Token throughput (tok/s):", r.total_token_throughput);
   lat("Time to First Token", "TTFT", r.ttft);
   lat("Time per Output Token (excl. 1st token)", "TPOT", r.tpot);
-  lat(r.itl.exact ? "Inter-token Latency" : "Inter-token Latency (histogram)", "ITL", r.itl);
+  lat(r.itl.exact ? "Inter-token Latency" : "Inter-token Latency (histogram)", "ITL",
+      r.itl);
   lat("End-to-end Latency", "E2EL", r.e2el);
   header("servesim", '-');
   line("Mean queueing delay (ms):", r.queueing.mean_ms);
@@ -204,8 +218,10 @@ std::string SummaryText(const RunResult& r, const ReportContext& ctx) {
   iline("Preemptions:", r.preemptions);
   for (int i = 1; i < kNumRejectReasons; ++i) {
     if (r.rejected_by_reason[i] > 0) {
-      iline(absl::StrCat("Rejected (", std::string(RejectReasonName(static_cast<RejectReason>(i))), "):"),
-            r.rejected_by_reason[i]);
+      iline(
+          absl::StrCat("Rejected (",
+                       std::string(RejectReasonName(static_cast<RejectReason>(i))), "):"),
+          r.rejected_by_reason[i]);
     }
   }
   iline("Engine steps:", r.num_steps);
@@ -272,7 +288,8 @@ void ChromeTraceRecorder::OnRequestDone(const RequestRecord& rec) {
   };
   const std::string name = absl::StrCat("request ", rec.id);
   async_event("b", name, rec.send_ns, true);
-  if (rec.first_scheduled_ns >= 0) async_event("n", "first scheduled", rec.first_scheduled_ns, false);
+  if (rec.first_scheduled_ns >= 0)
+    async_event("n", "first scheduled", rec.first_scheduled_ns, false);
   if (rec.first_token_ns >= 0) async_event("n", "first token", rec.first_token_ns, false);
   async_event("e", name, rec.finish_ns, false);
 }

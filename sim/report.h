@@ -43,8 +43,8 @@ struct ReportContext {
 // are written when it is empty).
 std::string BenchResultJson(const RunResult& result, const ReportContext& ctx,
                             const std::vector<RequestRecord>& records,
-                            const std::vector<std::vector<float>>& request_itls, bool detailed,
-                            int indent = 2);
+                            const std::vector<std::vector<float>>& request_itls,
+                            bool detailed, int indent = 2);
 
 // Header: id,replica,input_tokens,output_tokens,status,intended_s,send_s,
 // arrival_s,first_scheduled_s,first_token_s,finish_s,ttft_ms,e2el_ms,

@@ -37,7 +37,8 @@ Outputs RunOnce(uint64_t seed) {
   cc.seed = seed;
   EngineOptions opts;
   opts.keep_request_itls = true;
-  auto e = Engine::Create(std::move(reps), std::make_unique<LeastOutstandingRouter>(), cc, opts)
+  auto e = Engine::Create(std::move(reps), std::make_unique<LeastOutstandingRouter>(), cc,
+                          opts)
                .value();
   RandomDatasetConfig dc;
   dc.num_prompts = 300;
@@ -55,8 +56,9 @@ Outputs RunOnce(uint64_t seed) {
   ctx.max_concurrency = cc.max_concurrency;
   ctx.provenance = {e->Describe(), model.Describe(), src->Describe()};
   const RunResult r = e->Result();
-  return Outputs{BenchResultJson(r, ctx, e->records(), e->request_itls(), /*detailed=*/true),
-                 RequestsCsv(e->records()), trace.Finish(e->num_replicas()), SummaryText(r, ctx)};
+  return Outputs{
+      BenchResultJson(r, ctx, e->records(), e->request_itls(), /*detailed=*/true),
+      RequestsCsv(e->records()), trace.Finish(e->num_replicas()), SummaryText(r, ctx)};
 }
 
 TEST(ReportTest, SameConfigTwiceGivesByteIdenticalOutputs) {
@@ -70,14 +72,43 @@ TEST(ReportTest, SameConfigTwiceGivesByteIdenticalOutputs) {
 
 TEST(ReportTest, JsonHasTheVllmSaveResultKeys) {
   const Outputs a = RunOnce(1);
-  for (const char* key :
-       {"date", "backend", "model_id", "num_prompts", "request_rate", "burstiness",
-        "max_concurrency", "duration", "completed", "failed", "total_input_tokens",
-        "total_output_tokens", "request_throughput", "output_throughput",
-        "total_token_throughput", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p90_ttft_ms",
-        "p99_ttft_ms", "mean_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "p99_itl_ms", "mean_e2el_ms",
-        "p99_e2el_ms", "input_lens", "output_lens", "ttfts", "itls", "start_times", "errors",
-        "servesim", "preemptions", "rejected", "kv_occupancy", "provenance"}) {
+  for (const char* key : {"date",
+                          "backend",
+                          "model_id",
+                          "num_prompts",
+                          "request_rate",
+                          "burstiness",
+                          "max_concurrency",
+                          "duration",
+                          "completed",
+                          "failed",
+                          "total_input_tokens",
+                          "total_output_tokens",
+                          "request_throughput",
+                          "output_throughput",
+                          "total_token_throughput",
+                          "mean_ttft_ms",
+                          "median_ttft_ms",
+                          "std_ttft_ms",
+                          "p90_ttft_ms",
+                          "p99_ttft_ms",
+                          "mean_tpot_ms",
+                          "p99_tpot_ms",
+                          "mean_itl_ms",
+                          "p99_itl_ms",
+                          "mean_e2el_ms",
+                          "p99_e2el_ms",
+                          "input_lens",
+                          "output_lens",
+                          "ttfts",
+                          "itls",
+                          "start_times",
+                          "errors",
+                          "servesim",
+                          "preemptions",
+                          "rejected",
+                          "kv_occupancy",
+                          "provenance"}) {
     EXPECT_NE(a.json.find(std::string("\"") + key + "\":"), std::string::npos) << key;
   }
   EXPECT_NE(a.json.find("\"backend\": \"vllm\""), std::string::npos);

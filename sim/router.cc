@@ -4,7 +4,8 @@
 
 namespace servesim {
 
-int32_t RoundRobinRouter::Route(const RequestSpec&, std::span<const Scheduler* const> replicas) {
+int32_t RoundRobinRouter::Route(const RequestSpec&,
+                                std::span<const Scheduler* const> replicas) {
   return static_cast<int32_t>(next_++ % static_cast<int64_t>(replicas.size()));
 }
 

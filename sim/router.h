@@ -21,14 +21,16 @@ class Router {
   // Returns the index of the replica (in [0, replicas.size())) that gets
   // `request`. The schedulers show load (num_outstanding, num_waiting,
   // kv().num_free_blocks(), ...). REQUIRES: replicas is non-empty.
-  virtual int32_t Route(const RequestSpec& request, std::span<const Scheduler* const> replicas) = 0;
+  virtual int32_t Route(const RequestSpec& request,
+                        std::span<const Scheduler* const> replicas) = 0;
   virtual std::string Name() const = 0;
 };
 
 // Replica 0, 1, 2, ... in turn.
 class RoundRobinRouter : public Router {
  public:
-  int32_t Route(const RequestSpec& request, std::span<const Scheduler* const> replicas) override;
+  int32_t Route(const RequestSpec& request,
+                std::span<const Scheduler* const> replicas) override;
   std::string Name() const override { return "round-robin"; }
 
  private:
@@ -39,7 +41,8 @@ class RoundRobinRouter : public Router {
 // ties go to the lowest index.
 class LeastOutstandingRouter : public Router {
  public:
-  int32_t Route(const RequestSpec& request, std::span<const Scheduler* const> replicas) override;
+  int32_t Route(const RequestSpec& request,
+                std::span<const Scheduler* const> replicas) override;
   std::string Name() const override { return "least-outstanding"; }
 };
 

@@ -9,29 +9,36 @@ namespace servesim {
 
 std::string_view RejectReasonName(RejectReason r) {
   switch (r) {
-    case RejectReason::kNone: return "none";
-    case RejectReason::kInvalidLengths: return "invalid_lengths";
-    case RejectReason::kExceedsMaxModelLen: return "exceeds_max_model_len";
-    case RejectReason::kExceedsKvCache: return "exceeds_kv_cache";
-    case RejectReason::kExceedsBatchTokens: return "exceeds_max_num_batched_tokens";
+    case RejectReason::kNone:
+      return "none";
+    case RejectReason::kInvalidLengths:
+      return "invalid_lengths";
+    case RejectReason::kExceedsMaxModelLen:
+      return "exceeds_max_model_len";
+    case RejectReason::kExceedsKvCache:
+      return "exceeds_kv_cache";
+    case RejectReason::kExceedsBatchTokens:
+      return "exceeds_max_num_batched_tokens";
   }
   return "unknown";
 }
 
-absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerConfig& config,
-                                                             const KvCacheSpec& kv_spec) {
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(
+    const SchedulerConfig& config, const KvCacheSpec& kv_spec) {
   if (config.max_num_seqs < 1) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "SchedulerConfig.max_num_seqs: %d is out of range [1, 2^31)", config.max_num_seqs));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("SchedulerConfig.max_num_seqs: %d is out of range [1, 2^31)",
+                        config.max_num_seqs));
   }
   if (config.max_num_batched_tokens < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("SchedulerConfig.max_num_batched_tokens: %d is out of range [1, 2^31)",
-                        config.max_num_batched_tokens));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SchedulerConfig.max_num_batched_tokens: %d is out of range [1, 2^31)",
+        config.max_num_batched_tokens));
   }
   if (config.max_model_len < 2) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "SchedulerConfig.max_model_len: %d is out of range [2, 2^31)", config.max_model_len));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("SchedulerConfig.max_model_len: %d is out of range [2, 2^31)",
+                        config.max_model_len));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv,
                    KvCache::Create(kv_spec, config.enable_prefix_caching));
@@ -49,7 +56,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, std::unique_ptr<KvCache> kv)
 }
 
 RejectReason Scheduler::CheckFits(const RequestSpec& spec) const {
-  if (spec.input_tokens < 1 || spec.output_tokens < 1) return RejectReason::kInvalidLengths;
+  if (spec.input_tokens < 1 || spec.output_tokens < 1)
+    return RejectReason::kInvalidLengths;
   const int64_t total = static_cast<int64_t>(spec.input_tokens) + spec.output_tokens;
   if (total > config_.max_model_len) return RejectReason::kExceedsMaxModelLen;
   // The KV of the last generated token is never written.
@@ -153,7 +161,8 @@ bool Scheduler::Schedule(TimeNs now_ns) {
       const int32_t slot = waiting_.front();
       SchedRequest& r = slots_[slot];
       SERVESIM_CHECK(r.num_computed == 0);
-      const int32_t hit = kv_->FindPrefixHit(View(r), r.num_tokens(), r.num_preemptions > 0);
+      const int32_t hit =
+          kv_->FindPrefixHit(View(r), r.num_tokens(), r.num_preemptions > 0);
       int32_t tokens = r.num_tokens() - hit;
       if (!config_.enable_chunked_prefill && tokens > budget) break;
       tokens = std::min(tokens, budget);

@@ -42,10 +42,10 @@ namespace servesim {
 
 enum class RejectReason : int8_t {
   kNone = 0,
-  kInvalidLengths,       // input_tokens < 1 or output_tokens < 1
-  kExceedsMaxModelLen,   // input + output > max_model_len
-  kExceedsKvCache,       // needs more KV blocks than the whole pool
-  kExceedsBatchTokens,   // chunked prefill off and prefill > max_num_batched_tokens
+  kInvalidLengths,      // input_tokens < 1 or output_tokens < 1
+  kExceedsMaxModelLen,  // input + output > max_model_len
+  kExceedsKvCache,      // needs more KV blocks than the whole pool
+  kExceedsBatchTokens,  // chunked prefill off and prefill > max_num_batched_tokens
 };
 constexpr int kNumRejectReasons = 5;
 // Stable lower-case name, e.g. "exceeds_max_model_len".
@@ -54,13 +54,13 @@ std::string_view RejectReasonName(RejectReason r);
 // One in-flight request inside a scheduler.
 struct SchedRequest {
   RequestSpec spec;
-  int64_t cookie = 0;          // caller's handle (e.g. the client's record)
-  TimeNs arrival_ns = 0;       // reached this replica
+  int64_t cookie = 0;     // caller's handle (e.g. the client's record)
+  TimeNs arrival_ns = 0;  // reached this replica
   TimeNs first_scheduled_ns = -1;
   TimeNs first_token_ns = -1;
   TimeNs last_token_ns = -1;
-  int32_t num_computed = 0;    // tokens whose KV is cached
-  int32_t num_output = 0;      // tokens generated so far
+  int32_t num_computed = 0;       // tokens whose KV is cached
+  int32_t num_output = 0;         // tokens generated so far
   int32_t prefix_hit_tokens = 0;  // hit at first admission
   int32_t num_preemptions = 0;
   int64_t admit_seq = -1;

@@ -203,9 +203,11 @@ TEST(SchedulerTest, RequestsThatCanNeverFitAreRejectedWithAReason) {
   c.max_model_len = 200;
   auto s = Scheduler::Create(c, Pool(10)).value();
   EXPECT_EQ(s->CheckFits(Req(0, 150, 51)), RejectReason::kExceedsMaxModelLen);
-  EXPECT_EQ(s->CheckFits(Req(0, 150, 50)), RejectReason::kExceedsKvCache);  // 199 tokens: 13 blocks
-  EXPECT_EQ(s->CheckFits(Req(0, 100, 61)), RejectReason::kNone);   // 160 tokens: 10 blocks
-  EXPECT_EQ(s->CheckFits(Req(0, 100, 62)), RejectReason::kExceedsKvCache);  // 161: 11 blocks
+  EXPECT_EQ(s->CheckFits(Req(0, 150, 50)),
+            RejectReason::kExceedsKvCache);                       // 199 tokens: 13 blocks
+  EXPECT_EQ(s->CheckFits(Req(0, 100, 61)), RejectReason::kNone);  // 160 tokens: 10 blocks
+  EXPECT_EQ(s->CheckFits(Req(0, 100, 62)),
+            RejectReason::kExceedsKvCache);  // 161: 11 blocks
   EXPECT_EQ(s->CheckFits(Req(0, 0, 5)), RejectReason::kInvalidLengths);
   EXPECT_EQ(RejectReasonName(RejectReason::kExceedsKvCache), "exceeds_kv_cache");
 }

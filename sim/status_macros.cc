@@ -6,8 +6,8 @@
 namespace servesim::internal {
 
 void CheckFailed(const char* file, int line, const char* cond) {
-  std::fprintf(stderr, "servesim: internal invariant broken at %s:%d: %s\n",
-               file, line, cond);
+  std::fprintf(stderr, "servesim: internal invariant broken at %s:%d: %s\n", file, line,
+               cond);
   std::abort();
 }
 

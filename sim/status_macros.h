@@ -10,10 +10,10 @@
 #define SERVESIM_CONCAT_(a, b) SERVESIM_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                      \
-  do {                                             \
-    ::absl::Status _servesim_st = (expr);          \
-    if (!_servesim_st.ok()) return _servesim_st;   \
+#define RETURN_IF_ERROR(expr)                    \
+  do {                                           \
+    ::absl::Status _servesim_st = (expr);        \
+    if (!_servesim_st.ok()) return _servesim_st; \
   } while (0)
 
 // ASSIGN_OR_RETURN(auto x, Foo()); / ASSIGN_OR_RETURN(x, Foo());
@@ -26,8 +26,8 @@
 
 // Invariant check inside the event loop: a broken invariant is a bug, so
 // abort loudly with the location and the failed condition.
-#define SERVESIM_CHECK(cond)                                                \
-  do {                                                                      \
+#define SERVESIM_CHECK(cond)                                                   \
+  do {                                                                         \
     if (!(cond)) ::servesim::internal::CheckFailed(__FILE__, __LINE__, #cond); \
   } while (0)
 

@@ -13,7 +13,8 @@ namespace servesim {
 
 class VectorSource : public RequestSource {
  public:
-  explicit VectorSource(std::vector<RequestSpec> requests, std::string description = "vector")
+  explicit VectorSource(std::vector<RequestSpec> requests,
+                        std::string description = "vector")
       : requests_(std::move(requests)), description_(std::move(description)) {}
   absl::StatusOr<bool> Next(RequestSpec& out) override {
     if (next_ >= requests_.size()) return false;

@@ -39,7 +39,8 @@ void BM_AzureConvLoopedOneMillion(benchmark::State& state) {
   int64_t completed = 0;
   for (auto _ : state) {
     TraceOptions t;
-    t.path = std::string(SERVESIM_SHARED_DIR) + "/data/traces/AzureLLMInferenceTrace_conv.csv";
+    t.path =
+        std::string(SERVESIM_SHARED_DIR) + "/data/traces/AzureLLMInferenceTrace_conv.csv";
     t.target_rate_per_s = rate;
     t.loop_to_requests = num_requests;
     auto source = OpenTrace(t);
@@ -49,7 +50,8 @@ void BM_AzureConvLoopedOneMillion(benchmark::State& state) {
     }
     ClientConfig client;
     client.replay_arrivals = true;
-    auto engine = Engine::Create(fleet->replicas, MakeRouter("round-robin").value(), client);
+    auto engine =
+        Engine::Create(fleet->replicas, MakeRouter("round-robin").value(), client);
     if (!engine.ok()) {
       state.SkipWithError(std::string(engine.status().message()).c_str());
       return;

@@ -18,8 +18,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "sim/request.h"
 #include "sim/random.h"
+#include "sim/request.h"
 #include "sim/request_source.h"
 
 namespace servesim {
@@ -34,7 +34,6 @@ enum RandomStream : uint64_t {
   kStreamEmpirical = 6,
 };
 uint64_t SeedFor(uint64_t seed, uint64_t stream);
-
 
 // ------------------------------------------------------------ arrivals
 
