@@ -45,8 +45,9 @@ struct ReplicaConfig {
 };
 
 struct EngineOptions {
-  // Pooled ITL values kept exactly before switching to a histogram.
-  int64_t itl_exact_cap = 8'000'000;
+  // Runs of equal consecutive pooled ITL values kept exactly before
+  // switching to a histogram (16 bytes a run).
+  int64_t itl_exact_cap = 4'000'000;
   // Keep every request's ITL list (for --save-detailed); O(output tokens).
   bool keep_request_itls = false;
   // Deep KV-cache invariant check after every step (tests; slow).

@@ -66,14 +66,11 @@ KvCache::KvCache(const KvCacheSpec& spec, bool caching)
     align_tokens_ = std::lcm(align_tokens_, gs.block_size_tokens);
   }
   if (caching_) {
-    const size_t n = static_cast<size_t>(num_blocks_) + 1;
-    meta_.assign(n, BlockMeta{});
+    meta_.assign(1, BlockMeta{});
     meta_[0].ref = 1;  // the null block is never free
-    size_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
-    ring_.resize(cap);
-    ring_mask_ = cap - 1;
-    for (int32_t b = 1; b <= num_blocks_; ++b) PushFreeTail(b);
+    ring_.resize(64);
+    ring_mask_ = ring_.size() - 1;
+    PushAnonTail(num_blocks_);
     hit_ids_.resize(num_groups_);
     hit_hashes_.resize(num_groups_);
     hit_prefix_.resize(num_groups_);
@@ -137,72 +134,134 @@ uint64_t KvCache::BlockHash(uint64_t parent, const KvRequestView& req, int g, in
          1;
 }
 
-int32_t KvCache::PopFree() {
-  int32_t b;
-  while (true) {
+void KvCache::PopFree(int64_t n) {
+  while (n > 0) {
     SERVESIM_CHECK(ring_head_ < ring_tail_);
-    const FreeEntry e = ring_[ring_head_ & ring_mask_];
-    // Prefetch the metadata of an entry a few places ahead: the queue is
-    // read in order, the metadata is scattered.
-    if (ring_head_ + 8 < ring_tail_) {
-      __builtin_prefetch(&meta_[ring_[(ring_head_ + 8) & ring_mask_].block]);
+    FreeEntry& e = ring_[ring_head_ & ring_mask_];
+    if (e.block == kAnon) {
+      const int64_t take = std::min<int64_t>(n, e.stamp);
+      e.stamp -= static_cast<uint32_t>(take);
+      n -= take;
+      if (e.stamp == 0) ++ring_head_;
+      continue;
     }
     ++ring_head_;
-    if (meta_[e.block].ref == 0 && meta_[e.block].stamp == e.stamp) {
-      b = e.block;
-      break;
+    BlockMeta& m = meta_[e.block];
+    if (m.ref == 0 && m.stamp == e.stamp) {
+      // Evict the key; the block leaves as an anonymous block.
+      auto it = cached_.find(m.key);
+      if (it != cached_.end() && it->second == e.block) cached_.erase(it);
+      m.key = 0;
+      ++m.stamp;  // any entry still naming the label is stale
+      free_labels_.push_back(e.block);
+      --n;
     }
   }
-  if (meta_[b].key != 0) {
-    auto it = cached_.find(meta_[b].key);
-    if (it != cached_.end() && it->second == b) cached_.erase(it);
-    meta_[b].key = 0;
-  }
-  return b;
 }
 
-void KvCache::PushFreeTail(int32_t b) {
-  if (ring_tail_ - ring_head_ == ring_.size()) CompactRing();
-  BlockMeta& m = meta_[b];
+int32_t KvCache::NewLabel() {
+  if (!free_labels_.empty()) {
+    const int32_t b = free_labels_.back();
+    free_labels_.pop_back();
+    return b;
+  }
+  meta_.push_back(BlockMeta{});
+  return static_cast<int32_t>(meta_.size() - 1);
+}
+
+void KvCache::PushFreeTail(int32_t label) {
+  if (ring_tail_ - ring_head_ == ring_.size()) GrowOrCompactRing();
+  BlockMeta& m = meta_[label];
   ++m.stamp;
-  ring_[ring_tail_ & ring_mask_] = FreeEntry{b, m.stamp};
+  ring_[ring_tail_ & ring_mask_] = FreeEntry{label, m.stamp};
   ++ring_tail_;
 }
 
-void KvCache::RemoveFromFree(int32_t b) {
-  // Lazy deletion: the caller makes ref > 0, so the queue entry is stale
-  // (and its stamp no longer matches once the block is pushed again).
-  (void)b;
+void KvCache::PushAnonTail(int64_t n) {
+  while (n > 0) {
+    if (ring_tail_ > ring_head_) {
+      FreeEntry& last = ring_[(ring_tail_ - 1) & ring_mask_];
+      if (last.block == kAnon && last.stamp < (1u << 31)) {
+        const int64_t add = std::min<int64_t>(n, (int64_t{1} << 31) - last.stamp);
+        last.stamp += static_cast<uint32_t>(add);
+        n -= add;
+        continue;
+      }
+    }
+    if (ring_tail_ - ring_head_ == ring_.size()) GrowOrCompactRing();
+    const int64_t add = std::min<int64_t>(n, int64_t{1} << 31);
+    ring_[ring_tail_ & ring_mask_] = FreeEntry{kAnon, static_cast<uint32_t>(add)};
+    ++ring_tail_;
+    n -= add;
+  }
 }
 
-void KvCache::CompactRing() {
-  // At most num_blocks + 1 entries are live and the ring holds twice that,
-  // so compaction frees at least half of it: amortised O(1) per push.
-  uint64_t w = ring_head_;
+void KvCache::GrowOrCompactRing() {
+  // Drop stale label entries and merge the anonymous runs they separated;
+  // double the ring when it stays more than half full (amortised O(1) per
+  // push).
+  std::vector<FreeEntry> live;
+  live.reserve(ring_tail_ - ring_head_);
   for (uint64_t r = ring_head_; r < ring_tail_; ++r) {
     const FreeEntry e = ring_[r & ring_mask_];
-    if (meta_[e.block].ref == 0 && meta_[e.block].stamp == e.stamp)
-      ring_[w++ & ring_mask_] = e;
+    if (e.block != kAnon) {
+      const BlockMeta& m = meta_[e.block];
+      if (m.ref != 0 || m.stamp != e.stamp) continue;
+    } else if (!live.empty() && live.back().block == kAnon &&
+               static_cast<uint64_t>(live.back().stamp) + e.stamp <= (uint64_t{1} << 31)) {
+      live.back().stamp += e.stamp;
+      continue;
+    }
+    live.push_back(e);
   }
-  ring_tail_ = w;
-  SERVESIM_CHECK(ring_tail_ - ring_head_ < ring_.size());
+  size_t cap = ring_.size();
+  while (2 * live.size() >= cap) cap *= 2;
+  if (cap != ring_.size()) {
+    ring_.assign(cap, FreeEntry{0, 0});
+    ring_mask_ = cap - 1;
+  }
+  ring_head_ = 0;
+  ring_tail_ = live.size();
+  std::copy(live.begin(), live.end(), ring_.begin());
 }
 
-void KvCache::Release(int32_t b) {
-  SERVESIM_CHECK(b > 0 && meta_[b].ref > 0);
-  if (--meta_[b].ref == 0) {
-    PushFreeTail(b);
-    ++num_free_;
-    --num_used_;
+void KvCache::ReleaseEntries(std::vector<int32_t>& blocks, int32_t lo, int32_t hi) {
+  // Releases blocks[hi - 1] down to blocks[lo] (tail first) in queue order;
+  // consecutive anonymous blocks enter the queue as one run.
+  int64_t anon = 0;
+  int64_t freed = 0;
+  for (int32_t j = hi - 1; j >= lo; --j) {
+    const int32_t b = blocks[j];
+    if (b == kAnon) {
+      ++anon;
+      ++freed;
+      continue;
+    }
+    SERVESIM_CHECK(b > 0 && meta_[b].ref > 0);
+    if (--meta_[b].ref == 0) {
+      if (anon > 0) {
+        PushAnonTail(anon);
+        anon = 0;
+      }
+      PushFreeTail(b);
+      ++freed;
+    }
   }
+  if (anon > 0) PushAnonTail(anon);
+  num_free_ += freed;
+  num_used_ -= freed;
 }
 
-void KvCache::Register(int32_t b, uint64_t key) {
-  if (meta_[b].key != 0) return;
-  auto [it, inserted] = cached_.try_emplace(key, b);
-  if (inserted) {
-    meta_[b].key = key;
-  }
+void KvCache::Register(int32_t& entry, uint64_t key) {
+  if (entry != kAnon) return;  // a label: already keyed
+  auto [it, inserted] = cached_.try_emplace(key, 0);
+  if (!inserted) return;  // another block holds the key: this one stays anonymous
+  const int32_t b = NewLabel();
+  BlockMeta& m = meta_[b];
+  m.key = key;
+  m.ref = 1;
+  it->second = b;
+  entry = b;
 }
 
 void KvCache::ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_computed) {
@@ -213,10 +272,8 @@ void KvCache::ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_com
       static_cast<int32_t>(skipped_tokens / gi.block_size), t.num_blocks);
   if (new_first <= t.first_live) return;
   if (caching_) {
-    for (int32_t j = new_first - 1; j >= t.first_live; --j) {
-      Release(t.blocks[j]);
-      t.blocks[j] = 0;
-    }
+    ReleaseEntries(t.blocks, t.first_live, new_first);
+    std::fill(t.blocks.begin() + t.first_live, t.blocks.begin() + new_first, 0);
   } else {
     const int64_t n = new_first - t.first_live;
     num_free_ += n;
@@ -313,16 +370,10 @@ int32_t KvCache::FindPrefixHit(const KvRequestView& req, int32_t num_tokens,
   return hit_tokens_;
 }
 
-bool KvCache::Allocate(int32_t slot, const KvRequestView& req, int32_t num_computed,
-                       int32_t num_new, bool use_hit) {
+bool KvCache::AllocateSlow(int32_t slot, const KvRequestView& req, int32_t num_computed,
+                           int32_t num_new, bool use_hit) {
   EnsureSlot(slot);
   const int64_t end_tokens = static_cast<int64_t>(num_computed) + num_new;
-  if (!use_hit) {
-    const SlotFast& f = fast_[slot];
-    if (end_tokens <= f.alloc_limit && num_computed < f.release_at && !f.hash_pending) {
-      return true;
-    }
-  }
   if (use_hit) {
     SERVESIM_CHECK(num_computed == hit_tokens_);
     int64_t need = 0;
@@ -364,8 +415,7 @@ bool KvCache::Allocate(int32_t slot, const KvRequestView& req, int32_t num_compu
             continue;
           }
           const int32_t b = hit_ids_[g][j];
-          if (meta_[b].ref == 0) {
-            RemoveFromFree(b);
+          if (meta_[b].ref == 0) {  // its queue entry goes stale
             --num_free_;
             ++num_used_;
           }
@@ -395,11 +445,8 @@ bool KvCache::Allocate(int32_t slot, const KvRequestView& req, int32_t num_compu
     if (want > t.num_blocks) {
       const int32_t n = want - t.num_blocks;
       if (caching_) {
-        for (int32_t k = 0; k < n; ++k) {
-          const int32_t b = PopFree();
-          meta_[b].ref = 1;
-          t.blocks.push_back(b);
-        }
+        PopFree(n);
+        t.blocks.resize(t.blocks.size() + n, kAnon);
       }
       num_free_ -= n;
       num_used_ += n;
@@ -448,10 +495,7 @@ void KvCache::Free(int32_t slot, const KvRequestView& req, int32_t num_computed,
           ++t.num_hashed;
         }
       }
-      for (int32_t j = t.num_blocks - 1; j >= t.first_live; --j) {
-        if (j - 8 >= t.first_live) __builtin_prefetch(&meta_[t.blocks[j - 8]]);
-        Release(t.blocks[j]);
-      }
+      ReleaseEntries(t.blocks, t.first_live, t.num_blocks);
       t.blocks.clear();
     } else {
       const int64_t n = t.num_blocks - t.first_live;
@@ -473,22 +517,51 @@ bool KvCache::CheckInvariant(bool deep) const {
   if (!deep) return true;
   if (caching_) {
     int64_t free_count = 0;
+    std::vector<int32_t> refs(meta_.size(), 0);
     for (uint64_t r = ring_head_; r < ring_tail_; ++r) {
       const FreeEntry e = ring_[r & ring_mask_];
-      if (meta_[e.block].ref != 0 || meta_[e.block].stamp != e.stamp) continue;
-      if (meta_[e.block].ref != 0 || e.block == 0) return false;
-      if (++free_count > num_blocks_) return false;
+      if (e.block == kAnon) {
+        if (e.stamp == 0) return false;
+        free_count += e.stamp;
+        continue;
+      }
+      if (e.block <= 0 || e.block >= static_cast<int32_t>(meta_.size())) return false;
+      const BlockMeta& m = meta_[e.block];
+      if (m.ref != 0 || m.stamp != e.stamp) continue;
+      if (m.key == 0 || ++refs[e.block] > 1) return false;  // live once, keyed
+      ++free_count;
     }
     if (free_count != num_free_) return false;
-    int64_t used = 0;
-    for (int32_t b = 1; b <= num_blocks_; ++b) used += meta_[b].ref > 0 ? 1 : 0;
-    if (used != num_used_) return false;
-    // References from tables equal the reference counts.
-    std::vector<int32_t> refs(meta_.size(), 0);
-    for (const GroupTable& t : tables_) {
-      for (int32_t j = t.first_live; j < t.num_blocks; ++j) ++refs[t.blocks[j]];
+    // Every keyed label is in the map, and free (ref 0) or held.
+    int64_t held_labels = 0;
+    for (size_t b = 1; b < meta_.size(); ++b) {
+      const BlockMeta& m = meta_[b];
+      if (m.key == 0) {
+        if (m.ref != 0) return false;
+        continue;
+      }
+      auto it = cached_.find(m.key);
+      if (it == cached_.end() || it->second != static_cast<int32_t>(b)) return false;
+      if (m.ref == 0 && refs[b] != 1) return false;  // free label not queued
+      if (m.ref > 0) ++held_labels;
     }
-    for (int32_t b = 1; b <= num_blocks_; ++b) {
+    // References from tables equal the reference counts; anonymous blocks
+    // are held once.
+    std::fill(refs.begin(), refs.end(), 0);
+    int64_t held_anon = 0;
+    for (const GroupTable& t : tables_) {
+      for (int32_t j = t.first_live; j < t.num_blocks; ++j) {
+        if (t.blocks[j] == kAnon) {
+          ++held_anon;
+        } else if (t.blocks[j] <= 0) {
+          return false;
+        } else {
+          ++refs[t.blocks[j]];
+        }
+      }
+    }
+    if (held_anon + held_labels != num_used_) return false;
+    for (size_t b = 1; b < meta_.size(); ++b) {
       if (refs[b] != meta_[b].ref) return false;
     }
   } else {

@@ -27,6 +27,17 @@
 // preempted (only that request can ever hit them, when it resumes): this
 // saves hash-map work and changes no outcome.
 //
+// Block identity: only a block that holds a prefix-cache key can ever be
+// found again, so only such blocks carry an identity (a "label": an index
+// into the block metadata, minted when the key is registered and returned
+// when the key is evicted). Every other block is anonymous: tables hold a
+// marker, and the free queue holds runs of anonymous blocks as counts, in
+// their LRU positions, so the order in which keyed blocks are evicted is
+// exactly that of a queue of individual blocks. Allocation pops the queue
+// head (evicting a key when the head is a keyed block) and always yields an
+// anonymous block. With no shared content (a trace without prefix hashes)
+// no block is ever labelled and the pool is a few counters.
+//
 // Thread-compatible. Allocate/Free are O(blocks touched); no heap
 // allocation in steady state (slot tables keep their capacity). Without
 // prefix caching, blocks are only counted (no block ids).
@@ -80,7 +91,17 @@ class KvCache {
   // outcome). `use_hit`: the slot is empty and num_computed is the value
   // the last FindPrefixHit returned; the hit blocks are taken.
   bool Allocate(int32_t slot, const KvRequestView& req, int32_t num_computed,
-                int32_t num_new, bool use_hit);
+                int32_t num_new, bool use_hit) {
+    // The common decode step stays inside the blocks already held.
+    if (!use_hit && static_cast<size_t>(slot) < fast_.size()) {
+      const SlotFast& f = fast_[slot];
+      if (static_cast<int64_t>(num_computed) + num_new <= f.alloc_limit &&
+          num_computed < f.release_at && !f.hash_pending) {
+        return true;
+      }
+    }
+    return AllocateSlow(slot, req, num_computed, num_new, use_hit);
+  }
 
   // Releases every block of `slot` (tail blocks first). `preempted`: also
   // registers the request's full unique blocks (KV of the first
@@ -127,12 +148,18 @@ class KvCache {
   uint64_t BlockHash(uint64_t parent, const KvRequestView& req, int g, int32_t j,
                      bool* shared) const;
   uint64_t SeedHash(int g) const;
-  int32_t PopFree();  // caching mode; evicts the head's hash
-  void PushFreeTail(int32_t b);
-  void RemoveFromFree(int32_t b);
-  void CompactRing();
-  void Release(int32_t b);  // ref--, to the free queue at 0
-  void Register(int32_t b, uint64_t key);
+  // Caching mode. Table entries: 0 the null block, kAnon an anonymous
+  // block, > 0 a label.
+  static constexpr int32_t kAnon = -1;
+  bool AllocateSlow(int32_t slot, const KvRequestView& req, int32_t num_computed,
+                    int32_t num_new, bool use_hit);
+  void PopFree(int64_t n);  // takes n blocks off the LRU head (evicting keys)
+  void PushFreeTail(int32_t label);
+  void PushAnonTail(int64_t n);
+  void GrowOrCompactRing();
+  void ReleaseEntries(std::vector<int32_t>& blocks, int32_t lo, int32_t hi);
+  void Register(int32_t& entry, uint64_t key);
+  int32_t NewLabel();
   void ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_computed);
   void RegisterShared(GroupTable& t, const KvRequestView& req, int g, int32_t num_full);
   void UpdateFast(int32_t slot);
@@ -148,20 +175,21 @@ class KvCache {
   std::vector<GroupTable> tables_;  // slot * num_groups + g
   std::vector<SlotFast> fast_;      // per slot
 
-  // Caching mode: per block (index 0 is the null block).
+  // Caching mode: per label (index 0 is the null block).
   struct BlockMeta {
-    uint64_t key = 0;    // prefix-cache key (odd); 0: none
-    uint32_t stamp = 0;  // bumped each time the block enters the free queue
+    uint64_t key = 0;    // prefix-cache key (odd) of a live label; 0: unused label
+    uint32_t stamp = 0;  // bumped each time the label enters the free queue
     int32_t ref = 0;     // requests holding the block; 0 <=> in the free queue
   };
   struct FreeEntry {
-    int32_t block;
-    uint32_t stamp;  // live iff equal to the block's stamp while ref == 0
+    int32_t block;   // a label, or kAnon: a run of anonymous blocks
+    uint32_t stamp;  // label: live iff equal to the label's stamp while ref == 0;
+                     // kAnon: the number of blocks in the run (> 0)
   };
-  std::vector<BlockMeta> meta_;  // 16 bytes per block
-  // The LRU free queue as a ring of entries with lazy deletion: sequential
-  // memory instead of a linked list (the pool is cycled through in order,
-  // so a list would miss the cache on every link).
+  std::vector<BlockMeta> meta_;      // 16 bytes per label ever live at once
+  std::vector<int32_t> free_labels_;  // labels whose key was evicted
+  // The LRU free queue as a ring of entries with lazy deletion of labels
+  // taken by a prefix hit (their entry goes stale).
   std::vector<FreeEntry> ring_;
   uint64_t ring_mask_ = 0;
   uint64_t ring_head_ = 0, ring_tail_ = 0;

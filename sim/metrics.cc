@@ -65,16 +65,21 @@ LatencySummary Summarize(std::vector<double>& values) {
   return s;
 }
 
-void ItlAccumulator::Add(TimeNs gap_ns) {
-  ++count_;
-  sum_ns_ += gap_ns;
-  sum_sq_ns_ += static_cast<unsigned __int128>(static_cast<__int128>(gap_ns) * gap_ns);
+void ItlAccumulator::Flush() {
+  if (pending_count_ == 0) return;
+  const TimeNs g = pending_gap_;
+  const int64_t n = pending_count_;
+  pending_count_ = 0;
+  count_ += n;
+  sum_ns_ += static_cast<__int128>(g) * n;
+  sum_sq_ns_ += static_cast<unsigned __int128>(static_cast<__int128>(g) * g) *
+                static_cast<uint64_t>(n);
   if (!use_histogram_) {
-    exact_.push_back(gap_ns);
-    if (static_cast<int64_t>(exact_.size()) > exact_cap_) SpillToHistogram();
+    runs_.push_back(Run{g, n});
+    if (static_cast<int64_t>(runs_.size()) > exact_cap_) SpillToHistogram();
     return;
   }
-  ++bins_[BinOf(NsToMs(gap_ns))];
+  bins_[BinOf(NsToMs(g))] += n;
 }
 
 int ItlAccumulator::BinOf(double ms) const {
@@ -93,42 +98,74 @@ double ItlAccumulator::BinValue(int bin) const {
 void ItlAccumulator::SpillToHistogram() {
   use_histogram_ = true;
   bins_.assign(kHistBins, 0);
-  for (TimeNs g : exact_) ++bins_[BinOf(NsToMs(g))];
-  exact_.clear();
-  exact_.shrink_to_fit();
+  for (const Run& r : runs_) bins_[BinOf(NsToMs(r.gap_ns))] += r.count;
+  runs_.clear();
+  runs_.shrink_to_fit();
 }
 
 LatencySummary ItlAccumulator::Summarize() const {
-  if (!use_histogram_) {
-    std::vector<double> ms;
-    ms.reserve(exact_.size());
-    for (TimeNs g : exact_) ms.push_back(NsToMs(g));
-    return servesim::Summarize(ms);
-  }
   LatencySummary s;
-  s.exact = false;
-  s.count = count_;
-  const long double n = static_cast<long double>(count_);
-  // Population variance in ns^2 from exact integer sums:
-  // (n * sum_sq - sum^2) / n^2.
-  const long double mean_ns = static_cast<long double>(sum_ns_) / n;
+  const int64_t n_all = count();
+  s.count = n_all;
+  if (n_all == 0) return s;
+  const long double n = static_cast<long double>(n_all);
+  const __int128 pending_sum = static_cast<__int128>(pending_gap_) * pending_count_;
+  const long double mean_ns = static_cast<long double>(sum_ns_ + pending_sum) / n;
   s.mean_ms = static_cast<double>(mean_ns / 1e6L);
+  if (!use_histogram_) {
+    // Exact: sort the runs by gap and read ranks off the cumulative counts.
+    std::vector<Run> runs = runs_;
+    if (pending_count_ > 0) runs.push_back(Run{pending_gap_, pending_count_});
+    std::sort(runs.begin(), runs.end(),
+              [](const Run& a, const Run& b) { return a.gap_ns < b.gap_ns; });
+    long double sq = 0;
+    for (const Run& r : runs) {
+      const long double d = static_cast<long double>(r.gap_ns) - mean_ns;
+      sq += d * d * static_cast<long double>(r.count);
+    }
+    s.std_ms = std::sqrt(static_cast<double>(sq / n)) / 1e6;
+    // Ranks are asked in increasing order: one forward walk.
+    size_t ri = 0;
+    int64_t before = 0;  // gaps in runs[0, ri)
+    auto value_at_rank = [&](int64_t rank) {
+      while (before + runs[ri].count <= rank) before += runs[ri++].count;
+      return NsToMs(runs[ri].gap_ns);
+    };
+    auto pct = [&](double q) {
+      const double idx = q / 100.0 * static_cast<double>(n_all - 1);
+      const double lo = std::floor(idx);
+      const int64_t i = static_cast<int64_t>(lo);
+      const double a = value_at_rank(i);
+      const double b = value_at_rank(std::min(i + 1, n_all - 1));
+      return Lerp(a, b, idx - lo);
+    };
+    s.median_ms = pct(50);
+    s.p90_ms = pct(90);
+    s.p99_ms = pct(99);
+    return s;
+  }
+  s.exact = false;
+  const unsigned __int128 pending_sq =
+      static_cast<unsigned __int128>(static_cast<__int128>(pending_gap_) * pending_gap_) *
+      static_cast<uint64_t>(pending_count_);
+  // Population variance in ns^2 from exact integer sums.
   const long double var_ns2 = std::max<long double>(
-      0, static_cast<long double>(sum_sq_ns_) / n - mean_ns * mean_ns);
+      0, static_cast<long double>(sum_sq_ns_ + pending_sq) / n - mean_ns * mean_ns);
   s.std_ms = std::sqrt(static_cast<double>(var_ns2)) / 1e6;
-  auto value_at_rank = [this](int64_t rank) {
+  const int pending_bin = pending_count_ > 0 ? BinOf(NsToMs(pending_gap_)) : -1;
+  auto value_at_rank = [&](int64_t rank) {
     int64_t seen = 0;
     for (int b = 0; b < kHistBins; ++b) {
-      seen += bins_[b];
+      seen += bins_[b] + (b == pending_bin ? pending_count_ : 0);
       if (seen > rank) return BinValue(b);
     }
     return BinValue(kHistBins - 1);
   };
   auto pct = [&](double q) {
-    const double idx = q / 100.0 * static_cast<double>(count_ - 1);
+    const double idx = q / 100.0 * static_cast<double>(n_all - 1);
     const double lo = std::floor(idx);
     const int64_t i = static_cast<int64_t>(lo);
-    return Lerp(value_at_rank(i), value_at_rank(std::min(i + 1, count_ - 1)), idx - lo);
+    return Lerp(value_at_rank(i), value_at_rank(std::min(i + 1, n_all - 1)), idx - lo);
   };
   s.median_ms = pct(50);
   s.p90_ms = pct(90);

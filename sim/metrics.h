@@ -9,10 +9,12 @@
 //    linear interpolation), all in milliseconds.
 //  - duration: first send to last finish (rejections included).
 // Memory stays bounded for huge runs: per-request records are small PODs;
-// pooled ITL is kept exactly up to `itl_exact_cap` values, then a
-// deterministic log-spaced histogram (1024 bins per octave, relative bin
-// width < 1e-3) takes over
-// for the percentiles (mean and std stay exact) and the summary says so.
+// pooled ITL is kept exactly as runs of equal consecutive gaps (every
+// sequence decoding in the same steps adds the same gap, so a run usually
+// covers a whole batch) up to `itl_exact_cap` runs, then a deterministic
+// log-spaced histogram (1024 bins per octave, relative bin width < 1e-3)
+// takes over for the percentiles (mean and std stay exact) and the summary
+// says so.
 #ifndef SERVESIM_SIM_METRICS_H_
 #define SERVESIM_SIM_METRICS_H_
 
@@ -63,27 +65,45 @@ double NumpyPercentile(const std::vector<double>& sorted, double q);
 // `values`. All zeros when empty (vLLM reports 0 for empty lists).
 LatencySummary Summarize(std::vector<double>& values);
 
-// Pooled inter-token latencies.
+// Pooled inter-token latencies, run-length encoded: Add is O(1) and
+// touches no memory while the gap repeats.
 class ItlAccumulator {
  public:
-  explicit ItlAccumulator(int64_t exact_cap = 8'000'000) : exact_cap_(exact_cap) {}
-  void Add(TimeNs gap_ns);
-  int64_t count() const { return count_; }
+  // `exact_cap`: runs of equal consecutive gaps kept exactly (16 bytes
+  // each) before the histogram takes over.
+  explicit ItlAccumulator(int64_t exact_cap = 4'000'000) : exact_cap_(exact_cap) {}
+  void Add(TimeNs gap_ns) {
+    if (gap_ns == pending_gap_ && pending_count_ > 0) {
+      ++pending_count_;
+      return;
+    }
+    Flush();
+    pending_gap_ = gap_ns;
+    pending_count_ = 1;
+  }
+  int64_t count() const { return count_ + pending_count_; }
   bool exact() const { return !use_histogram_; }
   LatencySummary Summarize() const;
 
  private:
+  struct Run {
+    TimeNs gap_ns;
+    int64_t count;
+  };
+  void Flush();
   void SpillToHistogram();
   int BinOf(double ms) const;
   double BinValue(int bin) const;
 
   int64_t exact_cap_;
-  int64_t count_ = 0;
+  int64_t count_ = 0;  // flushed gaps
+  TimeNs pending_gap_ = 0;
+  int64_t pending_count_ = 0;
   bool use_histogram_ = false;
-  std::vector<TimeNs> exact_;
+  std::vector<Run> runs_;
   std::vector<int64_t> bins_;
-  // Exact integer sums of the gaps in ns (and their squares) for the mean
-  // and std once the histogram is in use.
+  // Exact integer sums of the flushed gaps in ns (and their squares) for the
+  // mean and std once the histogram is in use.
   __int128 sum_ns_ = 0;
   unsigned __int128 sum_sq_ns_ = 0;
 };

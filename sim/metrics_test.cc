@@ -88,6 +88,32 @@ TEST(MetricsTest, ItlSwitchesToAHistogramPastTheCapAndSaysSo) {
   EXPECT_NEAR(c.p99_ms, e.p99_ms, 1e-3 * e.p99_ms);
 }
 
+TEST(MetricsTest, RunLengthItlEqualsSummaryOfTheFlatList) {
+  // Gaps with long repeats (a batch decoding together) and scattered values,
+  // in no order: the run-length accumulator must give numpy's figures.
+  std::vector<double> flat_ms;
+  ItlAccumulator itl;
+  uint64_t x = 12345;
+  for (int i = 0; i < 20'000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int repeat = static_cast<int>((x >> 33) % 40) + 1;
+    const TimeNs gap = 1'000'000 + static_cast<TimeNs>((x >> 20) % 5'000'000);
+    for (int k = 0; k < repeat; ++k) {
+      itl.Add(gap);
+      flat_ms.push_back(static_cast<double>(gap) / 1e6);
+    }
+  }
+  const LatencySummary want = Summarize(flat_ms);
+  const LatencySummary got = itl.Summarize();
+  EXPECT_TRUE(got.exact);
+  EXPECT_EQ(got.count, want.count);
+  EXPECT_EQ(got.median_ms, want.median_ms);
+  EXPECT_EQ(got.p90_ms, want.p90_ms);
+  EXPECT_EQ(got.p99_ms, want.p99_ms);
+  EXPECT_NEAR(got.mean_ms, want.mean_ms, 1e-12 * want.mean_ms);
+  EXPECT_NEAR(got.std_ms, want.std_ms, 1e-9 * want.std_ms);
+}
+
 TEST(MetricsTest, StepHistogramSummaryUsesLinearInterpolation) {
   std::vector<int64_t> hist = {0, 2, 0, 2};  // values 1, 1, 3, 3
   const auto s = StepStats::HistSummary(hist);
