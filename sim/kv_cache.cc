@@ -1,6 +1,7 @@
 #include "sim/kv_cache.h"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 #include "absl/strings/str_format.h"
@@ -62,7 +63,10 @@ KvCache::KvCache(const KvCacheSpec& spec, bool caching)
       num_groups_(static_cast<int32_t>(spec.groups.size())) {
   align_tokens_ = 1;
   for (const KvGroupSpec& gs : spec.groups) {
-    groups_.push_back(GroupInfo{gs.block_size_tokens, gs.sliding_window});
+    GroupInfo gi{gs.block_size_tokens, gs.sliding_window};
+    if ((gi.block_size & (gi.block_size - 1)) == 0) gi.shift = std::countr_zero(
+        static_cast<uint32_t>(gi.block_size));
+    groups_.push_back(gi);
     align_tokens_ = std::lcm(align_tokens_, gs.block_size_tokens);
   }
   if (caching_) {
@@ -225,12 +229,24 @@ void KvCache::GrowOrCompactRing() {
   std::copy(live.begin(), live.end(), ring_.begin());
 }
 
+int32_t& KvCache::Entry(GroupTable& t, int32_t j) {
+  const int32_t stored = static_cast<int32_t>(t.blocks.size());
+  if (j >= stored) {
+    // Positions before first_live were released (null); the rest anonymous.
+    t.blocks.resize(std::max(stored, std::min(t.first_live, j + 1)), 0);
+    t.blocks.resize(j + 1, kAnon);
+  }
+  return t.blocks[j];
+}
+
 void KvCache::ReleaseEntries(std::vector<int32_t>& blocks, int32_t lo, int32_t hi) {
   // Releases blocks[hi - 1] down to blocks[lo] (tail first) in queue order;
-  // consecutive anonymous blocks enter the queue as one run.
-  int64_t anon = 0;
-  int64_t freed = 0;
-  for (int32_t j = hi - 1; j >= lo; --j) {
+  // consecutive anonymous blocks enter the queue as one run. Entries past
+  // blocks.size() are anonymous.
+  const int32_t stored = static_cast<int32_t>(blocks.size());
+  int64_t anon = std::max(0, hi - std::max(lo, stored));
+  int64_t freed = anon;
+  for (int32_t j = std::min(hi, stored) - 1; j >= lo; --j) {
     const int32_t b = blocks[j];
     if (b == kAnon) {
       ++anon;
@@ -269,11 +285,14 @@ void KvCache::ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_com
   const int64_t skipped_tokens = static_cast<int64_t>(num_computed) - gi.window + 1;
   if (skipped_tokens <= 0) return;
   const int32_t new_first = std::min<int32_t>(
-      static_cast<int32_t>(skipped_tokens / gi.block_size), t.num_blocks);
+      static_cast<int32_t>(gi.Floor(skipped_tokens)), t.num_blocks);
   if (new_first <= t.first_live) return;
   if (caching_) {
     ReleaseEntries(t.blocks, t.first_live, new_first);
-    std::fill(t.blocks.begin() + t.first_live, t.blocks.begin() + new_first, 0);
+    const int32_t stored = std::min<int32_t>(new_first, static_cast<int32_t>(t.blocks.size()));
+    if (stored > t.first_live) {
+      std::fill(t.blocks.begin() + t.first_live, t.blocks.begin() + stored, 0);
+    }
   } else {
     const int64_t n = new_first - t.first_live;
     num_free_ += n;
@@ -303,7 +322,7 @@ void KvCache::RegisterShared(GroupTable& t, const KvRequestView& req, int g,
     const uint64_t h = BlockHash(t.num_hashed == 0 ? SeedHash(g) : t.last_hash, req, g,
                                  t.num_hashed, &shared);
     SERVESIM_CHECK(shared);
-    if (t.num_hashed >= t.first_live) Register(t.blocks[t.num_hashed], h);
+    if (t.num_hashed >= t.first_live) Register(Entry(t, t.num_hashed), h);
     t.last_hash = h;
     ++t.num_hashed;
   }
@@ -434,26 +453,27 @@ bool KvCache::AllocateSlow(int32_t slot, const KvRequestView& req, int32_t num_c
     int64_t need = 0;
     for (int g = 0; g < num_groups_; ++g) {
       need += std::max<int64_t>(
-          0, CeilDiv(end_tokens, groups_[g].block_size) - Table(slot, g).num_blocks);
+          0, groups_[g].Ceil(end_tokens) - Table(slot, g).num_blocks);
     }
     if (need > num_free_) return false;
   }
   for (int g = 0; g < num_groups_; ++g) {
     const GroupInfo& gi = groups_[g];
     GroupTable& t = Table(slot, g);
-    const int32_t want = CeilDiv(end_tokens, gi.block_size);
+    const int32_t want = static_cast<int32_t>(gi.Ceil(end_tokens));
     if (want > t.num_blocks) {
       const int32_t n = want - t.num_blocks;
       if (caching_) {
         PopFree(n);
-        t.blocks.resize(t.blocks.size() + n, kAnon);
+        // New blocks are anonymous: entries past t.blocks.size() are kAnon
+        // implicitly (nothing to write).
       }
       num_free_ -= n;
       num_used_ += n;
       t.num_blocks = want;
     }
     if (caching_)
-      RegisterShared(t, req, g, static_cast<int32_t>(end_tokens / gi.block_size));
+      RegisterShared(t, req, g, static_cast<int32_t>(gi.Floor(end_tokens)));
   }
   UpdateFast(slot);
   return true;
@@ -490,7 +510,7 @@ void KvCache::Free(int32_t slot, const KvRequestView& req, int32_t num_computed,
           bool shared = false;
           const uint64_t h = BlockHash(t.num_hashed == 0 ? SeedHash(g) : t.last_hash, req,
                                        g, t.num_hashed, &shared);
-          if (t.num_hashed >= t.first_live) Register(t.blocks[t.num_hashed], h);
+          if (t.num_hashed >= t.first_live) Register(Entry(t, t.num_hashed), h);
           t.last_hash = h;
           ++t.num_hashed;
         }
@@ -550,13 +570,15 @@ bool KvCache::CheckInvariant(bool deep) const {
     std::fill(refs.begin(), refs.end(), 0);
     int64_t held_anon = 0;
     for (const GroupTable& t : tables_) {
+      if (static_cast<int32_t>(t.blocks.size()) > t.num_blocks) return false;
       for (int32_t j = t.first_live; j < t.num_blocks; ++j) {
-        if (t.blocks[j] == kAnon) {
+        const int32_t b = j < static_cast<int32_t>(t.blocks.size()) ? t.blocks[j] : kAnon;
+        if (b == kAnon) {
           ++held_anon;
-        } else if (t.blocks[j] <= 0) {
+        } else if (b <= 0) {
           return false;
         } else {
-          ++refs[t.blocks[j]];
+          ++refs[b];
         }
       }
     }

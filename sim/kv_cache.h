@@ -123,7 +123,9 @@ class KvCache {
 
  private:
   struct GroupTable {
-    std::vector<int32_t> blocks;  // block ids (caching mode only)
+    // Caching mode: entries 0 (null), kAnon or a label; entries at and past
+    // blocks.size() (up to num_blocks) are kAnon and not stored.
+    std::vector<int32_t> blocks;
     int32_t num_blocks = 0;       // logical table length, null entries included
     int32_t first_live = 0;       // entries before this are the null block
     int32_t num_hashed = 0;       // leading blocks whose chain hash is known
@@ -140,6 +142,13 @@ class KvCache {
   struct GroupInfo {
     int32_t block_size = 16;
     int32_t window = 0;  // 0: full attention
+    int32_t shift = -1;  // log2(block_size) when a power of two, else -1
+    // Blocks covering `tokens` >= 0 tokens (floor / ceil), without a
+    // division in the common power-of-two case (this is the decode path).
+    int64_t Floor(int64_t tokens) const {
+      return shift >= 0 ? tokens >> shift : tokens / block_size;
+    }
+    int64_t Ceil(int64_t tokens) const { return Floor(tokens + block_size - 1); }
   };
 
   KvCache(const KvCacheSpec& spec, bool caching);
@@ -158,6 +167,7 @@ class KvCache {
   void PushAnonTail(int64_t n);
   void GrowOrCompactRing();
   void ReleaseEntries(std::vector<int32_t>& blocks, int32_t lo, int32_t hi);
+  int32_t& Entry(GroupTable& t, int32_t j);  // grows the stored part
   void Register(int32_t& entry, uint64_t key);
   int32_t NewLabel();
   void ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_computed);

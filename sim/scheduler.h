@@ -51,20 +51,21 @@ constexpr int kNumRejectReasons = 5;
 // Stable lower-case name, e.g. "exceeds_max_model_len".
 std::string_view RejectReasonName(RejectReason r);
 
-// One in-flight request inside a scheduler.
-struct SchedRequest {
+// One in-flight request inside a scheduler. The fields every step reads
+// (and spec's lengths right after them) share the first cache line.
+struct alignas(64) SchedRequest {
+  int64_t cookie = 0;  // caller's handle (e.g. the client's record)
+  TimeNs last_token_ns = -1;
+  TimeNs first_token_ns = -1;
+  int32_t num_computed = 0;  // tokens whose KV is cached
+  int32_t num_output = 0;    // tokens generated so far
+  bool active = false;
   RequestSpec spec;
-  int64_t cookie = 0;     // caller's handle (e.g. the client's record)
   TimeNs arrival_ns = 0;  // reached this replica
   TimeNs first_scheduled_ns = -1;
-  TimeNs first_token_ns = -1;
-  TimeNs last_token_ns = -1;
-  int32_t num_computed = 0;       // tokens whose KV is cached
-  int32_t num_output = 0;         // tokens generated so far
   int32_t prefix_hit_tokens = 0;  // hit at first admission
   int32_t num_preemptions = 0;
   int64_t admit_seq = -1;
-  bool active = false;
   int32_t num_tokens() const { return spec.input_tokens + num_output; }
 };
 
