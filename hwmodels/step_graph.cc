@@ -128,6 +128,8 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     ad.op_class = OpClass::kAttention;
     ad.flops[dec] = 4 * q;         // QK^T and PV per (query, key)
     ad.bytes[dec] = 2 * kv * kvb;  // K and V of every attended token
+    ad.unit_bytes_per_ctx = 2 * l.head_dim * kvb;
+    ad.kv_heads = l.num_kv_heads;
     Vertex vad = add(p + "attention_decode", ad);
 
     Operator ap;  // prefill attention (flash): pairs of compute, KV read once per chunk
@@ -207,7 +209,9 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     g->topo_.push_back(vp.name);
     auto same = [&](const Operator& o) {
       return o.op_class == vp.op.op_class && o.quantized == vp.op.quantized &&
-             o.flops == vp.op.flops && o.bytes == vp.op.bytes;
+             o.flops == vp.op.flops && o.bytes == vp.op.bytes &&
+             o.unit_bytes_per_ctx == vp.op.unit_bytes_per_ctx &&
+             o.kv_heads == vp.op.kv_heads;
     };
     auto it = std::find_if(g->ops_.begin(), g->ops_.end(), same);
     if (it != g->ops_.end()) {

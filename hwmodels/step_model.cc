@@ -129,6 +129,26 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
                       ") relative to 16-bit GEMM, multiplies bw and FLOP efficiency"),
          absl::StrCat(src, " (", key, ")")});
   }
+  // Decode attention kernels without split-KV (Triton unified attention on
+  // ROCm and on the Turing-patched T4) give each (sequence, KV head) pair one
+  // work unit that streams its context alone: with few sequences and one or
+  // two KV heads most compute units idle and the time grows with context at
+  // one unit's bandwidth, hidden by the full-device roofline only once
+  // sequences x KV heads fill the device. Only where the device file gives
+  // a prior (0 or absent: the backend splits the KV, e.g. FlashAttention).
+  if (const double gbs = prior("attn_unit_gbs", 0); gbs > 0) {
+    ps.push_back({"attn_unit_gbs", gbs, 1.0, device.bandwidth_bytes_per_s() / 1e9, gbs,
+                  0.5 * gbs, 0, "GB/s",
+                  "KV-read bandwidth of one (sequence, KV head) work unit of the decode "
+                  "attention kernel; limits decode attention while sequences x KV heads "
+                  "< attn_units",
+                  src});
+    const double units = prior("attn_units", 1);
+    ps.push_back({"attn_units", units, 1.0, 1e6, units, 0, 0, "count",
+                  "parallel units of the device (compute units / SMs) that decode "
+                  "attention work units spread over",
+                  src});
+  }
   time("host_step_us", 2000, 100000,
        "host time per step (scheduler, input prep, output processing)");
   time("host_seq_us", 30, 5000, "host time per scheduled sequence per step");
@@ -184,6 +204,17 @@ double RooflineStepModel::OpNs(const Operator& op, const AggVector& v) const {
   return op.count * std::max(fl / (peak * ef), by / (g.bandwidth() * eb)) * 1e9;
 }
 
+double RooflineStepModel::UnitNs(const Operator& op, const AggVector& v,
+                                 int32_t num_decodes) const {
+  if (op.unit_bytes_per_ctx <= 0 || attn_unit_bw_ <= 0 || num_decodes <= 0) return 0;
+  double ctx = 0;
+  for (int i = 0; i < kNumAggs; ++i)
+    if (op.bytes[i] != 0) ctx += v[i];
+  const double cap = std::max(1.0, attn_units_ / std::max(1.0, op.kv_heads));
+  return op.count * op.unit_bytes_per_ctx * ctx /
+         (std::min<double>(num_decodes, cap) * attn_unit_bw_) * 1e9;
+}
+
 std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
     std::shared_ptr<const CompiledStepGraph> graph, const ParameterSet& params) {
   auto m = std::shared_ptr<RooflineStepModel>(new RooflineStepModel());
@@ -198,6 +229,8 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
   m->eff_bw_a_ = Clamp01(ParamOr(params, "bw_eff_attention", 0.4));
   m->eff_fl_a_ = Clamp01(ParamOr(params, "flops_eff_attention", 0.35));
   m->quant_eff_ = Clamp01(ParamOr(params, "quant_kernel_eff", 1.0));
+  m->attn_unit_bw_ = std::max(0.0, ParamOr(params, "attn_unit_gbs", 0)) * 1e9;
+  m->attn_units_ = std::max(1.0, ParamOr(params, "attn_units", 1));
   auto us = [&](const char* n, double def) {
     return std::max(0.0, ParamOr(params, n, def)) * 1e3;
   };
@@ -254,7 +287,14 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
       seq_lines.push_back({f[kAggOne], f[kAggSeqs], b[kAggOne], b[kAggSeqs]});
     } else if (count_f <= 1 && count_b <= 1 && (nz_f == nz_b || nz_f < 0 || nz_b < 0)) {
       const int i = nz_f >= 0 ? nz_f : nz_b;
-      m->linear_[i] += std::max(f[i], b[i]);
+      if (op.unit_bytes_per_ctx > 0 && m->attn_unit_bw_ > 0) {
+        m->unit_terms_.push_back(
+            {i, std::max(f[i], b[i]),
+             op.count * op.unit_bytes_per_ctx / m->attn_unit_bw_ * 1e9,
+             std::max(1.0, m->attn_units_ / std::max(1.0, op.kv_heads))});
+      } else {
+        m->linear_[i] += std::max(f[i], b[i]);
+      }
     } else {
       MaxTerm t;
       for (int i = 0; i < kNumAggs; ++i) {
@@ -331,6 +371,13 @@ StepCost RooflineStepModel::Cost(const StepBatch& batch) const {
   double dev = OverheadNs(a, &host);
   dev += EvalPwl(pwl_tokens_, a.v[kAggTokens]) + EvalPwl(pwl_seqs_, a.v[kAggSeqs]);
   for (int k = 0; k < num_linear_; ++k) dev += linear_coef_[k] * a.v[linear_idx_[k]];
+  if (a.num_decodes > 0) {
+    const double n = a.num_decodes;
+    for (const UnitTerm& t : unit_terms_) {
+      const double x = a.v[t.idx];
+      dev += std::max(t.coef * x, t.unit_coef * x / std::min(n, t.unit_cap));
+    }
+  }
   for (const MaxTerm& t : max_terms_) {
     double f = 0, b = 0;
     for (int k = 0; k < t.num_f; ++k) f += t.f_coef[k] * a.v[t.f_idx[k]];
@@ -346,7 +393,8 @@ StepCost RooflineStepModel::CostByWalk(const StepBatch& batch) const {
       ComputeAggregates(batch, graph_->window(), graph_->num_experts(), graph_->top_k());
   double host = 0;
   double dev = OverheadNs(a, &host);
-  for (const Operator& op : graph_->ops()) dev += OpNs(op, a.v);
+  for (const Operator& op : graph_->ops())
+    dev += std::max(OpNs(op, a.v), UnitNs(op, a.v, a.num_decodes));
   return StepCost{static_cast<TimeNs>(std::llround(host)),
                   std::max<TimeNs>(1, static_cast<TimeNs>(std::ceil(dev)))};
 }
@@ -359,9 +407,11 @@ std::string RooflineStepModel::Describe() const {
       "one per layer otherwise; all kernels without graph capture) + moe_routing x MoE "
       "layers + sum over operators of max(flops / (peak x flops_eff), bytes / (bandwidth "
       "x "
-      "bw_eff)) (quantized GEMMs also x quant_kernel_eff). Compiled into ",
+      "bw_eff)) (quantized GEMMs also x quant_kernel_eff; decode attention at least "
+      "context bytes of one KV head / (attn_unit_gbs x min(decodes, attn_units / KV "
+      "heads)) where attn_unit_gbs is set). Compiled into ",
       pwl_tokens_.size(), "+", pwl_seqs_.size(), " piecewise-linear segments and ",
-      max_terms_.size(), " max terms. Parameters:");
+      max_terms_.size(), " max terms, ", unit_terms_.size(), " unit-bandwidth terms. Parameters:");
   for (const Parameter& p : params_.params()) {
     absl::StrAppend(
         &s, absl::StrFormat(" %s=%.6g %s [%s]", p.name, p.value, p.unit, p.source));

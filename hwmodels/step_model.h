@@ -71,6 +71,13 @@ struct Operator {
   double count = 1;        // identical instances (layers)
   AggVector flops{};       // per instance, per unit of each aggregate
   AggVector bytes{};
+  // Decode attention only: bytes one (sequence, KV head) work unit streams
+  // per context token (K and V of one head), and the KV heads per layer.
+  // While sequences x KV heads are fewer than the device's parallel units
+  // and the kernel does not split the KV, the op cannot use the whole
+  // bandwidth: see attn_unit_gbs in PriorStepParameters.
+  double unit_bytes_per_ctx = 0;
+  double kv_heads = 0;
 };
 
 class CompiledStepGraph {
@@ -148,6 +155,8 @@ class RooflineStepModel final : public StepTimeModel {
   RooflineStepModel() = default;
   static double EvalPwl(const std::vector<Segment>& segs, double x);
   double OpNs(const Operator& op, const AggVector& v) const;
+  // The per-work-unit bandwidth bound of a decode attention op (0 if none).
+  double UnitNs(const Operator& op, const AggVector& v, int32_t num_decodes) const;
   double OverheadNs(const BatchAggregates& a, double* host_ns) const;
 
   std::shared_ptr<const CompiledStepGraph> graph_;
@@ -162,8 +171,16 @@ class RooflineStepModel final : public StepTimeModel {
   std::array<uint8_t, kNumAggs> linear_idx_{};
   std::array<double, kNumAggs> linear_coef_{};
   std::vector<MaxTerm> max_terms_;  // the rest
+  // Decode attention with a per-work-unit bandwidth limit:
+  // max(coef x v[idx], unit_coef x v[idx] / min(decodes, unit_cap)).
+  struct UnitTerm {
+    int idx;
+    double coef, unit_coef, unit_cap;
+  };
+  std::vector<UnitTerm> unit_terms_;
   // Per-op efficiencies resolved (for CostByWalk).
   double eff_bw_w_ = 1, eff_fl_w_ = 1, eff_bw_a_ = 1, eff_fl_a_ = 1, quant_eff_ = 1;
+  double attn_unit_bw_ = 0, attn_units_ = 1;  // bytes/s per work unit (0: off); units
   // Overheads (ns).
   double host_step_ns_ = 0, host_seq_ns_ = 0, host_token_ns_ = 0;
   double device_step_ns_ = 0, launch_ns_ = 0, moe_routing_ns_ = 0;

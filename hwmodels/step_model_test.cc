@@ -239,6 +239,33 @@ TEST(StepModelTest, RebuildWithOtherParametersChangesCost) {
             DecodeCost(*b.model, 1, 100).host_ns + 1000000);
 }
 
+// MI300X decode attention has no KV split: one sequence's context is read
+// by one work unit per KV head, at attn_unit_gbs, not at the device's
+// bandwidth; with sequences x KV heads >= attn_units the roofline rules.
+TEST(StepModelTest, FewDecodesReadTheirContextAtOneUnitsBandwidth) {
+  Built b = Build("mi300x", "gemma-4-e2b", "none");
+  const double unit_bw = b.d.params.Get("attn_unit_gbs") * 1e9;
+  // E2B: 7 full layers read K and V of 512-wide heads for every context token
+  // (sliding layers stop at the 512-token window).
+  const double extra_ns = 7 * 2 * 512 * 2 * (8192.0 - 4096.0) / unit_bw * 1e9;
+  const double one = static_cast<double>(DecodeCost(*b.model, 1, 8192).device_ns -
+                                         DecodeCost(*b.model, 1, 4096).device_ns);
+  EXPECT_NEAR(one, extra_ns, 0.01 * extra_ns + 2);
+  // Four sequences: four units in parallel, the same time per step.
+  const double four = static_cast<double>(DecodeCost(*b.model, 4, 8192).device_ns -
+                                          DecodeCost(*b.model, 4, 4096).device_ns);
+  EXPECT_NEAR(four, one, 0.01 * one + 2);
+  // Without the per-unit limit the same step is cheaper.
+  ParameterSet p = b.d.params;
+  p.FindMutable("attn_unit_gbs")->value = 0;
+  auto roofline_only = RebuildStepModel(b.d, p);
+  EXPECT_LT(DecodeCost(*roofline_only, 1, 8192).device_ns,
+            DecodeCost(*b.model, 1, 8192).device_ns);
+  // 512 sequences (> 304 units): the full-device roofline, not the unit bound.
+  EXPECT_EQ(DecodeCost(*roofline_only, 512, 8192).device_ns,
+            DecodeCost(*b.model, 512, 8192).device_ns);
+}
+
 // With the priors, single-stream decode lands near the published figures
 // (calibration fits them exactly later): within 50%.
 TEST(StepModelTest, PriorsGiveBallparkSingleStreamDecode) {
