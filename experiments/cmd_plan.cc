@@ -117,7 +117,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       "plan",
       "Cheapest fleet per device (and mixed pair) meeting every SLO term on a workload.\n"
       "Each candidate fleet is simulated; the table of candidates is printed, and the\n"
-      "fleet one replica smaller than each choice is shown to miss.\n"
+      "fleet one replica smaller than each choice is shown to miss. Exit code 3 when\n"
+      "no fleet up to --max-replicas meets the SLO.\n"
       "Example: servesim plan --rate 10 --slo 'ttft_p99<=1s' --devices t4,l4 --price "
       "spot");
   cmd->add_option("--config", f->config,
@@ -168,7 +169,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
     }
     const std::string text = f->json ? FormatPlanJson(*o, *r) : FormatPlanText(*o, *r);
     std::fwrite(text.data(), 1, text.size(), stdout);
-    *exit_code = kExitOk;
+    // A script can tell "no fleet meets the SLO" from the exit code.
+    *exit_code = r->best_group >= 0 ? kExitOk : kExitCheckFailed;
   });
 }
 
