@@ -40,6 +40,7 @@ struct PlanFlags {
   std::string router = "least-outstanding";
   bool no_mixed = false;
   int jobs = 1;
+  int busy_hours = 24;
   bool json = false;
 };
 
@@ -106,6 +107,7 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   o.max_replicas = f.max_replicas;
   o.mixed_pairs = !f.no_mixed;
   o.jobs = f.jobs;
+  o.busy_hours_per_day = f.busy_hours;
   return o;
 }
 
@@ -150,6 +152,11 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-mixed", f->no_mixed, "do not try mixed pairs of devices");
   cmd->add_option("--jobs,-j", f->jobs, "devices searched in parallel")
       ->check(CLI::Range(1, 256));
+  cmd->add_option("--busy-hours", f->busy_hours,
+                  "hours a day the workload runs (1-24, default 24); below 24 each\n"
+                  "chosen fleet's daily bill is shown always on, stopped and deleted\n"
+                  "when idle (start-up time billed)")
+      ->check(CLI::Range(1, 24));
   cmd->add_flag("--json", f->json, "print everything as JSON");
   cmd->callback([f, exit_code] {
     const PointRunner runner = SimulatorPointRunner();

@@ -318,8 +318,48 @@ void ParallelFor(int n, int jobs, F f) {
 
 }  // namespace
 
+namespace {
+
+// Daily bill of a chosen fleet running `busy_hours` a day (one stretch).
+absl::StatusOr<DailyCost> FleetDailyCost(const PlanOptions& o, const PlanCandidate& c,
+                                         IdlePolicy policy) {
+  // One "request" per second per busy hour carrying the fleet's simulated
+  // output tokens per second: tokens a day = tok/s x 3600 x busy hours.
+  TrafficProfile profile;
+  profile.requests_per_s.assign(24, 0.0);
+  for (int h = 0; h < o.busy_hours_per_day; ++h) profile.requests_per_s[h] = 1.0;
+  profile.output_tokens_per_request = c.output_tokens_per_s;
+  DailyCost total;
+  for (const FleetPart& part : c.fleet) {
+    const PlanDevice* dev = nullptr;
+    for (const PlanDevice& d : o.devices) {
+      if (d.device == part.device) dev = &d;
+    }
+    if (dev == nullptr) return absl::InternalError("plan: fleet part of an unknown device");
+    ASSIGN_OR_RETURN(DailyCost part_cost,
+                     DailyEndpointCost(dev->offer, part.count, profile, policy));
+    total.busy_hours = part_cost.busy_hours;
+    total.starts = part_cost.starts;
+    total.output_tokens_per_day = part_cost.output_tokens_per_day;
+    total.startup_hours = std::max(total.startup_hours, part_cost.startup_hours);
+    total.billed_hours = std::max(total.billed_hours, part_cost.billed_hours);
+    total.usd_per_day += part_cost.usd_per_day;
+  }
+  total.usd_per_million_output_tokens =
+      total.output_tokens_per_day > 0
+          ? total.usd_per_day / total.output_tokens_per_day * 1e6
+          : std::numeric_limits<double>::infinity();
+  return total;
+}
+
+}  // namespace
+
 absl::StatusOr<PlanResult> RunPlan(const PlanOptions& o, const PointRunner& runner) {
   if (o.devices.empty()) return absl::InvalidArgumentError("plan: no devices to try");
+  if (o.busy_hours_per_day < 1 || o.busy_hours_per_day > 24) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--busy-hours: ", o.busy_hours_per_day, " is out of range [1, 24]"));
+  }
   if (o.slo.empty()) return absl::InvalidArgumentError("plan: no SLO terms");
   if (o.max_replicas < 1) {
     return absl::InvalidArgumentError(
@@ -384,6 +424,15 @@ absl::StatusOr<PlanResult> RunPlan(const PlanOptions& o, const PointRunner& runn
     if (std::tie(cur.usd_per_hour, cur.num_replicas) <
         std::tie(best.usd_per_hour, best.num_replicas)) {
       result.best_group = static_cast<int>(g);
+    }
+  }
+  if (o.busy_hours_per_day < 24) {
+    for (PlanGroup& g : result.groups) {
+      if (g.chosen < 0) continue;
+      for (IdlePolicy p : {IdlePolicy::kAlwaysOn, IdlePolicy::kStop, IdlePolicy::kDelete}) {
+        ASSIGN_OR_RETURN(DailyCost d, FleetDailyCost(o, result.candidates[g.chosen], p));
+        g.daily.emplace_back(p, d);
+      }
     }
   }
   return result;
@@ -458,6 +507,29 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
                       "\n");
     }
   }
+  if (o.busy_hours_per_day < 24 && r.best_group >= 0) {
+    absl::StrAppend(&out, "\nDaily bill, traffic ", o.busy_hours_per_day,
+                    " h a day (one stretch; start-up time billed on each start):\n");
+    for (const PlanGroup& g : r.groups) {
+      if (g.daily.empty()) continue;
+      absl::StrAppend(&out, "  ", g.group, " (", r.candidates[g.chosen].label, ")");
+      for (const FleetPart& part : r.candidates[g.chosen].fleet) {
+        for (const PlanDevice& d : o.devices) {
+          if (d.device == part.device && d.offer.startup_s <= 0) {
+            absl::StrAppend(&out, " [no start-up time on record for ", d.device,
+                            ": counted as 0]");
+          }
+        }
+      }
+      out += ":\n";
+      for (const auto& [policy, d] : g.daily) {
+        absl::StrAppend(&out, absl::StrFormat("    %-17s %12s/day  %6s h billed  $%s/1M out\n",
+                                              A(IdlePolicyName(policy)), absl::StrCat("$", Num(d.usd_per_day, 6)),
+                                              Num(d.billed_hours, 4),
+                                              Num(d.usd_per_million_output_tokens)));
+      }
+    }
+  }
   if (r.best_group >= 0) {
     const PlanCandidate& c = r.candidates[r.groups[r.best_group].chosen];
     absl::StrAppend(&out, "\nCheapest overall: ", c.label, " at $",
@@ -528,7 +600,19 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
     w.Key("one_fewer").BeginArray();
     for (int i : g.one_fewer) w.Int(i);
     w.EndArray();
-    w.KV("reason", g.reason).EndObject();
+    w.KV("reason", g.reason);
+    w.Key("daily_cost").BeginArray();
+    for (const auto& [policy, d] : g.daily) {
+      w.BeginObject().KV("policy", IdlePolicyName(policy));
+      w.KV("busy_hours", d.busy_hours).KV("starts", d.starts);
+      w.KV("startup_hours", d.startup_hours).KV("billed_hours", d.billed_hours);
+      w.KV("usd_per_day", d.usd_per_day);
+      w.KV("output_tokens_per_day", d.output_tokens_per_day);
+      w.KV("usd_per_million_output_tokens", d.usd_per_million_output_tokens);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
   }
   w.EndArray();
   w.Key("best");

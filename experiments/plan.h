@@ -58,6 +58,10 @@ struct PlanOptions {
   int max_replicas = 8;     // per fleet, all devices together
   bool mixed_pairs = true;  // also search a x A + b x B
   int jobs = 1;             // groups searched in parallel
+  // Hours a day the workload runs (one stretch from hour 0; 1..24). Below
+  // 24, each chosen fleet also gets its daily bill under every idle policy
+  // (always on; stopped or deleted when idle, start-up time billed).
+  int busy_hours_per_day = 24;
 };
 
 struct PlanCandidate {
@@ -85,6 +89,11 @@ struct PlanGroup {
   // Candidates with one replica fewer than the chosen fleet (all missed).
   std::vector<int> one_fewer;
   std::string reason;  // why nothing was chosen (does not fit, ...)
+  // When PlanOptions::busy_hours_per_day < 24 and a fleet was chosen: its
+  // daily bill per policy (always-on, stop-when-idle, delete-when-idle),
+  // each replica group priced with its own offer (start-up time, billing
+  // while stopped) and the chosen fleet's simulated output throughput.
+  std::vector<std::pair<IdlePolicy, DailyCost>> daily;
 };
 
 struct PlanResult {

@@ -147,6 +147,38 @@ TEST(RunPlanTest, CostPerMillionTokensUsesTheSimulatedThroughput) {
   EXPECT_DOUBLE_EQ(c.usd_per_million_total, UsdPerMillionTokens(2.0, 13200));
 }
 
+TEST(RunPlanTest, PartTimeTrafficGetsADailyBillPerIdlePolicy) {
+  PlanOptions o = Options(false);
+  o.busy_hours_per_day = 8;
+  o.devices[0].offer.startup_s = 1800;  // a: 30 min to ready, billed
+  o.devices[1].offer.bills_when_stopped = true;  // b: a stopped droplet bills
+  auto r = RunPlan(o, QueueRunner(12));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const PlanGroup& a = r->groups[0];  // 2 x a at $1/h each, 1,200 out tok/s
+  ASSERT_EQ(a.daily.size(), 3u);
+  EXPECT_EQ(a.daily[0].first, IdlePolicy::kAlwaysOn);
+  EXPECT_DOUBLE_EQ(a.daily[0].second.usd_per_day, 24 * 2.0);
+  EXPECT_DOUBLE_EQ(a.daily[1].second.usd_per_day, (8 + 0.5) * 2.0);  // one start
+  EXPECT_DOUBLE_EQ(a.daily[2].second.usd_per_day, (8 + 0.5) * 2.0);
+  EXPECT_DOUBLE_EQ(a.daily[1].second.output_tokens_per_day, 1200.0 * 3600 * 8);
+  EXPECT_DOUBLE_EQ(a.daily[1].second.usd_per_million_output_tokens,
+                   17.0 / (1200.0 * 3600 * 8) * 1e6);
+  const PlanGroup& b = r->groups[1];  // 5 x b at $0.35/h
+  ASSERT_EQ(b.daily.size(), 3u);
+  EXPECT_DOUBLE_EQ(b.daily[1].second.usd_per_day, 24 * 5 * 0.35);  // stopped bills
+  EXPECT_DOUBLE_EQ(b.daily[2].second.usd_per_day, 8 * 5 * 0.35);   // deleted does not
+  EXPECT_TRUE(r->groups[2].daily.empty());  // nothing chosen
+  EXPECT_THAT(FormatPlanText(o, *r), HasSubstr("Daily bill, traffic 8 h a day"));
+  EXPECT_THAT(FormatPlanJson(o, *r), HasSubstr("\"policy\": \"delete-when-idle\""));
+  // Full-day traffic: no daily section.
+  auto full = RunPlan(Options(false), QueueRunner(12));
+  ASSERT_TRUE(full.ok());
+  EXPECT_TRUE(full->groups[0].daily.empty());
+  o.busy_hours_per_day = 25;
+  EXPECT_THAT(RunPlan(o, QueueRunner(12)).status().message(),
+              HasSubstr("--busy-hours: 25 is out of range [1, 24]"));
+}
+
 TEST(RunPlanTest, NothingMeetsWithinMaxReplicas) {
   PlanOptions o = Options(false);
   o.max_replicas = 3;
