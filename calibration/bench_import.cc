@@ -3,6 +3,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -28,6 +31,57 @@ double Mean(const std::vector<double>& v) {
   return v.empty() ? 0 : s / v.size();
 }
 
+constexpr double kMaxInt32 = std::numeric_limits<int32_t>::max();
+// Token totals are counts: integers a double holds exactly.
+constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
+
+// A value as Python's json module writes it (NaN, Infinity, -5, 12.5).
+std::string JsonNumberText(double x) {
+  if (std::isnan(x)) return "NaN";
+  if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
+  return absl::StrFormat("%.15g", x);
+}
+
+bool IsInteger(double x) { return std::isfinite(x) && x == std::floor(x); }
+
+absl::Status OutOfRange(const std::string& path, const std::string& key,
+                        const std::string& value, std::string_view allowed) {
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s: key \"%s\": %s is out of range (allowed: %s)", path, key, value, allowed));
+}
+
+// The number at top-level `key`, or nullopt when the key is absent or null.
+// An error naming the file, the key and `allowed` when the value is a
+// string or boolean, or a number `ok` refuses (NaN and infinities are
+// refused by every caller's `ok`).
+template <typename Pred>
+absl::StatusOr<std::optional<double>> CheckedNumber(const BenchResult& r,
+                                                    const std::string& path,
+                                                    const std::string& key, Pred ok,
+                                                    std::string_view allowed) {
+  if (auto it = r.strings.find(key); it != r.strings.end()) {
+    return OutOfRange(path, key, absl::StrFormat("the string \"%s\"", it->second),
+                      allowed);
+  }
+  auto it = r.metrics.find(key);
+  if (it == r.metrics.end()) return std::optional<double>();
+  if (!ok(it->second)) return OutOfRange(path, key, JsonNumberText(it->second), allowed);
+  return std::optional<double>(it->second);
+}
+
+// Per-request lengths: non-negative integer token counts.
+absl::Status CheckLengths(const std::string& path, const std::string& key,
+                          const std::vector<double>& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!IsInteger(v[i]) || v[i] < 0 || v[i] > kMaxInt32) {
+      return OutOfRange(path, absl::StrFormat("%s[%d]", key, i),
+                        std::isnan(v[i]) ? "NaN or null" : JsonNumberText(v[i]),
+                        "an integer token count in 0..2147483647");
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
@@ -36,53 +90,103 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
   c.path = path;
   if (auto it = r.strings.find("model_id"); it != r.strings.end())
     c.model_id = it->second;
-  const double completed = r.MetricOr("completed", 0);
-  if (!(completed >= 1)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: key completed: %g, need at least one completed request", path, completed));
+  // Every key the cell is built from is range-checked here: a bad value is
+  // an error naming the file and key, never a silently dropped point.
+  const auto positive_int = [](double x) { return IsInteger(x) && x >= 1 && x <= kMaxInt32; };
+  const auto count = [](double x) { return IsInteger(x) && x >= 0 && x <= kMaxExactInteger; };
+  const auto positive = [](double x) { return std::isfinite(x) && x > 0; };
+  const auto non_negative = [](double x) { return std::isfinite(x) && x >= 0; };
+  ASSIGN_OR_RETURN(std::optional<double> completed_opt,
+                   CheckedNumber(r, path, "completed", positive_int,
+                                 "an integer in 1..2147483647: at least one request "
+                                 "must have completed"));
+  const double completed = *completed_opt;  // ReadBenchResult requires the key
+  ASSIGN_OR_RETURN(std::optional<double> num_prompts,
+                   CheckedNumber(r, path, "num_prompts", positive_int,
+                                 "an integer in 1..2147483647"));
+  if (num_prompts && *num_prompts < completed) {
+    return OutOfRange(path, "num_prompts", JsonNumberText(*num_prompts),
+                      absl::StrFormat("an integer >= completed (%s)",
+                                      JsonNumberText(completed)));
   }
+  ASSIGN_OR_RETURN(std::optional<double> duration,
+                   CheckedNumber(r, path, "duration", positive,
+                                 "a finite number of seconds > 0"));
   c.num_prompts = static_cast<int64_t>(completed);
   std::vector<std::string> how;
-  // Concurrency and arrival rate.
-  c.max_concurrency = static_cast<int32_t>(r.MetricOr("max_concurrency", 0));
-  if (auto it = r.strings.find("request_rate");
-      it != r.strings.end() && it->second == "inf") {
+  // Concurrency and arrival rate. vLLM writes max_concurrency as null (no
+  // limit) or a positive integer, request_rate as "inf" or a number.
+  ASSIGN_OR_RETURN(std::optional<double> max_concurrency,
+                   CheckedNumber(r, path, "max_concurrency", positive_int,
+                                 "null (no limit) or an integer in 1..2147483647"));
+  c.max_concurrency = max_concurrency ? static_cast<int32_t>(*max_concurrency) : 0;
+  constexpr std::string_view kRateRange =
+      "the string \"inf\", or a number of requests/s > 0";
+  if (auto it = r.strings.find("request_rate"); it != r.strings.end()) {
+    if (it->second != "inf") {
+      return OutOfRange(path, "request_rate",
+                        absl::StrFormat("the string \"%s\"", it->second), kRateRange);
+    }
     c.request_rate = std::numeric_limits<double>::infinity();
   } else {
-    c.request_rate = r.MetricOr("request_rate", std::numeric_limits<double>::infinity());
+    ASSIGN_OR_RETURN(std::optional<double> rate,
+                     CheckedNumber(r, path, "request_rate",
+                                   [](double x) { return x > 0; },  // +Infinity: "inf"
+                                   kRateRange));
+    c.request_rate = rate.value_or(std::numeric_limits<double>::infinity());
   }
   how.push_back(c.max_concurrency > 0 ? "max_concurrency" : "no max_concurrency key");
   // Lengths: per-request arrays when present, else totals / completed.
   if (r.input_lens && r.output_lens && !r.input_lens->empty()) {
+    RETURN_IF_ERROR(CheckLengths(path, "input_lens", *r.input_lens));
+    RETURN_IF_ERROR(CheckLengths(path, "output_lens", *r.output_lens));
     c.has_per_request = true;
     c.input_tokens = Mean(*r.input_lens);
     c.output_tokens = Mean(*r.output_lens);
     c.fixed_lengths = AllEqual(*r.input_lens) && AllEqual(*r.output_lens);
     how.push_back("lengths from input_lens/output_lens");
   } else {
-    const double in = r.MetricOr("total_input_tokens", std::nan(""));
-    const double out = r.MetricOr("total_output_tokens", std::nan(""));
-    if (!std::isfinite(in) || !std::isfinite(out)) {
+    constexpr std::string_view kTotalRange = "an integer token count >= 0";
+    ASSIGN_OR_RETURN(std::optional<double> in,
+                     CheckedNumber(r, path, "total_input_tokens", count, kTotalRange));
+    ASSIGN_OR_RETURN(std::optional<double> out,
+                     CheckedNumber(r, path, "total_output_tokens", count, kTotalRange));
+    if (!in || !out) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: keys total_input_tokens/total_output_tokens (or per-request input_lens/"
           "output_lens) are needed to infer the request lengths",
           path));
     }
-    c.input_tokens = in / completed;
-    c.output_tokens = out / completed;
+    c.input_tokens = *in / completed;
+    c.output_tokens = *out / completed;
+    for (const auto& [key, mean] : {std::pair<const char*, double>{"total_input_tokens",
+                                                                   c.input_tokens},
+                                    {"total_output_tokens", c.output_tokens}}) {
+      if (mean > kMaxInt32) {
+        return OutOfRange(path, key, JsonNumberText(r.metrics.at(key)),
+                          "at most 2147483647 tokens per completed request");
+      }
+    }
     c.fixed_lengths = c.input_tokens == std::floor(c.input_tokens) &&
                       c.output_tokens == std::floor(c.output_tokens);
     how.push_back("lengths from total_*_tokens / completed");
   }
   if (r.ttfts) c.has_per_request = true;
-  c.output_throughput = r.MetricOr("output_throughput", 0);
-  c.total_throughput = r.MetricOr("total_token_throughput", 0);
-  c.median_ttft_ms = r.MetricOr("median_ttft_ms", 0);
-  c.median_tpot_ms = r.MetricOr("median_tpot_ms", 0);
+  // vLLM writes 0 for a metric no request produced (median TPOT of
+  // one-token outputs): 0 means "not measured" and is not fitted.
+  constexpr std::string_view kMetricRange = "a finite number >= 0; 0: not measured";
+  double* const targets[] = {&c.output_throughput, &c.total_throughput, &c.median_ttft_ms,
+                             &c.median_tpot_ms};
+  const char* const keys[] = {"output_throughput", "total_token_throughput",
+                              "median_ttft_ms", "median_tpot_ms"};
+  for (int i = 0; i < 4; ++i) {
+    ASSIGN_OR_RETURN(std::optional<double> v,
+                     CheckedNumber(r, path, keys[i], non_negative, kMetricRange));
+    *targets[i] = v.value_or(0);
+  }
   if (c.output_throughput <= 0) {
-    const double duration = r.MetricOr("duration", 0);
-    if (duration > 0) {
-      c.output_throughput = c.output_tokens * completed / duration;
+    if (duration) {
+      c.output_throughput = c.output_tokens * completed / *duration;
       how.push_back("output_throughput from total_output_tokens / duration");
     }
   }

@@ -30,7 +30,14 @@ struct ImportedCell {
   std::string inferred;  // which keys the lengths/concurrency came from
 };
 
-// Reads one file. Errors name the file and key.
+// Reads one file. InvalidArgument, naming the file, the key and the allowed
+// range, when a key the cell is built from is out of range: completed and
+// num_prompts (>= completed) positive integers, duration > 0,
+// max_concurrency null or a positive integer, request_rate "inf" or a
+// number > 0, token totals and per-request lengths non-negative integers,
+// output_throughput / total_token_throughput / median_ttft_ms /
+// median_tpot_ms finite and >= 0 (0: not measured). A string, NaN or
+// Infinity where a number is needed is an error too.
 absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path);
 
 // Measurements of `cell` on `run_id` (throughput, TTFT, TPOT when present),
