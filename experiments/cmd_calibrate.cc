@@ -48,6 +48,8 @@ std::string AllowedDeviceNamesForFit(const servesim::proto::FitConfig& c) {
   return absl::StrJoin(names, ", ");
 }
 
+constexpr double kMaxTolerancePct = 1000;
+
 void Err(const std::string& s) {
   std::fprintf(stderr, "servesim calibrate: %s\n", s.c_str());
 }
@@ -74,11 +76,23 @@ std::vector<std::string> ExpandPaths(const std::vector<std::string>& in) {
 }
 
 int RunCalibrate(const CalibrateFlags& f) {
-  const std::vector<std::string> paths = ExpandPaths(f.bench);
-  if (paths.empty()) {
-    Err("--bench: no result files given");
+  // 0 or NaN would turn every per-point check off ("0 checks, 0 missed").
+  if (!(std::isfinite(f.tolerance_pct) && f.tolerance_pct > 0 &&
+        f.tolerance_pct <= kMaxTolerancePct)) {
+    Err(absl::StrFormat("--tolerance-pct: %g is out of range (allowed: a finite "
+                        "percentage > 0 and <= %g)",
+                        f.tolerance_pct, kMaxTolerancePct));
     return kExitBadInput;
   }
+  const std::vector<std::string> paths = ExpandPaths(f.bench);
+  if (paths.empty()) {
+    Err(absl::StrFormat("--bench: no result files given (folders given: %s; a folder "
+                        "contributes its *.json and *.json.gz files)",
+                        absl::StrJoin(f.bench, ", ")));
+    return kExitBadInput;
+  }
+  // With --json, stdout carries exactly one JSON object: progress goes to stderr.
+  FILE* const progress = f.json ? stderr : stdout;
   std::vector<ImportedCell> cells;
   for (const std::string& p : paths) {
     auto c = ImportBenchFile(p);
@@ -86,7 +100,8 @@ int RunCalibrate(const CalibrateFlags& f) {
       Err(std::string(c.status().message()));
       return kExitBadInput;
     }
-    std::printf(
+    std::fprintf(
+        progress,
         "read %s: model %s, %lld requests, concurrency %s, request rate %s, %.1f in / "
         "%.1f out "
         "tokens%s%s; output %.1f tok/s, median TTFT %.2f ms, median TPOT %.3f ms\n",
