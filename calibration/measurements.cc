@@ -33,6 +33,18 @@ absl::StatusOr<MeasurementSet> ParseFile(const std::string& path) {
 
 }  // namespace
 
+std::string ResolveRepoPath(const std::string& rel) {
+  std::error_code ec;
+  if (std::filesystem::exists(rel, ec)) return rel;
+#ifdef SERVESIM_SOURCE_DIR
+  if (std::filesystem::path(rel).is_relative()) {
+    const std::string src = absl::StrFormat("%s/%s", SERVESIM_SOURCE_DIR, rel);
+    if (std::filesystem::exists(src, ec)) return src;
+  }
+#endif
+  return rel;
+}
+
 std::string MetricName(servesim::proto::Metric m) {
   return absl::AsciiStrToLower(servesim::proto::Metric_Name(m));
 }

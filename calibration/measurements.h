@@ -53,6 +53,13 @@ class MeasurementDb {
 // Default data folder, relative to the repository root.
 inline constexpr char kDefaultDataDir[] = "calibration/data";
 
+// A default path relative to the repository root (kDefaultDataDir,
+// kDefaultFitConfig, calibration/profiles), so that the commands work from
+// any directory: `rel` when it exists from the working directory, else the
+// copy in the source tree this binary was built from when that exists,
+// else `rel` unchanged (the caller's open then fails naming it).
+std::string ResolveRepoPath(const std::string& rel);
+
 // Metric name as in the proto enum, lower case ("output_throughput").
 std::string MetricName(servesim::proto::Metric m);
 

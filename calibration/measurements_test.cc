@@ -1,6 +1,9 @@
 #include "calibration/measurements.h"
 
+#include <filesystem>
 #include <set>
+
+#include "calibration/validation.h"
 
 #include "gtest/gtest.h"
 
@@ -72,6 +75,39 @@ TEST(MeasurementDbTest, ParseErrorNamesFileAndLine) {
   ASSERT_FALSE(db.ok());
   EXPECT_NE(db.status().message().find("bad.textproto:3:"), std::string::npos)
       << db.status().message();
+}
+
+// Restores the working directory when the test ends.
+class ScopedCwd {
+ public:
+  explicit ScopedCwd(const std::filesystem::path& dir)
+      : old_(std::filesystem::current_path()) {
+    std::filesystem::current_path(dir);
+  }
+  ~ScopedCwd() { std::filesystem::current_path(old_); }
+  ScopedCwd(const ScopedCwd&) = delete;
+  ScopedCwd& operator=(const ScopedCwd&) = delete;
+
+ private:
+  std::filesystem::path old_;
+};
+
+TEST(ResolveRepoPathTest, DefaultPathsResolveToTheSourceTreeFromAnyDirectory) {
+  ScopedCwd cwd(::testing::TempDir());
+  EXPECT_EQ(ResolveRepoPath(kDefaultDataDir), DataDir());
+  EXPECT_EQ(ResolveRepoPath(kDefaultFitConfig),
+            std::string(SERVESIM_SOURCE_DIR) + "/" + kDefaultFitConfig);
+  EXPECT_TRUE(MeasurementDb::LoadDir(ResolveRepoPath(kDefaultDataDir)).ok());
+  // Not in the source tree either: returned unchanged, so the open names it.
+  EXPECT_EQ(ResolveRepoPath("calibration/no-such-dir"), "calibration/no-such-dir");
+}
+
+TEST(ResolveRepoPathTest, PathPresentInWorkingDirectoryWins) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "resolve_cwd";
+  std::filesystem::create_directories(dir / "calibration" / "data");
+  ScopedCwd cwd(dir);
+  EXPECT_EQ(ResolveRepoPath(kDefaultDataDir), kDefaultDataDir);
 }
 
 }  // namespace

@@ -159,9 +159,16 @@ int RunCalibrate(const CalibrateFlags& f) {
     Err(std::string(db.status().message()));
     return kExitBadInput;
   }
-  auto shipped = LoadFitConfig(f.fit_config);
+  const std::string fit_config = f.fit_config == kDefaultFitConfig
+                                     ? ResolveRepoPath(f.fit_config)
+                                     : f.fit_config;
+  auto shipped = LoadFitConfig(fit_config);
   if (!shipped.ok()) {
-    Err(std::string(shipped.status().message()));
+    std::error_code ec;
+    Err(absl::StrFormat("%s (set by --fit-config; a relative path is taken from the "
+                        "current directory %s)",
+                        shipped.status().message(),
+                        std::filesystem::current_path(ec).string()));
     return kExitBadInput;
   }
   servesim::proto::FitConfig config;
@@ -174,7 +181,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   }
   if (config.fits().empty()) {
     Err(absl::StrFormat("device '%s' has no fit specification in %s (devices: %s)",
-                        f.device, f.fit_config, AllowedDeviceNamesForFit(*shipped)));
+                        f.device, fit_config, AllowedDeviceNamesForFit(*shipped)));
     return kExitBadInput;
   }
   ValidateOptions options;

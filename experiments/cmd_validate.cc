@@ -4,15 +4,21 @@
 // the published tables' consistency. Exit 3 (kExitCheckFailed) when a point
 // misses its tolerance; --refit also rewrites calibration/profiles/.
 #include <cstdio>
+#include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "calibration/measurements.h"
 #include "calibration/validation.h"
 #include "experiments/cli.h"
 
 namespace servesim::cli {
 namespace {
+
+constexpr char kDefaultProfilesDir[] = "calibration/profiles";
 
 struct ValidateFlags {
   bool json = false;
@@ -21,20 +27,49 @@ struct ValidateFlags {
   bool no_held_out = false;
   std::string data_dir = kDefaultDataDir;
   std::string fit_config = kDefaultFitConfig;
-  std::string profiles_dir = "calibration/profiles";
+  std::string profiles_dir = kDefaultProfilesDir;
+  bool device_given = false;  // --device was on the command line (even if empty)
 };
 
+void Err(const std::string& s) {
+  std::fprintf(stderr, "servesim validate: %s\n", s.c_str());
+}
+
+// Which flag sets a path, and where a relative one is looked for.
+std::string PathHint(const char* flag) {
+  std::error_code ec;
+  return absl::StrFormat("(set by %s; a relative path is taken from the current "
+                         "directory %s)",
+                         flag, std::filesystem::current_path(ec).string());
+}
+
+// The flag's value, or for the default the repository's copy wherever the
+// command runs from.
+std::string Resolve(const std::string& value, const char* default_value) {
+  return value == default_value ? ResolveRepoPath(value) : value;
+}
+
 int RunValidate(const ValidateFlags& f) {
-  auto db = MeasurementDb::LoadDir(f.data_dir);
+  const std::string data_dir = Resolve(f.data_dir, kDefaultDataDir);
+  auto db = MeasurementDb::LoadDir(data_dir);
   if (!db.ok()) {
-    std::fprintf(stderr, "servesim validate: %s\n",
-                 std::string(db.status().message()).c_str());
+    Err(absl::StrFormat("%s %s", db.status().message(), PathHint("--data")));
     return kExitBadInput;
   }
-  auto config = LoadFitConfig(f.fit_config);
+  if (f.device_given) {
+    std::set<std::string> devices;  // those with measurements, in name order
+    for (const auto& m : db->measurements()) devices.insert(db->FindRun(m.run())->device());
+    if (!devices.contains(f.device)) {
+      Err(absl::StrFormat("--device: '%s' has no measurements in %s; allowed: %s (or "
+                          "leave the flag out for every device)",
+                          f.device, data_dir, absl::StrJoin(devices, ", ")));
+      return kExitBadInput;
+    }
+  }
+  const std::string fit_config = Resolve(f.fit_config, kDefaultFitConfig);
+  auto config = LoadFitConfig(fit_config);
   if (!config.ok()) {
-    std::fprintf(stderr, "servesim validate: %s\n",
-                 std::string(config.status().message()).c_str());
+    Err(absl::StrFormat("%s %s", config.status().message(), PathHint("--fit-config")));
     return kExitBadInput;
   }
   ValidateOptions options;
@@ -42,8 +77,7 @@ int RunValidate(const ValidateFlags& f) {
   options.skip_loo = f.no_held_out;
   auto report = RunValidation(*db, *config, options);
   if (!report.ok()) {
-    std::fprintf(stderr, "servesim validate: %s\n",
-                 std::string(report.status().message()).c_str());
+    Err(std::string(report.status().message()));
     return kExitBadInput;
   }
   const std::string out = f.json ? FormatReportJson(*report) : FormatReportText(*report);
@@ -57,11 +91,11 @@ int RunValidate(const ValidateFlags& f) {
     }
     for (const GroupReport& g : report->groups) {
       if (g.free_parameters.empty()) continue;
-      const std::string path = ProfilePath(f.profiles_dir, g, main[g.device] == &g);
+      const std::string path =
+          ProfilePath(Resolve(f.profiles_dir, kDefaultProfilesDir), g, main[g.device] == &g);
       auto st = WriteProfile(MakeProfile(g, report->points), path);
       if (!st.ok()) {
-        std::fprintf(stderr, "servesim validate: %s\n",
-                     std::string(st.message()).c_str());
+        Err(absl::StrFormat("%s %s", st.message(), PathHint("--profiles-dir")));
         return kExitBadInput;
       }
       std::fprintf(stderr, "wrote %s\n", path.c_str());
@@ -81,8 +115,8 @@ void RegisterValidateCommand(CLI::App& app, int* exit_code) {
       "published "
       "tables' consistency. Exit 3 when a point misses its tolerance.");
   cmd->add_flag("--json", flags->json, "JSON instead of the table");
-  cmd->add_option("--device", flags->device,
-                  "only this device (t4, l4, mi300x, tpu-v5e, tpu-v6e)");
+  CLI::Option* device = cmd->add_option("--device", flags->device,
+                                        "only this device (t4, l4, mi300x, tpu-v5e, tpu-v6e)");
   cmd->add_flag("--refit", flags->refit,
                 "also write the fitted profiles to --profiles-dir (<device>.textproto)");
   cmd->add_flag("--no-held-out", flags->no_held_out,
@@ -93,7 +127,10 @@ void RegisterValidateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--profiles-dir", flags->profiles_dir, "where --refit writes profiles")
       ->capture_default_str();
-  cmd->callback([flags, exit_code] { *exit_code = RunValidate(*flags); });
+  cmd->callback([flags, device, exit_code] {
+    flags->device_given = device->count() > 0;
+    *exit_code = RunValidate(*flags);
+  });
 }
 
 }  // namespace servesim::cli
