@@ -16,7 +16,9 @@ namespace servesim {
 struct BenchResult {
   // Every numeric top-level key (mean_ttft_ms, output_throughput, duration,
   // completed, num_prompts, request_rate when numeric, ...). A trailing
-  // colon in a key ("request_goodput:") is dropped. NaN/Infinity kept.
+  // colon in a key ("request_goodput:") is dropped. Values are kept as
+  // written (NaN, Infinity, negatives): ranges are the caller's to check
+  // (calibration's ImportBenchFile does, for the keys it uses).
   std::map<std::string, double> metrics;
   // Every string or boolean top-level key (model_id, date, backend,
   // request_rate when written as "inf"; booleans as "true"/"false").

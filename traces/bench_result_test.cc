@@ -1,5 +1,6 @@
 #include "traces/bench_result.h"
 
+#include <cmath>
 #include <fstream>
 #include <string>
 
@@ -108,6 +109,21 @@ TEST(BenchResultTest, TruncatedJsonNamesFileLineAndColumn) {
   auto r = ReadBenchResult(path);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("cut.json:2:"));
+}
+
+// The reader only checks types; ranges are the importer's to judge
+// (calibration/bench_import.cc), so values come back exactly as written.
+TEST(BenchResultTest, KeepsNonFiniteNegativeAndStringValuesAsWritten) {
+  auto r = ReadBenchResult(WriteTemp(
+      "raw.json",
+      R"({"completed": 8, "duration": 3, "output_throughput": NaN, "median_ttft_ms": -5,
+          "mean_tpot_ms": Infinity, "request_rate": "fast", "max_concurrency": null})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(std::isnan(r->metrics.at("output_throughput")));
+  EXPECT_EQ(r->metrics.at("median_ttft_ms"), -5);
+  EXPECT_TRUE(std::isinf(r->metrics.at("mean_tpot_ms")));
+  EXPECT_EQ(r->strings.at("request_rate"), "fast");
+  EXPECT_EQ(r->metrics.count("max_concurrency") + r->strings.count("max_concurrency"), 0u);
 }
 
 TEST(BenchResultTest, EmptyAndMissingFilesAreErrors) {
