@@ -1,0 +1,147 @@
+// Runs the built `servesim calibrate` / `servesim validate` commands: exit
+// codes, which stream carries what, and where the default paths resolve.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "traces/json.h"
+
+namespace servesim {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kCells =
+    std::string(SERVESIM_SHARED_DIR) + "/data/bench/mi300x-gemma4-e2b-2026-09-17";
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// Scratch file unique to the running test (ctest runs tests in parallel).
+std::string Scratch(const std::string& suffix) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return ::testing::TempDir() + "/cli_" + info->test_suite_name() + "_" + info->name() +
+         "_" + suffix;
+}
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// `servesim ARGS` run in `dir` (the repository root by default).
+CliRun Servesim(const std::string& args, const std::string& dir = SERVESIM_SOURCE_DIR) {
+  const std::string out = Scratch("stdout.txt"), err = Scratch("stderr.txt");
+  const std::string cmd = "cd '" + dir + "' && '" + SERVESIM_BINARY + "' " + args + " >'" +
+                          out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadText(out);
+  r.err = ReadText(err);
+  return r;
+}
+
+std::string ProfileOut() { return Scratch("profile.textproto"); }
+
+std::string Calibrate(const std::string& extra) {
+  return "calibrate --device mi300x --bench '" + kCells + "' --out '" + ProfileOut() +
+         "' " + extra;
+}
+
+// A copy of one shipped cell with `from` replaced by `to`.
+std::string CellWith(const std::string& from, const std::string& to) {
+  std::string text = ReadText(kCells + "/c1-in128-out128.json");
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  const std::string path = Scratch("cell.json");
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+void ExpectOneJsonObject(const std::string& stdout_text) {
+  auto v = ParseJson(stdout_text, "stdout");
+  ASSERT_TRUE(v.ok()) << v.status() << "\n" << stdout_text.substr(0, 400);
+  EXPECT_EQ(v->type, JsonValue::Type::kObject);
+}
+
+TEST(CalibrateCliTest, BadBenchValueIsExit2NamingFileAndKey) {
+  const std::string cell =
+      CellWith("\"median_ttft_ms\": 12.974285499694815", "\"median_ttft_ms\": -5");
+  CliRun r = Servesim("calibrate --device mi300x --bench '" + cell + "' --out '" +
+                   ProfileOut() + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(cell));
+  EXPECT_THAT(r.err, HasSubstr("\"median_ttft_ms\": -5 is out of range"));
+}
+
+TEST(CalibrateCliTest, ToleranceMustBeFiniteAndPositive) {
+  for (const char* bad : {"nan", "0", "-5", "inf", "1e9"}) {
+    CliRun r = Servesim(Calibrate(std::string("--tolerance-pct ") + bad));
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;
+    EXPECT_THAT(r.err, HasSubstr("--tolerance-pct")) << bad;
+    EXPECT_THAT(r.out, Not(HasSubstr("checks"))) << bad;
+  }
+  CliRun ok = Servesim(Calibrate("--tolerance-pct 1000"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("9 checks, 0 missed"));
+}
+
+TEST(CalibrateCliTest, JsonStdoutIsExactlyOneObject) {
+  CliRun r = Servesim(Calibrate("--json"));
+  EXPECT_EQ(r.exit_code, 3) << r.err;  // the shipped cells miss 5%
+  ExpectOneJsonObject(r.out);
+  EXPECT_THAT(r.err, HasSubstr("read " + kCells + "/c1-in128-out128.json"));
+}
+
+TEST(CalibrateCliTest, RunsFromAnyDirectoryAndNamesFitConfigFlag) {
+  CliRun r = Servesim(Calibrate(""), ::testing::TempDir());
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("9 checks"));
+  CliRun missing = Servesim(Calibrate("--fit-config no-such.textproto"), ::testing::TempDir());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("--fit-config"));
+  EXPECT_THAT(missing.err, HasSubstr("current directory"));
+}
+
+TEST(ValidateCliTest, JsonStdoutIsExactlyOneObject) {
+  CliRun r = Servesim("validate --json --no-held-out --device t4");
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+  ExpectOneJsonObject(r.out);
+}
+
+TEST(ValidateCliTest, EmptyOrUnknownDeviceIsExit2NamingAllowedIds) {
+  for (const char* bad : {"''", "foo", "MI300X"}) {
+    CliRun r = Servesim(std::string("validate --no-held-out --device ") + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("allowed: l4, mi300x, t4, tpu-v5e, tpu-v6e")) << bad;
+    EXPECT_EQ(r.out, "") << bad;
+  }
+}
+
+TEST(ValidateCliTest, RunsFromAnyDirectoryAndNamesDataFlag) {
+  CliRun here = Servesim("validate --no-held-out --device tpu-v6e");
+  CliRun elsewhere = Servesim("validate --no-held-out --device tpu-v6e", ::testing::TempDir());
+  EXPECT_NE(elsewhere.exit_code, 2) << elsewhere.err;
+  EXPECT_EQ(elsewhere.exit_code, here.exit_code);
+  EXPECT_EQ(elsewhere.out, here.out);
+  CliRun missing = Servesim("validate --data no-such-dir", ::testing::TempDir());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("--data"));
+  EXPECT_THAT(missing.err, HasSubstr("current directory"));
+}
+
+}  // namespace
+}  // namespace servesim
