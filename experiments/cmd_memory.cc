@@ -8,24 +8,35 @@
 
 #include "absl/strings/str_format.h"
 #include "experiments/cli.h"
+#include "experiments/server_flags.h"
 #include "hwmodels/deployment.h"
 #include "sim/json_writer.h"
 
 namespace servesim::cli {
 namespace {
 
+constexpr double kNotGiven = -1e300;  // CLI11 cannot tell NaN given from NaN unset
+
 struct MemoryFlags {
   ServerSpec spec;
-  double measured_weights_gib = -1;
-  double measured_non_torch_gib = -1;
-  double measured_activation_gib = -1;
-  double measured_cuda_graph_gib = -1;
-  double measured_kv_cache_gib = -1;
+  // NaN: not given.
+  double measured_weights_gib = kNotGiven;
+  double measured_non_torch_gib = kNotGiven;
+  double measured_activation_gib = kNotGiven;
+  double measured_cuda_graph_gib = kNotGiven;
+  double measured_kv_cache_gib = kNotGiven;
   bool json = false;
 };
 
-std::optional<double> Opt(double v) {
-  return v >= 0 ? std::optional<double>(v) : std::nullopt;
+// A measured value given on the command line must be a finite number of
+// GiB in [0, 100000].
+absl::StatusOr<std::optional<double>> Opt(double v, const char* flag) {
+  if (v == kNotGiven) return std::optional<double>();
+  if (!(v >= 0 && v <= 1e5)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %g is out of range [0, 100000] GiB", flag, v));
+  }
+  return std::optional<double>(v);
 }
 
 void PrintJson(const Deployment& d) {
@@ -103,17 +114,41 @@ void PrintText(const Deployment& d) {
 }
 
 int RunMemory(const MemoryFlags& f) {
-  ServerSpec spec = f.spec;
-  spec.measured_weights_gib = Opt(f.measured_weights_gib);
-  spec.measured_non_torch_gib = Opt(f.measured_non_torch_gib);
-  spec.measured_activation_peak_gib = Opt(f.measured_activation_gib);
-  spec.measured_cuda_graph_gib = Opt(f.measured_cuda_graph_gib);
-  spec.measured_kv_cache_gib = Opt(f.measured_kv_cache_gib);
-  auto d = BuildDeployment(spec);
-  if (!d.ok()) {
-    std::fprintf(stderr, "servesim memory: %s\n",
-                 std::string(d.status().message()).c_str());
+  auto fail = [](const absl::Status& st) {
+    std::fprintf(stderr, "servesim memory: %s\n", std::string(st.message()).c_str());
     return kExitBadInput;
+  };
+  ServerSpec spec = f.spec;
+  const struct {
+    double value;
+    const char* flag;
+    std::optional<double>* out;
+  } measured[] = {
+      {f.measured_weights_gib, "--measured-weights-gib", &spec.measured_weights_gib},
+      {f.measured_non_torch_gib, "--measured-non-torch-gib", &spec.measured_non_torch_gib},
+      {f.measured_activation_gib, "--measured-activation-gib",
+       &spec.measured_activation_peak_gib},
+      {f.measured_cuda_graph_gib, "--measured-cuda-graph-gib",
+       &spec.measured_cuda_graph_gib},
+      {f.measured_kv_cache_gib, "--measured-kv-cache-gib", &spec.measured_kv_cache_gib},
+  };
+  for (const auto& m : measured) {
+    absl::StatusOr<std::optional<double>> v = Opt(m.value, m.flag);
+    if (!v.ok()) return fail(v.status());
+    *m.out = *v;
+  }
+  if (absl::Status st = CheckBlockSize(spec.block_size); !st.ok()) return fail(st);
+  if (absl::Status st = CheckBatchLimits(spec.max_num_seqs, spec.max_num_batched_tokens);
+      !st.ok()) {
+    return fail(st);
+  }
+  auto d = BuildDeployment(spec);
+  if (!d.ok()) return fail(d.status());
+  if (spec.measured_kv_cache_gib && *spec.measured_kv_cache_gib > d->memory.total_gib) {
+    return fail(absl::InvalidArgumentError(absl::StrFormat(
+        "--measured-kv-cache-gib: %g is out of range [0, %.2f] GiB (the usable memory of "
+        "%s)",
+        *spec.measured_kv_cache_gib, d->memory.total_gib, d->device.id())));
   }
   if (f.json) {
     PrintJson(*d);

@@ -1,5 +1,6 @@
 // servesim plan: the cheapest fleet per device (and mixed pair) that meets
 // an SLO on a workload, with the candidates tried. See experiments/plan.h.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -13,7 +14,12 @@
 #include "experiments/plan.h"
 #include "experiments/sweep.h"
 #include "google/protobuf/text_format.h"
+#include "experiments/run_experiment.h"
+#include "experiments/server_flags.h"
 #include "hwmodels/catalog.h"
+#include "hwmodels/deployment.h"
+#include "sim/router.h"
+#include "sim/status_macros.h"
 
 namespace servesim::cli {
 namespace {
@@ -82,6 +88,42 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   if (f.seed != 0) c->set_seed(f.seed);
   if (!f.router.empty()) o.base.mutable_fleet()->set_router(f.router);
 
+  if (f.max_model_len < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-model-len: ", f.max_model_len, " is out of range [1, 2^31) (omit: the "
+        "model's limit)"));
+  }
+  static const char* const kTiers[] = {"on-demand", "spot", "commit-1y", "commit-3y"};
+  if (std::find(std::begin(kTiers), std::end(kTiers), f.price) == std::end(kTiers)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--price: '", f.price, "' is not a price tier; allowed: on-demand, spot, "
+        "commit-1y, commit-3y"));
+  }
+  // The workload and server flags are checked once, before any fleet is
+  // simulated, so bad input is exit 2 rather than "no fleet meets the SLO".
+  {
+    proto::ExperimentConfig probe = o.base;
+    probe.mutable_server()->set_device("l4");  // any device: device-free checks
+    ApplyDefaults(probe);
+    RETURN_IF_ERROR(Validate(probe));
+    RETURN_IF_ERROR(MakeRouter(probe.fleet().router()).status());
+    // Unknown model, quantization or dtype names are errors on any device;
+    // whether the model fits is each device's own answer in the search.
+    if (absl::StatusOr<Deployment> d = BuildDeployment(ToServerSpec(probe.server()));
+        !d.ok() && absl::IsInvalidArgument(d.status())) {
+      return d.status();
+    }
+    if (!probe.client().trace().empty()) {
+      // Read the trace once: a bad record is an input error, named here.
+      ASSIGN_OR_RETURN(std::unique_ptr<RequestSource> src,
+                       OpenRequestSource(probe.client()));
+      RequestSpec spec;
+      while (true) {
+        ASSIGN_OR_RETURN(bool more, src->Next(spec));
+        if (!more) break;
+      }
+    }
+  }
   std::vector<std::string> ids;
   if (f.devices.empty()) {
     ids = DeviceIds();
@@ -136,7 +178,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--random-input-len", f->input_len, "with --rate: prompt tokens");
   cmd->add_option("--random-output-len", f->output_len, "with --rate: output tokens");
   cmd->add_option("--random-range-ratio", f->range_ratio, "with --rate: length spread");
-  cmd->add_option("--max-concurrency", f->max_concurrency, "client concurrency cap");
+  cmd->add_option("--max-concurrency", f->max_concurrency, "client concurrency cap")
+      ->check(CLI::Range(1, INT32_MAX));
   cmd->add_option("--seed", f->seed, "client seed");
   cmd->add_option("--slo", f->slo, "e.g. 'ttft_p99<=500ms,tpot_p99<=50ms'")->required();
   cmd->add_option("--model", f->model, "model id (default gemma-4-e2b)");

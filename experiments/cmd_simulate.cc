@@ -53,6 +53,27 @@ int RunSimulate(const SimulateArgs& args) {
                  std::string(st.message()).c_str());
     return kExitBadInput;
   };
+  // Two outputs to one path would silently keep only the last written.
+  const std::pair<const char*, std::string> outputs[] = {
+      {"--save-result", args.save_result},
+      {"--save-result (its .config.textproto)",
+       args.save_result.empty() ? "" : args.save_result + ".config.textproto"},
+      {"--requests-csv", args.requests_csv},
+      {"--chrome-trace", args.chrome_trace}};
+  for (size_t i = 0; i < std::size(outputs); ++i) {
+    for (size_t j = i + 1; j < std::size(outputs); ++j) {
+      if (!outputs[i].second.empty() && outputs[i].second == outputs[j].second) {
+        return fail(absl::InvalidArgumentError(
+            absl::StrFormat("%s and %s: both write %s; give different files",
+                            outputs[i].first, outputs[j].first, outputs[i].second)));
+      }
+    }
+  }
+  if (args.save_detailed && args.save_result.empty()) {
+    return fail(absl::InvalidArgumentError(
+        "--save-detailed: given without --save-result (it adds per-request arrays to "
+        "that file)"));
+  }
   absl::StatusOr<proto::ExperimentConfig> resolved = args.flags.Resolve();
   if (!resolved.ok()) return fail(resolved.status());
   proto::ExperimentConfig config = *std::move(resolved);

@@ -2,6 +2,7 @@
 // grid (proto/sweep.proto) through the simulator; resumable; results in
 // point order whatever N. See experiments/sweep.h.
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,6 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "experiments/server_flags.h"
+#include "sim/json_writer.h"
 #include "experiments/cli.h"
 #include "experiments/run_experiment.h"
 #include "experiments/sweep.h"
@@ -46,6 +50,7 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     int64_t stop_after = -1;
     bool progress = false;
     bool no_progress = false;
+    bool json = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -68,6 +73,7 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--progress", flags->progress,
                 "progress line even when stderr is no terminal");
   cmd->add_flag("--no-progress", flags->no_progress, "no progress line");
+  cmd->add_flag("--json", flags->json, "print the summary as one JSON object on stdout");
   cmd->callback([flags, exit_code] {
     absl::StatusOr<proto::SweepGrid> grid = ReadGridFile(flags->grid);
     if (!grid.ok()) {
@@ -75,6 +81,29 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
                    std::string(grid.status().message()).c_str());
       *exit_code = kExitBadInput;
       return;
+    }
+    auto bad = [&](const std::string& msg) {
+      std::fprintf(stderr, "servesim sweep: %s\n", msg.c_str());
+      *exit_code = kExitBadInput;
+    };
+    if (flags->out.empty()) return bad("--out: empty; give an output directory");
+    if (std::error_code ec; std::filesystem::exists(flags->out, ec) &&
+                            !std::filesystem::is_directory(flags->out, ec)) {
+      return bad(absl::StrCat("--out ", flags->out, ": exists and is not a directory"));
+    }
+    // Every point's configuration is range-checked before anything runs: a
+    // bad value in a grid is an input error, not a failed point.
+    absl::StatusOr<std::vector<SweepPoint>> points = ExpandGrid(*grid);
+    if (!points.ok()) {
+      return bad(absl::StrCat(flags->grid, ": ", points.status().message()));
+    }
+    for (const SweepPoint& p : *points) {
+      proto::ExperimentConfig c = p.config;
+      ApplyDefaults(c);
+      if (absl::Status st = ValidateRanges(c); !st.ok()) {
+        return bad(absl::StrCat(flags->grid, ": point ", p.id, " (",
+                                absl::StrJoin(p.axis_values, ", "), "): ", st.message()));
+      }
     }
     SweepOptions options;
     options.jobs = flags->jobs;
@@ -95,6 +124,18 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
         static_cast<long long>(s->num_points), static_cast<long long>(s->num_resumed),
         static_cast<long long>(s->num_run), static_cast<long long>(s->num_failed),
         s->complete ? "" : " [stopped early; rerun to resume]", flags->out.c_str());
+    if (flags->json) {
+      JsonWriter w(2);
+      w.BeginObject().KV("grid", flags->grid).KV("out", flags->out);
+      w.KV("points", s->num_points).KV("resumed", s->num_resumed);
+      w.KV("run", s->num_run).KV("failed", s->num_failed).KV("complete", s->complete);
+      w.KV("results_csv", absl::StrCat(flags->out, "/results.csv"));
+      w.KV("results_jsonl", absl::StrCat(flags->out, "/results.jsonl"));
+      w.EndObject();
+      std::printf("%s\n", w.str().c_str());
+    }
+    // Failed points (a model that does not fit, ...) are results, recorded
+    // with their reason; only an incomplete sweep is a non-zero exit.
     *exit_code = s->complete ? kExitOk : 1;
   });
 }

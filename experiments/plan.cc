@@ -93,8 +93,13 @@ bool SloTerm::Meets(double value) const {
 absl::StatusOr<std::vector<SloTerm>> ParseSlo(
     std::string_view text, const std::vector<std::string>& metric_names) {
   std::vector<SloTerm> terms;
-  for (absl::string_view raw : absl::StrSplit(A(text), ',', absl::SkipWhitespace())) {
+  for (absl::string_view raw : absl::StrSplit(A(text), ',')) {
     const absl::string_view t = absl::StripAsciiWhitespace(raw);
+    if (t.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--slo '", A(text), "': empty term (a stray comma?); terms are NAME<=VALUE "
+          "separated by commas"));
+    }
     SloTerm term;
     term.text = std::string(t);
     size_t pos = t.find_first_of("<>");
@@ -147,7 +152,18 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(
           absl::StrCat("--slo term '", t, "': '", value, "' is not a number",
                        is_ms ? " (a time: NUMBER with unit us, ms or s)" : ""));
     }
+    if (v < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--slo term '", t, "': threshold ", value, " is negative (allowed: >= 0)"));
+    }
     term.threshold = v * scale;
+    for (const SloTerm& prev : terms) {
+      if (prev.metric == term.metric && prev.op == term.op) {
+        return absl::InvalidArgumentError(absl::StrCat("--slo term '", t, "': ",
+                                                       term.metric, " is bounded twice ('",
+                                                       prev.text, "'); give it once"));
+      }
+    }
     terms.push_back(std::move(term));
   }
   if (terms.empty()) return absl::InvalidArgumentError("--slo: no terms");
@@ -204,6 +220,15 @@ PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::str
       c.missed.push_back(absl::StrCat(t.metric, " ", Num(v), " ", A(MissText(t.op)), " ",
                                       Num(t.threshold)));
     }
+  }
+  // A request the server rejected (too long for max_model_len or the KV
+  // cache) is not served: no fleet meets an SLO while any is rejected.
+  const int failed = IndexOf(runner.metric_names, "failed");
+  if (failed >= 0 && c.metrics[failed] > 0) {
+    c.met = false;
+    c.missed.push_back(absl::StrCat(Num(c.metrics[failed]),
+                                    " requests rejected by the server (longer than "
+                                    "max_model_len or the KV cache)"));
   }
   const int out = IndexOf(runner.metric_names, "output_throughput");
   const int tot = IndexOf(runner.metric_names, "total_token_throughput");

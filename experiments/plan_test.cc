@@ -45,6 +45,17 @@ TEST(ParseSloTest, UnknownMetricListsTheAllowedNames) {
   EXPECT_THAT(slo.status().message(), HasSubstr("p99_ttft_ms"));
 }
 
+TEST(ParseSloTest, EmptyDuplicateOrNegativeTermsAreErrors) {
+  EXPECT_THAT(ParseSlo("ttft_p99<=1s,", kNames).status().message(),
+              HasSubstr("empty term"));
+  EXPECT_THAT(ParseSlo("ttft_p99<=1s,ttft_p99<=2s", kNames).status().message(),
+              HasSubstr("bounded twice"));
+  EXPECT_THAT(ParseSlo("ttft_p99<=-1s", kNames).status().message(),
+              HasSubstr("negative"));
+  // A lower and an upper bound on one metric are two different terms.
+  EXPECT_TRUE(ParseSlo("output_throughput>=10,output_throughput<=100", kNames).ok());
+}
+
 TEST(ParseSloTest, BadThresholdOrOperatorIsAnError) {
   EXPECT_THAT(ParseSlo("ttft_p99<=fast", kNames).status().message(),
               HasSubstr("'fast' is not a number"));
@@ -177,6 +188,26 @@ TEST(RunPlanTest, PartTimeTrafficGetsADailyBillPerIdlePolicy) {
   o.busy_hours_per_day = 25;
   EXPECT_THAT(RunPlan(o, QueueRunner(12)).status().message(),
               HasSubstr("--busy-hours: 25 is out of range [1, 24]"));
+}
+
+TEST(RunPlanTest, RejectedRequestsMissTheSlo) {
+  // Every fleet serves the rate, but the runner reports rejected requests
+  // (too long for the context): rejected requests are not served.
+  PointRunner r;
+  r.metric_names = {"failed", "output_throughput", "total_token_throughput", "p99_ttft_ms"};
+  r.run = [](const proto::ExperimentConfig&) -> absl::StatusOr<std::vector<double>> {
+    return std::vector<double>{3, 100, 1000, 10};
+  };
+  PlanOptions o = Options(false);
+  o.slo = *ParseSlo("ttft_p99<=450ms", r.metric_names);
+  o.max_replicas = 2;
+  auto plan = RunPlan(o, r);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->best_group, -1);
+  const PlanCandidate& c = plan->candidates[plan->groups[0].candidates[0]];
+  EXPECT_FALSE(c.met);
+  ASSERT_FALSE(c.missed.empty());
+  EXPECT_THAT(c.missed[0], HasSubstr("3 requests rejected"));
 }
 
 TEST(RunPlanTest, NothingMeetsWithinMaxReplicas) {

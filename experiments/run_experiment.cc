@@ -101,6 +101,15 @@ absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
   RETURN_IF_ERROR(Validate(config));
   ExperimentRun run;
   ASSIGN_OR_RETURN(run.fleet, BuildFleet(config));
+  // The resolved context limit (the model's own when --max-model-len is not
+  // given) must hold the longest random request, or every such request
+  // would only be rejected.
+  for (const ReplicaConfig& rc : run.fleet.replicas) {
+    RETURN_IF_ERROR(CheckRandomLengthsFit(
+        config.client(), rc.scheduler.max_model_len,
+        absl::StrCat("the max_model_len of ", rc.description, " (the model's limit or "
+                     "--max-model-len)")));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter(config.fleet().router()));
   run.client = ToClientConfig(config.client());
   run.client.client_overhead_ns += static_cast<TimeNs>(run.fleet.api_overhead_ms * 1e6);

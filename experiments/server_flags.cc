@@ -26,7 +26,8 @@ absl::Status MergeText(const std::string& text, const std::string& where,
   return ParseTextProto(text, where, &config, /*merge=*/true);
 }
 
-absl::Status OutOfRange(const char* flag, const std::string& value, const char* range) {
+absl::Status OutOfRange(std::string_view flag, const std::string& value,
+                        std::string_view range) {
   return absl::InvalidArgumentError(
       absl::StrFormat("%s: %s is out of range %s", flag, value, range));
 }
@@ -187,8 +188,11 @@ absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
   }
   if (Given(range_ratio_)) cl.set_random_range_ratio(range_ratio_v_);
   if (Given(seed_)) {
-    if (seed_v_ < 0) return OutOfRange("--seed", absl::StrCat(seed_v_), "[0, 2^63)");
-    cl.set_seed(static_cast<uint64_t>(seed_v_));
+    int64_t seed = -1;
+    if (!absl::SimpleAtoi(seed_v_, &seed) || seed < 0) {
+      return OutOfRange("--seed", seed_v_, "[0, 2^63) (an integer)");
+    }
+    cl.set_seed(static_cast<uint64_t>(seed));
   }
   if (Given(ignore_eos_)) cl.set_ignore_eos(ignore_eos_v_);
   if (Given(overhead_)) cl.set_client_overhead_s(overhead_v_);
@@ -243,22 +247,41 @@ absl::Status ValidateServer(const proto::ServerConfig& s, const std::string& whe
     return OutOfRange("--max-num-batched-tokens",
                       absl::StrCat(s.max_num_batched_tokens()), "[1, 2^31) (0: default)");
   }
-  if (s.has_block_size() && (s.block_size() < 1 || s.block_size() > 1024)) {
-    return OutOfRange("--block-size", absl::StrCat(s.block_size()), "[1, 1024]");
+  if (s.has_block_size()) RETURN_IF_ERROR(CheckBlockSize(s.block_size()));
+  if (absl::Status st = CheckBatchLimits(s.max_num_seqs(), s.max_num_batched_tokens());
+      !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, st.message()));
   }
   return absl::OkStatus();
 }
 
 absl::Status Validate(const proto::ExperimentConfig& c) {
+  RETURN_IF_ERROR(ValidateRanges(c));
+  if (c.server().max_model_len() > 0) {
+    RETURN_IF_ERROR(
+        CheckRandomLengthsFit(c.client(), c.server().max_model_len(), "--max-model-len"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRanges(const proto::ExperimentConfig& c) {
   const proto::ServerConfig& s = c.server();
   if (c.fleet().replicas_size() > 0) {
+    int64_t total_replicas = 0;
     for (int i = 0; i < c.fleet().replicas_size(); ++i) {
       const proto::FleetReplica& fr = c.fleet().replicas(i);
       RETURN_IF_ERROR(
           ValidateServer(fr.server(), absl::StrFormat("fleet.replicas[%d]: ", i)));
-      if (fr.count() < 0) {
-        return OutOfRange("fleet.replicas.count", absl::StrCat(fr.count()), "[1, 2^31)");
+      if (fr.count() < 0 || fr.count() > kMaxReplicas) {
+        return OutOfRange(absl::StrFormat("fleet.replicas[%d].count", i),
+                          absl::StrCat(fr.count()),
+                          absl::StrCat("[1, ", kMaxReplicas, "] (0: 1)"));
       }
+      total_replicas += std::max<int64_t>(1, fr.count());
+    }
+    if (total_replicas > kMaxReplicas) {
+      return OutOfRange("fleet.replicas: total count", absl::StrCat(total_replicas),
+                        absl::StrCat("[1, ", kMaxReplicas, "]"));
     }
   } else {
     RETURN_IF_ERROR(ValidateServer(s, ""));
@@ -290,26 +313,48 @@ absl::Status Validate(const proto::ExperimentConfig& c) {
     return OutOfRange("--random-range-ratio", absl::StrCat(cl.random_range_ratio()),
                       "[0, 1)");
   }
-  if (!(cl.client_overhead_s() >= 0) || std::isinf(cl.client_overhead_s())) {
+  if (!(cl.client_overhead_s() >= 0 && cl.client_overhead_s() <= 1e6)) {
     return OutOfRange("--client-overhead-s", absl::StrCat(cl.client_overhead_s()),
-                      "[0, inf)");
+                      "[0, 1e6] s");
   }
   if (!cl.trace_format().empty() && cl.trace().empty()) {
     return absl::InvalidArgumentError("--trace-format: given without --trace");
   }
-  if (cl.trace().empty() && s.max_model_len() > 0) {
-    const double r = cl.random_range_ratio();
-    const int64_t max_in =
-        static_cast<int64_t>(std::ceil(cl.random_input_len() * (1 + r)));
-    const int64_t max_out =
-        static_cast<int64_t>(std::ceil(cl.random_output_len() * (1 + r)));
-    if (max_in + max_out > s.max_model_len()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "--random-input-len + --random-output-len: up to %d + %d = %d tokens (with "
-          "--random-range-ratio %g) exceeds --max-model-len %d; allowed: at most %d in "
-          "total",
-          max_in, max_out, max_in + max_out, r, s.max_model_len(), s.max_model_len()));
-    }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBlockSize(int64_t block_size) {
+  if (block_size < 1 || block_size > 1024 || (block_size & (block_size - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--block-size: ", block_size,
+        " is not allowed; allowed: a power of two in [1, 1024] (vLLM's CUDA choices: 1, "
+        "8, 16, 32, 64, 128)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBatchLimits(int64_t max_num_seqs, int64_t max_num_batched_tokens) {
+  if (max_num_seqs > 0 && max_num_batched_tokens > 0 &&
+      max_num_batched_tokens < max_num_seqs) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--max-num-batched-tokens: %d is smaller than --max-num-seqs %d (vLLM requires "
+        "max_num_batched_tokens >= max_num_seqs)",
+        max_num_batched_tokens, max_num_seqs));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRandomLengthsFit(const proto::ClientConfig& cl, int64_t max_model_len,
+                                   std::string_view limit_name) {
+  if (!cl.trace().empty()) return absl::OkStatus();
+  const double r = cl.random_range_ratio();
+  const int64_t max_in = static_cast<int64_t>(std::ceil(cl.random_input_len() * (1 + r)));
+  const int64_t max_out = static_cast<int64_t>(std::ceil(cl.random_output_len() * (1 + r)));
+  if (max_in + max_out > max_model_len) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--random-input-len + --random-output-len: up to %d + %d = %d tokens (with "
+        "--random-range-ratio %g) exceeds %s %d; allowed: at most %d in total",
+        max_in, max_out, max_in + max_out, r, limit_name, max_model_len, max_model_len));
   }
   return absl::OkStatus();
 }

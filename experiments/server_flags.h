@@ -82,7 +82,7 @@ class ExperimentFlags {
   int64_t num_prompts_v_ = 0, max_concurrency_v_ = 0, input_len_v_ = 0, output_len_v_ = 0;
   std::string request_rate_v_, trace_v_, trace_format_v_;
   double burstiness_v_ = 0, range_ratio_v_ = 0, overhead_v_ = 0;
-  int64_t seed_v_ = 0;
+  std::string seed_v_;  // parsed by hand: CLI11 clamps integers that overflow
   bool ignore_eos_v_ = true;
   // Config.
   std::string config_path_;
@@ -96,7 +96,26 @@ class ExperimentFlags {
 void ApplyDefaults(proto::ExperimentConfig& config);
 
 // Range checks; the message names the flag and the allowed range.
+// Validate = ValidateRanges (each field on its own) + CheckRandomLengthsFit
+// against an explicit max_model_len (a cell whose requests cannot fit is an
+// infeasible experiment rather than a malformed one: sweeps record it).
 absl::Status Validate(const proto::ExperimentConfig& config);
+absl::Status ValidateRanges(const proto::ExperimentConfig& config);
+
+// --block-size: a power of two in [1, 1024].
+absl::Status CheckBlockSize(int64_t block_size);
+// vLLM's SchedulerConfig rule max_num_batched_tokens >= max_num_seqs (0:
+// default, not checked).
+absl::Status CheckBatchLimits(int64_t max_num_seqs, int64_t max_num_batched_tokens);
+
+// Most replicas one experiment simulates (all fleet groups together).
+constexpr int64_t kMaxReplicas = 4096;
+
+// Without a trace: the longest random request (input + output at the top
+// of --random-range-ratio) must fit `max_model_len` (`limit_name` says
+// which limit: "--max-model-len" or the model's own).
+absl::Status CheckRandomLengthsFit(const proto::ClientConfig& client,
+                                   int64_t max_model_len, std::string_view limit_name);
 
 // Parses --request-rate: "inf" (any case) or a positive number.
 absl::StatusOr<double> ParseRequestRate(const std::string& text);

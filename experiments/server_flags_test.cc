@@ -48,6 +48,49 @@ TEST(ServerFlagsTest, DefaultsAreVllmDefaults) {
   EXPECT_EQ(c.max_concurrency, 0);
 }
 
+TEST(ServerFlagsTest, ReviewFoundValuesAreErrorsNamingTheFlag) {
+  // CLI11 clamps an overflowing integer to INT64_MAX: the seed is parsed by hand.
+  ExpectErrorNaming({"--seed", "99999999999999999999"}, "--seed");
+  ExpectErrorNaming({"--seed", "-1"}, "--seed");
+  ExpectErrorNaming({"--block-size", "7"}, "--block-size");
+  ExpectErrorNaming({"--client-overhead-s", "1e10"}, "[0, 1e6] s");
+  ExpectErrorNaming({"--max-num-batched-tokens", "1", "--max-num-seqs", "256"},
+                    "max_num_batched_tokens >= max_num_seqs");
+  const auto seed = ResolveArgs(Base({"--seed", "9223372036854775807"}));
+  ASSERT_TRUE(seed.ok()) << seed.status();
+  EXPECT_EQ(seed->client().seed(), 9223372036854775807ULL);
+  for (const char* bs : {"1", "16", "128", "1024"}) {
+    EXPECT_TRUE(ResolveArgs(Base({"--block-size", bs})).ok()) << bs;
+  }
+}
+
+TEST(ServerFlagsTest, FleetCountIsCapped) {
+  proto::ExperimentConfig c;
+  auto* r = c.mutable_fleet()->add_replicas();
+  r->mutable_server()->set_device("l4");
+  r->mutable_server()->set_model("gemma-4-e2b");
+  r->set_count(kMaxReplicas + 1);
+  ApplyDefaults(c);
+  EXPECT_NE(Validate(c).message().find("fleet.replicas[0].count"), std::string::npos);
+  r->set_count(kMaxReplicas);
+  *c.mutable_fleet()->add_replicas() = *r;
+  EXPECT_NE(Validate(c).message().find("total count"), std::string::npos);
+}
+
+TEST(ServerFlagsTest, RandomLengthsMustFitTheResolvedLimit) {
+  proto::ClientConfig cl;
+  cl.set_random_input_len(40000);
+  cl.set_random_output_len(128);
+  const absl::Status st = CheckRandomLengthsFit(cl, 32768, "the model's limit");
+  EXPECT_NE(st.message().find("40128"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("the model's limit 32768"), std::string::npos) << st;
+  cl.set_random_input_len(1024);
+  EXPECT_TRUE(CheckRandomLengthsFit(cl, 32768, "x").ok());
+  cl.set_random_input_len(40000);
+  cl.set_trace("t.csv");  // a trace's requests are judged one by one (rejected)
+  EXPECT_TRUE(CheckRandomLengthsFit(cl, 32768, "x").ok());
+}
+
 TEST(ServerFlagsTest, EachBadFlagIsAnErrorNamingIt) {
   ExpectErrorNaming({"--random-input-len", "-5"}, "--random-input-len");
   ExpectErrorNaming({"--random-output-len", "0"}, "--random-output-len");

@@ -474,6 +474,25 @@ std::vector<std::string> AxisColumns(const proto::SweepGrid& grid) {
 
 absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid) {
   const int n = grid.axes_size();
+  // Each field is set by one axis, and each column has its own name.
+  for (int a = 0; a < n; ++a) {
+    for (int b = 0; b < a; ++b) {
+      if (grid.axes(a).path() == grid.axes(b).path()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("axis ", a, " (", grid.axes(a).path(), "): the same path as axis ",
+                         b, "; each field may be swept by one axis only"));
+      }
+      const std::string& na =
+          grid.axes(a).name().empty() ? grid.axes(a).path() : grid.axes(a).name();
+      const std::string& nb =
+          grid.axes(b).name().empty() ? grid.axes(b).path() : grid.axes(b).name();
+      if (na == nb) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "axis ", a, " (", grid.axes(a).path(), "): column name '", na,
+            "' is already used by axis ", b, "; give each axis its own name"));
+      }
+    }
+  }
   // Check every value of every axis on its own first.
   for (int a = 0; a < n; ++a) {
     const auto& axis = grid.axes(a);

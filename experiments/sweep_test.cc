@@ -255,6 +255,25 @@ TEST(ExpandGridTest, UnequalZippedAxesAreAnError) {
   EXPECT_THAT(points.status().message(), HasSubstr("equal lengths"));
 }
 
+TEST(ExpandGridTest, TwoAxesOnOneFieldOrOneNameAreAnError) {
+  proto::SweepGrid grid;
+  auto* a = grid.add_axes();
+  a->set_path("client.random_input_len");
+  a->add_values("128");
+  auto* b = grid.add_axes();
+  b->set_path("client.random_input_len");
+  b->add_values("256");
+  EXPECT_THAT(ExpandGrid(grid).status().message(),
+              HasSubstr("the same path as axis 0"));
+  b->set_path("client.random_output_len");
+  a->set_name("x");
+  b->set_name("x");
+  EXPECT_THAT(ExpandGrid(grid).status().message(),
+              HasSubstr("column name 'x' is already used by axis 0"));
+  b->set_name("y");
+  EXPECT_TRUE(ExpandGrid(grid).ok());
+}
+
 TEST(ExpandGridTest, AxisWithoutValuesIsAnError) {
   auto points = ExpandGrid(ParseGrid(R"pb(axes { path: "server.device" })pb"));
   EXPECT_THAT(points.status().message(), HasSubstr("no values"));

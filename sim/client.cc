@@ -22,9 +22,9 @@ absl::Status ValidateClientConfig(const ClientConfig& c) {
         "--max-concurrency: %d is out of range [1, 2^31) (omit for unlimited)",
         c.max_concurrency));
   }
-  if (c.client_overhead_ns < 0) {
+  if (c.client_overhead_ns < 0 || c.client_overhead_ns > 1'000'000 * kNsPerMs * 1000) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "--client-overhead-s: %g is out of range [0, inf)", c.client_overhead_ns / 1e9));
+        "--client-overhead-s: %g is out of range [0, 1e6] s", c.client_overhead_ns / 1e9));
   }
   return absl::OkStatus();
 }
@@ -40,6 +40,12 @@ absl::StatusOr<bool> Client::Next(RequestSpec& out, TimeNs* intended_ns) {
   TimeNs t = 0;
   if (config_.replay_arrivals) {
     t = out.arrival_ns;
+    if (t < 0 || t > kMaxArrivalNs) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: record %d: arrival %d ns is out of range [0, 2^62] ns (~146 years; a "
+          "rate scaling too small saturates the timeline)",
+          source_->Describe(), count_, t));
+    }
     if (t < last_intended_ns_) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: record %d: arrival %d ns is earlier than the previous "
@@ -48,6 +54,12 @@ absl::StatusOr<bool> Client::Next(RequestSpec& out, TimeNs* intended_ns) {
                           source_->Describe(), count_, t, last_intended_ns_));
     }
   } else if (!std::isinf(config_.request_rate)) {
+    if (!(next_s_ * 1e9 <= static_cast<double>(kMaxArrivalNs))) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--request-rate %g: request %d would arrive at %g s, past the simulator's "
+          "horizon of 2^62 ns (~146 years); use a higher rate or fewer prompts",
+          config_.request_rate, count_, next_s_));
+    }
     t = static_cast<TimeNs>(std::llround(next_s_ * 1e9));
     const double theta = 1.0 / (config_.request_rate * config_.burstiness);
     next_s_ += rng_.Gamma(config_.burstiness, theta);

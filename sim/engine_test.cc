@@ -323,6 +323,32 @@ TEST(EngineTest, ReplayedArrivalsGoingBackwardsAreAnError) {
   EXPECT_NE(st.message().find("record 1"), std::string::npos) << st;
 }
 
+TEST(EngineTest, ArrivalsPastTheHorizonAreAnErrorNotAnAbort) {
+  AnalyticStepParams p;
+  p.device_base_ns = 1'000'000;
+  AnalyticStepModel model(p);
+  ClientConfig cc;
+  cc.replay_arrivals = true;
+  auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
+  // A saturated timestamp (a trace rescaled by a tiny rate) used to trip
+  // the time-never-runs-backwards check after the overflow.
+  VectorSource src({Req(10, 2, 0), Req(10, 2, INT64_MAX)});
+  const absl::Status st = e->Run(&src);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("record 1"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("2^62"), std::string::npos) << st;
+
+  // Synthetic arrivals at a rate so low the second request would arrive
+  // after ~146 years.
+  ClientConfig slow;
+  slow.request_rate = 1e-12;
+  auto e2 = MakeEngine(Sched(), Pool(1000), &model, slow);
+  VectorSource src2({Req(10, 2), Req(10, 2)});
+  const absl::Status st2 = e2->Run(&src2);
+  EXPECT_EQ(st2.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st2.message().find("--request-rate"), std::string::npos) << st2;
+}
+
 TEST(EngineTest, MaxConcurrencyCapsRequestsInFlightInOpenLoop) {
   AnalyticStepParams p;
   p.device_base_ns = 10'000'000;

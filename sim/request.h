@@ -14,6 +14,10 @@ using RequestId = int64_t;
 
 constexpr TimeNs kNsPerUs = 1'000;
 constexpr TimeNs kNsPerMs = 1'000'000;
+// Latest arrival time the engine accepts (2^62 ns, ~146 years): far past
+// any trace, and far enough from INT64_MAX that adding step and overhead
+// times can never overflow.
+constexpr TimeNs kMaxArrivalNs = TimeNs{1} << 62;
 constexpr TimeNs kNsPerSec = 1'000'000'000;
 
 struct RequestSpec {
