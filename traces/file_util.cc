@@ -1,5 +1,6 @@
 #include "traces/file_util.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -23,7 +24,17 @@ bool HasGzipMagic(const std::string& path) {
 
 }  // namespace
 
+absl::Status CheckNotDirectory(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is a directory, not a trace file"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, size_t max_bytes) {
+  if (absl::Status st = CheckNotDirectory(path); !st.ok()) return st;
   std::FILE* probe = std::fopen(path.c_str(), "rb");
   if (probe == nullptr) {
     return absl::NotFoundError(
@@ -67,6 +78,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path, size_t max_by
 
 absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
                                                              size_t max_line_bytes) {
+  if (absl::Status st = CheckNotDirectory(path); !st.ok()) return st;
   std::unique_ptr<LineReader> r(new LineReader());
   r->path_ = path;
   r->max_line_bytes_ = max_line_bytes;

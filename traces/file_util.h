@@ -11,9 +11,15 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace servesim {
+
+// OK when `path` can be opened as a trace file: not a directory (fopen of
+// a directory succeeds on Linux and then reads as an empty file). Missing
+// files are left to the caller's open, which names the errno.
+absl::Status CheckNotDirectory(const std::string& path);
 
 // Reads a whole (possibly gzipped) file. Files over `max_bytes` after
 // decompression are an error (a bench result is a few MB; this bounds

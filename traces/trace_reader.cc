@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "google/protobuf/util/delimited_message_util.h"
@@ -157,6 +158,14 @@ class LineTraceReader : public TraceReader {
                                FormatNs(prev_abs_ns_ - abs_ns),
                                " earlier than the previous row's (rows must be in "
                                "nondecreasing time order)"));
+      }
+      if (ok && have_prev_ && abs_ns - first_abs_ns_ > kMaxTraceArrivalNs) {
+        ok = Fail(
+            SkipReason::kMalformed,
+            absl::StrCat("field ", time_field_, ": timestamp is ", abs_ns - first_abs_ns_,
+                         " ns (", FormatNs(abs_ns - first_abs_ns_),
+                         ") after the first row's (allowed 0..", kMaxTraceArrivalNs,
+                         " ns = 2^62 ns, ~146 years)"));
       }
       if (!ok) {
         if (validates_utf8_itself_ && !row_error_.filtered && !IsValidUtf8(line)) {
@@ -622,10 +631,11 @@ class JsonlTraceReader : public LineTraceReader {
     const FlatJsonField* f = Required(key, FlatJsonField::Kind::kNumber);
     if (f == nullptr) return false;
     if (!ParseDecimalToNs(f->raw, unit_ns, abs_ns)) {
-      return Fail(SkipReason::kMalformed,
-                  absl::StrCat("field ", std::string(key), ": ", Clip(f->raw),
-                               " is not a non-negative time in ", unit,
-                               " (allowed 0..9.2e18 ns)"));
+      return Fail(
+          SkipReason::kMalformed,
+          absl::StrCat("field ", std::string(key), ": ", Clip(f->raw),
+                       " is not a non-negative time in ", unit, " (allowed 0..",
+                       std::numeric_limits<int64_t>::max() / unit_ns, " ", unit, ")"));
     }
     return true;
   }
@@ -846,7 +856,17 @@ class VllmBenchReader : public TraceReader {
           first_s_ = t;
           have_first_ = true;
         }
-        const int64_t ns = std::llround((t - first_s_) * 1e9);
+        const double rel_ns = (t - first_s_) * 1e9;
+        if (rel_ns > static_cast<double>(kMaxTraceArrivalNs)) {
+          ++stats_.skipped[static_cast<int>(SkipReason::kMalformed)];
+          if (opts_.skip_bad_rows) continue;
+          final_status_ = absl::InvalidArgumentError(absl::StrCat(
+              opts_.path, ": key start_times[", i, "]: ", t - first_s_,
+              " s after the first request (allowed at most ",
+              static_cast<double>(kMaxTraceArrivalNs) / 1e9, " s, 2^62 ns)"));
+          return final_status_;
+        }
+        const int64_t ns = std::llround(rel_ns);
         if (ns < prev_ns_) {
           ++stats_.skipped[static_cast<int>(SkipReason::kTimeBackwards)];
           if (opts_.skip_bad_rows) continue;
@@ -910,6 +930,7 @@ class VllmBenchReader : public TraceReader {
 class BinaryReader : public TraceReader {
  public:
   static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const ReaderOptions& opts) {
+    RETURN_IF_ERROR(CheckNotDirectory(opts.path));
     std::unique_ptr<BinaryReader> r(new BinaryReader());
     r->opts_ = opts;
     r->fd_ = ::open(opts.path.c_str(), O_RDONLY);
@@ -942,7 +963,8 @@ class BinaryReader : public TraceReader {
                        header.hash_block_tokens(), " is outside 0..1000000"));
     }
     r->block_ = header.hash_block_tokens();
-    r->source_ = header.source();
+    // Writers pad the source line with spaces (room to rewrite it).
+    r->source_ = std::string(absl::StripTrailingAsciiWhitespace(header.source()));
     return std::unique_ptr<TraceReader>(std::move(r));
   }
 
@@ -987,9 +1009,11 @@ class BinaryReader : public TraceReader {
             "header)";
       } else if (rec_.session_plus_one() < 0) {
         msg = "field session_plus_one: negative";
-      } else if (now_ns_ >
-                 std::numeric_limits<int64_t>::max() - rec_.arrival_delta_ns()) {
-        msg = "field arrival_delta_ns: arrival time overflows int64 ns";
+      } else if (rec_.arrival_delta_ns() > kMaxTraceArrivalNs - now_ns_) {
+        msg = absl::StrCat("field arrival_delta_ns: ", rec_.arrival_delta_ns(),
+                           " ns puts the arrival past ", kMaxTraceArrivalNs,
+                           " ns (2^62, ~146 years; allowed 0..",
+                           kMaxTraceArrivalNs - now_ns_, " here)");
       }
       if (!msg.empty()) {
         ++stats_.skipped[static_cast<int>(reason)];
@@ -1081,6 +1105,7 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceReader(TraceFormat format,
 }
 
 absl::StatusOr<TraceFormat> DetectTraceFormat(const std::string& path) {
+  RETURN_IF_ERROR(CheckNotDirectory(path));
   // Binary: the header record starts with its magic within the first bytes.
   {
     std::FILE* f = std::fopen(path.c_str(), "rb");

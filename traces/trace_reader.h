@@ -4,11 +4,11 @@
 // ns relative to the first emitted row.
 //
 // Strictness: a malformed row, a wrong column count, a timestamp earlier
-// than the previous row's, a negative, zero or absurd (> max_tokens)
-// length, a last line cut mid-record, invalid UTF-8 and an empty file are
-// errors whose message names file:line, the field and the allowed range.
-// With skip_bad_rows the bad row is skipped instead and counted by reason
-// (stats(), and Describe()). Header problems and unreadable files are
+// than the previous row's, an arrival more than kMaxTraceArrivalNs after
+// the first row's, a negative, zero or absurd (> max_tokens) length, a last line cut
+// mid-record, invalid UTF-8 and an empty file are errors whose message names file:line,
+// the field and the allowed range. With skip_bad_rows the bad row is skipped instead and
+// counted by reason (stats(), and Describe()). Header problems and unreadable files are
 // always errors.
 #ifndef SERVESIM_TRACES_TRACE_READER_H_
 #define SERVESIM_TRACES_TRACE_READER_H_
@@ -24,6 +24,12 @@
 #include "sim/request_source.h"
 
 namespace servesim {
+
+// Latest arrival (ns after the first request) that readers, transforms and
+// generators give: 2^62 ns, about 146 years. Anything later is an error
+// naming the record, so a consumer never sees a saturated INT64_MAX time
+// and differences of two arrivals cannot overflow.
+constexpr TimeNs kMaxTraceArrivalNs = TimeNs{1} << 62;
 
 // Why a row was skipped.
 enum class SkipReason {

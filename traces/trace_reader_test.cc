@@ -1,9 +1,11 @@
 #include "traces/trace_reader.h"
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "traces/bench_result.h"
@@ -13,6 +15,7 @@ namespace servesim {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kData = std::string(SERVESIM_SHARED_DIR) + "/data/traces/";
 const std::string kFixtures =
@@ -389,6 +392,73 @@ TEST(BadInputTest, HeaderWithoutRequiredColumnIsAnErrorEvenWhenSkipping) {
   ReadAll r = Read(TraceFormat::kAzure, kFixtures + "lengths_good.csv", true);
   EXPECT_THAT(r.status.message(),
               HasSubstr("lengths_good.csv:1: header has no TIMESTAMP"));
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  return path;
+}
+
+TEST(BadInputTest, DirectoryIsReportedAsADirectoryNotAnEmptyFile) {
+  const std::string dir = ::testing::TempDir();
+  for (TraceFormat f :
+       {TraceFormat::kAzure, TraceFormat::kMooncake, TraceFormat::kBurstGpt,
+        TraceFormat::kBailian, TraceFormat::kVllmBench, TraceFormat::kLengths,
+        TraceFormat::kBinary}) {
+    ReadAll r = Read(f, dir);
+    EXPECT_THAT(r.status.message(), HasSubstr("is a directory")) << TraceFormatName(f);
+    EXPECT_THAT(r.status.message(), Not(HasSubstr("empty file"))) << TraceFormatName(f);
+  }
+  auto detected = DetectTraceFormat(dir);
+  ASSERT_FALSE(detected.ok());
+  EXPECT_THAT(detected.status().message(), HasSubstr("is a directory"));
+}
+
+TEST(BadInputTest, ArrivalExactlyAtTheHorizonIsAcceptedOneNsLaterRejected) {
+  const std::string ok = WriteTemp(
+      "horizon_ok.csv", absl::StrCat("arrival_ns,input_tokens,output_tokens\n5,1,1\n",
+                                     5 + kMaxTraceArrivalNs, ",1,1\n"));
+  ReadAll r = Read(TraceFormat::kLengths, ok);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), 2u);
+  EXPECT_EQ(r.requests[1].arrival_ns, kMaxTraceArrivalNs);
+
+  const std::string bad = WriteTemp(
+      "horizon_bad.csv", absl::StrCat("arrival_ns,input_tokens,output_tokens\n5,1,1\n",
+                                      6 + kMaxTraceArrivalNs, ",1,1\n"));
+  r = Read(TraceFormat::kLengths, bad);
+  EXPECT_THAT(r.status.message(), HasSubstr("horizon_bad.csv:3: field arrival_ns"));
+  EXPECT_THAT(r.status.message(), HasSubstr("2^62"));
+  // Skippable like any bad row.
+  r = Read(TraceFormat::kLengths, bad, /*skip_bad_rows=*/true);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.requests.size(), 1u);
+}
+
+TEST(BadInputTest, SaturatedInt64TimestampIsRejectedNotPassedOn) {
+  const std::string path = WriteTemp(
+      "maxts.csv",
+      "arrival_ns,input_tokens,output_tokens\n0,1,1\n9223372036854775807,1,1\n");
+  ReadAll r = Read(TraceFormat::kLengths, path);
+  EXPECT_THAT(r.status.message(), HasSubstr("maxts.csv:3: field arrival_ns"));
+  const std::string jsonl = WriteTemp(
+      "bigts.jsonl",
+      "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1}\n"
+      "{\"timestamp\": 5000000000000, \"input_length\": 1, \"output_length\": 1}\n");
+  r = Read(TraceFormat::kMooncake, jsonl);
+  EXPECT_THAT(r.status.message(), HasSubstr("bigts.jsonl:2: field timestamp"));
+}
+
+TEST(BadInputTest, MooncakeTimestampRangeIsStatedInMilliseconds) {
+  const std::string path =
+      WriteTemp("negts.jsonl",
+                "{\"timestamp\": -500, \"input_length\": 1, \"output_length\": 1}\n");
+  ReadAll r = Read(TraceFormat::kMooncake, path);
+  EXPECT_THAT(
+      r.status.message(),
+      HasSubstr("-500 is not a non-negative time in ms (allowed 0..9223372036854 ms)"));
+  EXPECT_THAT(r.status.message(), Not(HasSubstr(" ns")));
 }
 
 }  // namespace
