@@ -36,8 +36,19 @@ absl::Status ValidateTraceOptions(const TraceOptions& opts) {
     return absl::InvalidArgumentError("trace loop/max requests: negative (allowed >= 0)");
   }
   const LengthFilter& f = opts.lengths;
+  for (const auto& [name, v] : {std::pair<const char*, int32_t>{"min_input", f.min_input},
+                                {"max_input", f.max_input},
+                                {"min_output", f.min_output},
+                                {"max_output", f.max_output}}) {
+    if (v < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("trace length filter ", name, ": ",
+                                                     v, " is negative (allowed >= 0)"));
+    }
+  }
   if (f.min_input > f.max_input || f.min_output > f.max_output) {
-    return absl::InvalidArgumentError("trace length filter: min above max");
+    return absl::InvalidArgumentError(
+        absl::StrCat("trace length filter: min above max (input ", f.min_input, "..",
+                     f.max_input, ", output ", f.min_output, "..", f.max_output, ")"));
   }
   return absl::OkStatus();
 }
@@ -63,8 +74,8 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceReaderFor(
 namespace {
 
 // Reader + arrivals + window + sample + filter + time scale (one pass).
-absl::StatusOr<std::unique_ptr<RequestSource>> OpenOnePass(const TraceOptions& opts,
-                                                           double time_factor) {
+absl::StatusOr<std::unique_ptr<RequestSource>> OpenOnePass(
+    const TraceOptions& opts, double time_factor, const TimeScaleOrigin& origin) {
   ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTraceReaderFor(opts));
   std::unique_ptr<RequestSource> src;
   if (!reader->HasArrivalTimes() && opts.arrivals.kind != ArrivalSpec::Kind::kAllAtOnce) {
@@ -86,7 +97,7 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenOnePass(const TraceOptions& o
       f.min_output != none.min_output || f.max_output != none.max_output) {
     src = FilterLengths(std::move(src), f);
   }
-  if (time_factor != 1.0) src = ScaleTime(std::move(src), time_factor);
+  if (time_factor != 1.0) src = ScaleTime(std::move(src), time_factor, origin);
   return src;
 }
 
@@ -105,8 +116,9 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenTrace(const TraceOptions& opt
     }
   }
   double time_factor = 1.0 / opts.rate_scale;
+  TimeScaleOrigin origin{"--rate-scale", 1.0};
   if (opts.target_rate_per_s > 0) {
-    ASSIGN_OR_RETURN(auto first, OpenOnePass(opts, 1.0));
+    ASSIGN_OR_RETURN(auto first, OpenOnePass(opts, 1.0, origin));
     ASSIGN_OR_RETURN(SourceSpan span, MeasureSpan(*first));
     const double rate = span.MeanRatePerS();
     if (rate <= 0) {
@@ -115,16 +127,18 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenTrace(const TraceOptions& opt
                        span.requests, " request(s) over a zero time span"));
     }
     time_factor = rate / opts.target_rate_per_s;
+    origin =
+        TimeScaleOrigin{"target rate (--target-rate; simulate --request-rate)", rate};
   }
   std::unique_ptr<RequestSource> src;
   if (opts.loop_to_requests > 0) {
-    SourceFactory factory = [opts, time_factor]() {
-      return OpenOnePass(opts, time_factor);
+    SourceFactory factory = [opts, time_factor, origin]() {
+      return OpenOnePass(opts, time_factor, origin);
     };
     ASSIGN_OR_RETURN(
         src, Loop(std::move(factory), opts.loop_to_requests, opts.loop_distinct_hashes));
   } else {
-    ASSIGN_OR_RETURN(src, OpenOnePass(opts, time_factor));
+    ASSIGN_OR_RETURN(src, OpenOnePass(opts, time_factor, origin));
   }
   if (opts.max_requests > 0) src = Limit(std::move(src), opts.max_requests);
   return src;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "sim/status_macros.h"
 #include "traces/prefix_hash.h"
+#include "traces/trace_reader.h"
 
 namespace servesim {
 namespace {
@@ -17,6 +18,12 @@ TimeNs SecondsToNs(double s) {
   if (!(s > 0)) return 0;
   if (s > kMaxGapS) s = kMaxGapS;
   return static_cast<TimeNs>(std::llround(s * 1e9));
+}
+
+// ns of a time in ns held as a double, saturating at INT64_MAX.
+TimeNs SaturatingNs(double t) {
+  if (!(t < 9.2e18)) return std::numeric_limits<TimeNs>::max();
+  return static_cast<TimeNs>(std::llround(t));
 }
 
 absl::Status RangeError(std::string_view field, double v, std::string_view allowed) {
@@ -113,7 +120,7 @@ TimeNs ArrivalProcess::NextScheduled() {
     const double left_ns = phase_start + phases_[phase].duration_s * 1e9 - pos;
     if (rate_per_ns > 0 && budget <= rate_per_ns * left_ns) {
       t += budget / rate_per_ns;
-      return static_cast<TimeNs>(std::llround(t));
+      return SaturatingNs(t);
     }
     budget -= rate_per_ns * left_ns;
     t += left_ns;
@@ -125,7 +132,7 @@ TimeNs ArrivalProcess::NextScheduled() {
       phase_start = 0;
     }
   }
-  return static_cast<TimeNs>(std::llround(t));
+  return SaturatingNs(t);
 }
 
 TimeNs ArrivalProcess::Next() {
@@ -161,7 +168,11 @@ TimeNs ArrivalProcess::Next() {
       return now_ns_;
     }
   }
-  now_ns_ += gap;
+  // Saturates instead of overflowing; consumers refuse arrivals past
+  // kMaxTraceArrivalNs long before INT64_MAX.
+  now_ns_ = gap > std::numeric_limits<TimeNs>::max() - now_ns_
+                ? std::numeric_limits<TimeNs>::max()
+                : now_ns_ + gap;
   return now_ns_;
 }
 
@@ -281,6 +292,18 @@ class SyntheticSource : public RequestSource {
 
   absl::StatusOr<bool> Next(RequestSpec& out) override {
     if (emitted_ >= opts_.num_requests) return false;
+    const TimeNs next_ns =
+        !pending_.empty() && pending_.top().arrival_ns <= next_start_ns_
+            ? pending_.top().arrival_ns
+            : next_start_ns_;
+    if (next_ns > kMaxTraceArrivalNs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "synthetic workload: request ", emitted_, " would arrive at ",
+          static_cast<double>(next_ns) / 1e9, " s, past the ",
+          static_cast<double>(kMaxTraceArrivalNs) / 1e9,
+          " s horizon (2^62 ns, ~146 years); allowed: fewer requests (num_requests <= ",
+          emitted_, ") or a higher arrival rate"));
+    }
     out = RequestSpec();
     out.id = emitted_++;
     const auto [new_input, output] = DrawLengths();
@@ -432,8 +455,10 @@ class SyntheticSource : public RequestSource {
 
 absl::StatusOr<std::unique_ptr<RequestSource>> MakeSyntheticSource(
     const SyntheticOptions& opts) {
-  if (opts.num_requests < 0)
-    return RangeError("num_requests", opts.num_requests, "[0, inf)");
+  if (opts.num_requests < 1 || opts.num_requests > std::numeric_limits<int32_t>::max()) {
+    return RangeError("num_requests", static_cast<double>(opts.num_requests),
+                      "[1, 2147483647]");
+  }
   if (opts.hash_block_tokens < 1 || opts.hash_block_tokens > 1'000'000) {
     return RangeError("hash_block_tokens", opts.hash_block_tokens, "[1, 1000000]");
   }

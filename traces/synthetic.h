@@ -135,7 +135,7 @@ struct SyntheticOptions {
   ArrivalSpec arrival;  // of single requests, or of session starts
   LengthSpec lengths;   // of single prompts, or of each turn's new user text
   SessionSpec sessions;
-  int64_t num_requests = 1000;
+  int64_t num_requests = 1000;  // 1..2^31-1
   uint64_t seed = 0;
   int32_t hash_block_tokens = 16;  // vLLM's default block size
 };
@@ -144,6 +144,8 @@ struct SyntheticOptions {
 // prompt + its answer + new user text, so its leading full blocks carry
 // the same prefix_hashes as the previous turn's prompt and answer. Turns
 // of different sessions interleave in arrival order ((time, seq) order).
+// A request that would arrive past kMaxTraceArrivalNs (a very low rate
+// with many requests) is an error, never a saturated time.
 // Memory: O(active sessions).
 absl::StatusOr<std::unique_ptr<RequestSource>> MakeSyntheticSource(
     const SyntheticOptions& opts);

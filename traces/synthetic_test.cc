@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "traces/trace_reader.h"
 
 namespace servesim {
 namespace {
@@ -256,6 +257,46 @@ TEST(SyntheticSourceTest, ReservoirKeepsAtMostMaxSamplesInSourceOrder) {
   auto sample = SampleEmpiricalLengths(**s, 100, 5);
   ASSERT_TRUE(sample.ok());
   EXPECT_EQ(sample->size(), 100u);
+}
+
+TEST(SyntheticSourceTest, NumRequestsMustBeOneToInt32Max) {
+  SyntheticOptions o = Base();
+  o.num_requests = 0;
+  auto s = MakeSyntheticSource(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), ::testing::HasSubstr("num_requests"));
+  EXPECT_THAT(s.status().message(), ::testing::HasSubstr("[1, 2147483647]"));
+  o.num_requests = int64_t{2147483647} + 1;
+  EXPECT_FALSE(MakeSyntheticSource(o).ok());
+  o.num_requests = 1;
+  EXPECT_TRUE(MakeSyntheticSource(o).ok());
+  o.num_requests = 2147483647;
+  EXPECT_TRUE(MakeSyntheticSource(o).ok());
+}
+
+TEST(SyntheticSourceTest, ArrivalsPastTheHorizonAreAnErrorNotSaturated) {
+  SyntheticOptions o = Base();
+  o.num_requests = 100;
+  o.arrival.kind = ArrivalSpec::Kind::kConstant;
+  o.arrival.rate_per_s = 1e-9;  // gaps clamp to 1e8 s: 47 * 1e17 ns > 2^62
+  auto s = MakeSyntheticSource(o);
+  ASSERT_TRUE(s.ok());
+  RequestSpec r;
+  int64_t n = 0;
+  absl::Status st;
+  while (true) {
+    auto got = (*s)->Next(r);
+    if (!got.ok()) {
+      st = got.status();
+      break;
+    }
+    ASSERT_TRUE(*got);
+    EXPECT_LE(r.arrival_ns, kMaxTraceArrivalNs);
+    ++n;
+  }
+  EXPECT_EQ(n, 47);
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("synthetic workload: request 47"));
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("2^62"));
 }
 
 }  // namespace

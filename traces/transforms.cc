@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "sim/status_macros.h"
 #include "traces/prefix_hash.h"
+#include "traces/trace_reader.h"
 
 namespace servesim {
 namespace {
@@ -16,6 +17,7 @@ class Wrapper : public RequestSource {
   explicit Wrapper(std::unique_ptr<RequestSource> source) : source_(std::move(source)) {}
 
   absl::StatusOr<bool> Next(RequestSpec& out) final {
+    if (!error_.ok()) return error_;
     if (done_) return false;
     while (true) {
       ASSIGN_OR_RETURN(bool got, source_->Next(out));
@@ -23,8 +25,15 @@ class Wrapper : public RequestSource {
         done_ = true;
         return false;
       }
+      const int64_t input_id = out.id;
       switch (Apply(out)) {
         case Verdict::kKeep:
+          if (out.arrival_ns < 0 || out.arrival_ns > kMaxTraceArrivalNs) {
+            error_ = absl::InvalidArgumentError(absl::StrCat(
+                Describe(), ": request ", input_id, ": arrival ", out.arrival_ns,
+                " ns is outside 0..", kMaxTraceArrivalNs, " ns (2^62, ~146 years)"));
+            return error_;
+          }
           out.id = next_id_++;
           return true;
         case Verdict::kDrop:
@@ -32,15 +41,19 @@ class Wrapper : public RequestSource {
         case Verdict::kStop:
           done_ = true;
           return false;
+        case Verdict::kError:
+          return error_;
       }
     }
   }
 
  protected:
-  enum class Verdict { kKeep, kDrop, kStop };
+  // kError: Apply set error_, which every later Next() returns too.
+  enum class Verdict { kKeep, kDrop, kStop, kError };
   virtual Verdict Apply(RequestSpec& r) = 0;
 
   std::unique_ptr<RequestSource> source_;
+  absl::Status error_;
 
  private:
   int64_t next_id_ = 0;
@@ -84,8 +97,8 @@ class TimeWindowSource : public Wrapper {
 
 class ScaleTimeSource : public Wrapper {
  public:
-  ScaleTimeSource(std::unique_ptr<RequestSource> s, double f)
-      : Wrapper(std::move(s)), f_(f) {}
+  ScaleTimeSource(std::unique_ptr<RequestSource> s, double f, TimeScaleOrigin origin)
+      : Wrapper(std::move(s)), f_(f), origin_(std::move(origin)) {}
   std::string Describe() const override {
     return absl::StrCat(source_->Describe(), " | time x", f_);
   }
@@ -93,11 +106,28 @@ class ScaleTimeSource : public Wrapper {
  private:
   Verdict Apply(RequestSpec& r) override {
     const long double t = static_cast<long double>(r.arrival_ns) * f_;
-    r.arrival_ns = t >= 9.2e18L ? std::numeric_limits<TimeNs>::max()
-                                : static_cast<TimeNs>(std::llroundl(t));
-    return Verdict::kKeep;
+    if (t <= static_cast<long double>(kMaxTraceArrivalNs)) {
+      r.arrival_ns = static_cast<TimeNs>(std::llroundl(t));
+      return Verdict::kKeep;
+    }
+    // The largest factor that keeps this arrival within the horizon.
+    const double max_factor =
+        static_cast<double>(kMaxTraceArrivalNs) / static_cast<double>(r.arrival_ns);
+    const std::string allowed =
+        origin_.option.empty()
+            ? absl::StrCat("time factor <= ", max_factor)
+            : absl::StrCat(origin_.option, " >= ", origin_.numerator / max_factor);
+    error_ = absl::InvalidArgumentError(
+        absl::StrCat(origin_.option.empty() ? "time factor" : origin_.option, " ",
+                     origin_.option.empty() ? f_ : origin_.numerator / f_, ": request ",
+                     r.id, " at ", static_cast<double>(r.arrival_ns) / 1e9,
+                     " s would arrive at ", static_cast<double>(t / 1e9L),
+                     " s, past the ", static_cast<double>(kMaxTraceArrivalNs) / 1e9,
+                     " s horizon (2^62 ns, ~146 years); this request needs ", allowed));
+    return Verdict::kError;
   }
   double f_;
+  TimeScaleOrigin origin_;
 };
 
 class SampleSource : public Wrapper {
@@ -182,7 +212,17 @@ class LoopSource : public RequestSource {
         ++count0_;
         max_session_ = std::max(max_session_, out.session_id);
       } else {
-        out.arrival_ns += pass_ * (span_ + gap_);
+        const TimeNs period = span_ + gap_;
+        if (period > 0 && pass_ > (kMaxTraceArrivalNs - out.arrival_ns) / period) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "loop to ", target_, " requests: pass ", pass_, " (request ", emitted_,
+              ") would start ", static_cast<double>(pass_) * period / 1e9,
+              " s in, past the ", static_cast<double>(kMaxTraceArrivalNs) / 1e9,
+              " s horizon (2^62 ns, ~146 years); allowed here: at most ",
+              (kMaxTraceArrivalNs / period + 1) * count0_,
+              " requests, or a faster rate"));
+        }
+        out.arrival_ns += pass_ * period;
         if (out.session_id >= 0) out.session_id += pass_ * (max_session_ + 1);
         if (distinct_) {
           for (uint64_t& h : out.prefix_hashes)
@@ -225,8 +265,9 @@ std::unique_ptr<RequestSource> TimeWindow(std::unique_ptr<RequestSource> source,
 }
 
 std::unique_ptr<RequestSource> ScaleTime(std::unique_ptr<RequestSource> source,
-                                         double time_factor) {
-  return std::make_unique<ScaleTimeSource>(std::move(source), time_factor);
+                                         double time_factor, TimeScaleOrigin origin) {
+  return std::make_unique<ScaleTimeSource>(std::move(source), time_factor,
+                                           std::move(origin));
 }
 
 std::unique_ptr<RequestSource> Sample(std::unique_ptr<RequestSource> source,

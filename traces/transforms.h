@@ -1,6 +1,7 @@
 // Transforms of a request stream: RequestSource wrappers that own the
 // source they wrap. Each renumbers ids 0, 1, 2, ... and keeps arrivals
-// nondecreasing; errors of the inner source pass through unchanged.
+// nondecreasing; errors of the inner source pass through unchanged. An
+// output arrival outside 0..kMaxTraceArrivalNs (trace_reader.h) is an error.
 // Thread-compatible; memory O(1) beyond the wrapped source.
 #ifndef SERVESIM_TRACES_TRANSFORMS_H_
 #define SERVESIM_TRACES_TRANSFORMS_H_
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "sim/request.h"
@@ -27,10 +29,20 @@ std::unique_ptr<RequestSource> WithArrivals(std::unique_ptr<RequestSource> sourc
 std::unique_ptr<RequestSource> TimeWindow(std::unique_ptr<RequestSource> source,
                                           TimeNs start_ns, TimeNs end_ns);
 
+// The option that chose a time factor, for error messages: its value is
+// numerator / time_factor (a rate scale: numerator 1; a target rate: the
+// file's own mean rate). Empty option: errors name the factor itself.
+struct TimeScaleOrigin {
+  std::string option;
+  double numerator = 1;
+};
+
 // Multiplies every arrival by `time_factor` (rounded to ns): 0.5 doubles
-// the request rate, 2 halves it. REQUIRES time_factor > 0.
+// the request rate, 2 halves it. An arrival pushed past kMaxTraceArrivalNs
+// is an error naming the request, `origin` and its allowed range.
+// REQUIRES time_factor > 0.
 std::unique_ptr<RequestSource> ScaleTime(std::unique_ptr<RequestSource> source,
-                                         double time_factor);
+                                         double time_factor, TimeScaleOrigin origin = {});
 
 // Keeps each request with probability `fraction`, independently, from a
 // stream seeded by `seed` (same seed, same subset). REQUIRES 0 < fraction <= 1.

@@ -4,9 +4,12 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "traces/trace_reader.h"
 
 namespace servesim {
 namespace {
+
+using ::testing::HasSubstr;
 
 // A fixed in-memory source for the transform tests.
 class VectorSource : public RequestSource {
@@ -150,6 +153,56 @@ TEST(TransformsTest, MeasureSpanGivesMeanRate) {
   ASSERT_TRUE(span.ok());
   EXPECT_EQ(span->requests, 11);
   EXPECT_DOUBLE_EQ(span->MeanRatePerS(), 10.0);
+}
+
+// Reads until the end or an error; returns the error (OK at a clean end).
+absl::Status DrainStatus(RequestSource& s, std::vector<RequestSpec>* out = nullptr) {
+  RequestSpec r;
+  while (true) {
+    auto got = s.Next(r);
+    if (!got.ok()) return got.status();
+    if (!*got) return absl::OkStatus();
+    if (out != nullptr) out->push_back(r);
+  }
+}
+
+TEST(TransformsTest, ScaleTimePastTheHorizonIsAnErrorNamingOptionAndRange) {
+  // 1 s gaps, rate scale 1e-300: the second request would land at 1e300 s.
+  auto s = ScaleTime(Src(3, kNsPerSec), 1e300, TimeScaleOrigin{"--rate-scale", 1.0});
+  std::vector<RequestSpec> got;
+  absl::Status st = DrainStatus(*s, &got);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(got.size(), 1u);  // t = 0 scales to 0
+  EXPECT_THAT(st.message(), HasSubstr("--rate-scale 1e-300: request 1"));
+  EXPECT_THAT(st.message(), HasSubstr("2^62"));
+  EXPECT_THAT(st.message(), HasSubstr("needs --rate-scale >= "));
+  // Sticky: the same error again, never a saturated arrival.
+  RequestSpec r;
+  EXPECT_EQ(s->Next(r).status(), st);
+}
+
+TEST(TransformsTest, ScaleTimeExactlyToTheHorizonIsAccepted) {
+  auto s = ScaleTime(Src(2, kMaxTraceArrivalNs / 4), 4.0);
+  std::vector<RequestSpec> got;
+  ASSERT_TRUE(DrainStatus(*s, &got).ok());
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].arrival_ns, kMaxTraceArrivalNs);
+}
+
+TEST(TransformsTest, LoopPastTheHorizonIsAnErrorNotAnOverflow) {
+  // Pass 0 spans 2^61 ns: pass 2 would start past 2^62.
+  auto loop = Loop(
+      [] {
+        return absl::StatusOr<std::unique_ptr<RequestSource>>(
+            Src(2, kMaxTraceArrivalNs / 2));
+      },
+      100, true);
+  ASSERT_TRUE(loop.ok());
+  std::vector<RequestSpec> got;
+  absl::Status st = DrainStatus(**loop, &got);
+  EXPECT_THAT(st.message(), HasSubstr("loop to 100 requests: pass"));
+  EXPECT_THAT(st.message(), HasSubstr("2^62"));
+  for (const RequestSpec& r : got) EXPECT_LE(r.arrival_ns, kMaxTraceArrivalNs);
 }
 
 }  // namespace
