@@ -1,6 +1,7 @@
 #include "traces/open_trace.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@ namespace servesim {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kData = std::string(SERVESIM_SHARED_DIR) + "/data/traces/";
 const std::string kFixtures =
@@ -224,6 +226,118 @@ TEST(ConvertTest, TruncatedBinaryFileIsAnErrorNamingTheRecord) {
     if (!*got) break;
   }
   EXPECT_THAT(st.message(), HasSubstr("cut.bin: record 3: truncated"));
+}
+
+TEST(OpenTraceTest, RateScalePastTheHorizonIsAnErrorNamingTheFlag) {
+  TraceOptions o;
+  o.path = kFixtures + "azure_good.csv";
+  o.rate_scale = 1e-300;
+  auto s = OpenTrace(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  RequestSpec r;
+  absl::Status st;
+  while (true) {
+    auto got = (*s)->Next(r);
+    if (!got.ok()) {
+      st = got.status();
+      break;
+    }
+    ASSERT_TRUE(*got) << "reached the end without an error";
+    EXPECT_LE(r.arrival_ns, kMaxTraceArrivalNs);
+  }
+  EXPECT_THAT(st.message(), HasSubstr("--rate-scale 1e-300: request 1"));
+  EXPECT_THAT(st.message(), HasSubstr("needs --rate-scale >= "));
+}
+
+TEST(OpenTraceTest, NegativeLengthFilterBoundIsAnError) {
+  TraceOptions o;
+  o.path = kFixtures + "azure_good.csv";
+  o.lengths.min_input = -1;
+  auto s = OpenTrace(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("min_input: -1 is negative"));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+bool FolderHasTemporaries(const std::string& dir, const std::string& base) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("." + base + ".tmp.", 0) == 0) return true;
+  }
+  return false;
+}
+
+TEST(ConvertTest, FailedConversionLeavesTheExistingOutputUntouched) {
+  const std::string dir = ::testing::TempDir() + "/convert_fail";
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/keep.csv";
+  std::ofstream(out, std::ios::binary | std::ios::trunc) << "precious\n";
+  TraceOptions o;
+  o.path = kFixtures + "azure_negative_length.csv";  // fails at line 3
+  auto src = OpenTrace(o);
+  ASSERT_TRUE(src.ok()) << src.status();
+  auto n = ConvertTrace(**src, out, OutputFormat::kCsv);
+  ASSERT_FALSE(n.ok());
+  EXPECT_THAT(n.status().message(), HasSubstr("azure_negative_length.csv:3"));
+  EXPECT_EQ(ReadFile(out), "precious\n");
+  EXPECT_FALSE(FolderHasTemporaries(dir, "keep.csv"));
+  // A failure before the first record does not create the file either.
+  const std::string fresh = dir + "/fresh.bin";
+  auto again = OpenTrace(o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(ConvertTrace(**again, fresh, OutputFormat::kBinary).ok());
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+  EXPECT_FALSE(FolderHasTemporaries(dir, "fresh.bin"));
+}
+
+TEST(ConvertTest, ConversionInPlaceReplacesTheFileWhole) {
+  const std::string path = ::testing::TempDir() + "/inplace.csv";
+  std::filesystem::copy_file(kFixtures + "azure_good.csv", path,
+                             std::filesystem::copy_options::overwrite_existing);
+  TraceOptions o;
+  o.path = path;
+  auto src = OpenTrace(o);
+  ASSERT_TRUE(src.ok());
+  auto n = ConvertTrace(**src, path, OutputFormat::kCsv);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 3);
+  TraceOptions back;
+  back.path = path;
+  EXPECT_EQ(Open(back).size(), 3u);
+}
+
+TEST(ConvertTest, DirectoryAsOutputIsAnError) {
+  TraceOptions o;
+  o.path = kFixtures + "azure_good.csv";
+  auto src = OpenTrace(o);
+  ASSERT_TRUE(src.ok());
+  auto n = ConvertTrace(**src, ::testing::TempDir(), OutputFormat::kCsv);
+  ASSERT_FALSE(n.ok());
+  EXPECT_THAT(n.status().message(), HasSubstr("is a directory"));
+}
+
+TEST(ConvertTest, BinaryHeaderRecordsTheSourceCountsAfterReading) {
+  TraceOptions o;
+  o.path = kFixtures + "azure_good.csv";
+  auto src = OpenTrace(o);
+  ASSERT_TRUE(src.ok());
+  const std::string out = ::testing::TempDir() + "/prov.bin";
+  auto summary = ConvertTraceWithSummary(**src, out, OutputFormat::kBinary);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->requests, 3);
+  EXPECT_THAT(summary->source, HasSubstr("(rows 3, requests 3"));
+  TraceOptions back;
+  back.path = out;
+  auto copy = OpenTrace(back);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(Drain(**copy).size(), 3u);
+  const std::string d = (*copy)->Describe();
+  EXPECT_THAT(d, HasSubstr("from: azure trace"));
+  EXPECT_THAT(d, HasSubstr("(rows 3, requests 3, skipped: none))"));
+  EXPECT_THAT(d, Not(HasSubstr("rows 0")));
 }
 
 // ---- stats

@@ -1,6 +1,13 @@
 #include "traces/trace_writer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -67,16 +74,76 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
   std::unique_ptr<TraceWriter> w(new TraceWriter());
   w->path_ = path;
   w->format_ = format;
-  w->file_ = std::fopen(path.c_str(), "wb");
-  if (w->file_ == nullptr) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
+  if (path.empty()) return absl::InvalidArgumentError("output path: empty");
+  struct stat st;
+  bool in_place = false;
+  mode_t mode = 0666;  // less the umask, as fopen would
+  bool keep_mode = false;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": is a directory (expected an output file path)"));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      in_place = true;  // a FIFO, /dev/stdout, ...: cannot be renamed onto
+    } else {
+      mode = st.st_mode & 07777;
+      keep_mode = true;
+      // Write through a symlink: replace its target, not the link.
+      struct stat lst;
+      char resolved[PATH_MAX];
+      if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode) &&
+          ::realpath(path.c_str(), resolved) != nullptr) {
+        w->path_ = resolved;
+      }
+    }
+  }
+  if (in_place) {
+    w->file_ = std::fopen(path.c_str(), "wb");
+    if (w->file_ == nullptr) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
+    }
+  } else {
+    // A temporary beside the destination (same file system: rename is atomic).
+    static std::atomic<uint64_t> counter{0};
+    const size_t slash = w->path_.rfind('/');
+    const std::string dir =
+        slash == std::string::npos ? std::string() : w->path_.substr(0, slash + 1);
+    const std::string base =
+        slash == std::string::npos ? w->path_ : w->path_.substr(slash + 1);
+    int fd = -1;
+    for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+      w->tmp_path_ =
+          absl::StrCat(dir, ".", base, ".tmp.", ::getpid(), ".", counter.fetch_add(1));
+      fd = ::open(w->tmp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+      const std::string err = std::strerror(errno);
+      w->tmp_path_.clear();
+      return absl::PermissionDeniedError(
+          absl::StrCat(path, ": cannot write (temporary file in its folder): ", err));
+    }
+    if (keep_mode) (void)::fchmod(fd, mode);
+    w->file_ = ::fdopen(fd, "wb");
+    if (w->file_ == nullptr) {
+      const std::string err = std::strerror(errno);
+      ::close(fd);
+      ::unlink(w->tmp_path_.c_str());
+      w->tmp_path_.clear();
+      return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write: ", err));
+    }
   }
   if (format == OutputFormat::kBinary) {
+    // Room for the final description (SetSource), padded with spaces that
+    // readers strip; the header keeps its byte size when rewritten.
+    w->source_room_ = source_description.size() + 1024;
+    w->SetSource(source_description);
     proto::TraceHeader header;
     header.set_magic("servesim-trace");
     header.set_version(1);
-    header.set_source(source_description);
+    header.set_source(w->source_);
     AppendDelimited(w->buf_, header);
   } else if (format == OutputFormat::kCsv) {
     w->buf_ =
@@ -86,8 +153,31 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
   return w;
 }
 
-TraceWriter::~TraceWriter() {
-  if (file_ != nullptr) (void)Close();
+void TraceWriter::SetSource(std::string source_description) {
+  if (source_room_ == 0) return;
+  std::string& s = source_description;
+  if (s.size() > source_room_) {
+    size_t cut = source_room_ - 3;
+    // Do not split a UTF-8 sequence (proto3 strings must stay valid).
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    s.resize(cut);
+    s += "...";
+  }
+  s.resize(source_room_, ' ');
+  source_ = std::move(s);
+}
+
+TraceWriter::~TraceWriter() { Discard(); }
+
+void TraceWriter::Discard() {
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    file_ = nullptr;
+  }
+  if (!tmp_path_.empty()) {
+    ::unlink(tmp_path_.c_str());
+    tmp_path_.clear();
+  }
 }
 
 absl::Status TraceWriter::Write(const RequestSpec& r) {
@@ -155,27 +245,68 @@ absl::Status TraceWriter::Flush(bool force) {
 }
 
 absl::Status TraceWriter::Close() {
-  if (file_ == nullptr) return absl::OkStatus();
+  if (file_ == nullptr) {
+    return tmp_path_.empty() ? absl::OkStatus()
+                             : absl::FailedPreconditionError(
+                                   absl::StrCat(path_, ": writer already failed"));
+  }
   absl::Status st = Flush(true);
-  if (std::fclose(file_) != 0 && st.ok()) {
+  if (st.ok() && format_ == OutputFormat::kBinary && !tmp_path_.empty()) {
+    // Rewrite the header with the final source line (same byte size).
+    proto::TraceHeader header;
+    header.set_magic("servesim-trace");
+    header.set_version(1);
+    header.set_source(source_);
+    std::string bytes;
+    AppendDelimited(bytes, header);
+    if (std::fflush(file_) != 0 || std::fseek(file_, 0, SEEK_SET) != 0 ||
+        std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+      st = absl::DataLossError(
+          absl::StrCat(path_, ": rewriting the header failed: ", std::strerror(errno)));
+    }
+  }
+  const int rc = std::fclose(file_);
+  file_ = nullptr;
+  if (rc != 0 && st.ok()) {
     st = absl::DataLossError(
         absl::StrCat(path_, ": close failed: ", std::strerror(errno)));
   }
-  file_ = nullptr;
+  if (st.ok() && !tmp_path_.empty()) {
+    if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+      st = absl::DataLossError(absl::StrCat(path_, ": cannot replace it with ", tmp_path_,
+                                            ": ", std::strerror(errno)));
+    } else {
+      tmp_path_.clear();
+    }
+  }
+  Discard();  // removes the temporary after a failure
   return st;
 }
 
-absl::StatusOr<int64_t> ConvertTrace(RequestSource& source, const std::string& path,
-                                     OutputFormat format) {
+absl::StatusOr<ConvertSummary> ConvertTraceWithSummary(RequestSource& source,
+                                                       const std::string& path,
+                                                       OutputFormat format) {
   ASSIGN_OR_RETURN(auto writer, TraceWriter::Open(path, format, source.Describe()));
+  ConvertSummary summary;
   RequestSpec r;
   while (true) {
     ASSIGN_OR_RETURN(bool got, source.Next(r));
     if (!got) break;
     RETURN_IF_ERROR(writer->Write(r));
+    if (summary.requests == 0) summary.first_arrival_ns = r.arrival_ns;
+    summary.last_arrival_ns = r.arrival_ns;
+    ++summary.requests;
   }
+  summary.source = source.Describe();  // with the counts of the finished read
+  writer->SetSource(summary.source);
   RETURN_IF_ERROR(writer->Close());
-  return writer->written();
+  return summary;
+}
+
+absl::StatusOr<int64_t> ConvertTrace(RequestSource& source, const std::string& path,
+                                     OutputFormat format) {
+  ASSIGN_OR_RETURN(ConvertSummary summary, ConvertTraceWithSummary(source, path, format));
+  return summary.requests;
 }
 
 }  // namespace servesim

@@ -35,10 +35,15 @@ absl::StatusOr<OutputFormat> ParseOutputFormat(std::string_view name);
 // .csv -> csv, .jsonl/.json -> jsonl, anything else -> binary.
 OutputFormat OutputFormatForPath(const std::string& path);
 
-// Streams requests to a file. Not thread-safe; not copyable. Close() (or
-// the destructor, ignoring errors) flushes.
+// Streams requests to a file, atomically: a regular file is written to a
+// temporary file in the same folder and renamed onto `path` by a successful
+// Close(); destroying the writer without one (an error midway) removes the
+// temporary and leaves `path` as it was. A FIFO or device is written in
+// place. Not thread-safe; not copyable.
 class TraceWriter {
  public:
+  // `source_description` goes into the binary header (SetSource can
+  // replace it before Close). A directory `path` is an error.
   static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(
       const std::string& path, OutputFormat format,
       const std::string& source_description);
@@ -48,24 +53,46 @@ class TraceWriter {
 
   // REQUIRES: arrivals nondecreasing across calls.
   absl::Status Write(const RequestSpec& r);
+  // Binary: the header's source line as of Close() (a source's Describe()
+  // once read, with its final counts). Cut to the room reserved at Open
+  // (the description then + 1024 bytes).
+  void SetSource(std::string source_description);
+  // Flushes, (binary) rewrites the header, and renames the file into place.
   absl::Status Close();
   int64_t written() const { return written_; }
 
  private:
   TraceWriter() = default;
   absl::Status Flush(bool force);
+  // Closes and removes the temporary (if any).
+  void Discard();
 
-  std::string path_;
+  std::string path_;      // the destination
+  std::string tmp_path_;  // "" when writing `path_` in place
   OutputFormat format_ = OutputFormat::kBinary;
   std::FILE* file_ = nullptr;
   std::string buf_;
+  size_t source_room_ = 0;  // bytes of the header's padded source field
+  std::string source_;
   TimeNs prev_ns_ = 0;
   int64_t written_ = 0;
 };
 
-// Copies `source` to `path`; returns the number of requests written.
+// What ConvertTraceWithSummary wrote.
+struct ConvertSummary {
+  int64_t requests = 0;
+  TimeNs first_arrival_ns = 0;
+  TimeNs last_arrival_ns = 0;
+  std::string source;  // Describe() of the source after reading it all
+};
+
+// Copies `source` to `path` (atomically, see TraceWriter); returns the
+// number of requests written.
 absl::StatusOr<int64_t> ConvertTrace(RequestSource& source, const std::string& path,
                                      OutputFormat format);
+absl::StatusOr<ConvertSummary> ConvertTraceWithSummary(RequestSource& source,
+                                                       const std::string& path,
+                                                       OutputFormat format);
 
 }  // namespace servesim
 
