@@ -1,6 +1,7 @@
 #include "experiments/server_flags.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -108,6 +109,11 @@ void ExperimentFlags::RegisterConfigFlags(CLI::App* cmd) {
 absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
   proto::ExperimentConfig c;
   if (!config_path_.empty()) {
+    if (std::error_code ec; std::filesystem::is_directory(config_path_, ec)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--config: %s is a directory; give an ExperimentConfig text-proto file",
+          config_path_));
+    }
     std::ifstream in(config_path_);
     if (!in) {
       return absl::NotFoundError(
@@ -121,6 +127,20 @@ absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
     RETURN_IF_ERROR(MergeText(sets_[i], absl::StrFormat("--set #%d", i + 1), c));
   }
   proto::ServerConfig& s = *c.mutable_server();
+  // A fleet config names each replica's server: a single-server flag would be
+  // silently ignored.
+  if (c.fleet().replicas_size() > 0) {
+    for (CLI::Option* o : {device_, model_, quantization_, dtype_, max_model_len_,
+                           gpu_mem_, max_num_seqs_, max_num_batched_tokens_, block_size_,
+                           prefix_caching_, async_, calibration_}) {
+      if (Given(o)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: the config defines a fleet (fleet.replicas); set it in each replica's "
+            "server instead",
+            o->get_name()));
+      }
+    }
+  }
   if (Given(device_)) s.set_device(device_v_);
   if (Given(model_)) s.set_model(model_v_);
   if (Given(quantization_)) s.set_quantization(quantization_v_);
@@ -196,8 +216,25 @@ absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
   }
   if (Given(ignore_eos_)) cl.set_ignore_eos(ignore_eos_v_);
   if (Given(overhead_)) cl.set_client_overhead_s(overhead_v_);
-  if (Given(trace_)) cl.set_trace(trace_v_);
+  if (Given(trace_)) {
+    if (trace_v_.empty()) {
+      return absl::InvalidArgumentError("--trace: empty path; give a trace file");
+    }
+    cl.set_trace(trace_v_);
+  }
   if (Given(trace_format_)) cl.set_trace_format(trace_format_v_);
+  if (!cl.trace().empty()) {
+    // The trace gives the lengths and the arrival process (a --request-rate
+    // only rescales its timeline): these flags would be silently ignored.
+    for (CLI::Option* o : {input_len_, output_len_, range_ratio_, burstiness_}) {
+      if (Given(o)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: does not apply with --trace (the trace gives the lengths and arrival "
+            "times; --request-rate rescales them)",
+            o->get_name()));
+      }
+    }
+  }
   ApplyDefaults(c);
   RETURN_IF_ERROR(Validate(c));
   return c;

@@ -1,5 +1,7 @@
 #include "hwmodels/catalog.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -156,6 +158,14 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
       return absl::InvalidArgumentError(absl::StrCat(
           "--model ", origin, ": field ", what, " is missing or not a positive number"));
     }
+    // Far above any real model, far below int32 overflow in the planner.
+    constexpr double kMax = 1e7;
+    if (v > kMax || v != std::floor(v)) {
+      return absl::InvalidArgumentError(absl::StrCat("--model ", origin, ": field ", what,
+                                                     ": ", v,
+                                                     " is out of range (an integer in "
+                                                     "[1, 1e7])"));
+    }
     return static_cast<int64_t>(v);
   };
   proto::ModelArch m;
@@ -174,6 +184,19 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
     const size_t s2 = dir.rfind('/');
     base = s2 == std::string::npos ? dir : dir.substr(s2 + 1);
   }
+  // Decoder-only transformers with (grouped-query) attention only: the
+  // step model has no state-space or recurrent layers.
+  static const char* const kFamilies[] = {"gemma", "llama", "mistral", "mixtral", "qwen",
+                                          "phi", "granite", "olmo", "internlm", "yi",
+                                          "deepseek", "gpt_oss", "starcoder2"};
+  bool known = model_type.empty();
+  for (const char* f : kFamilies) known = known || absl::StartsWith(model_type, f);
+  if (!known) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model ", origin, ": model_type '", model_type,
+        "' is not supported (attention-only decoders: gemma*, llama, mistral, mixtral, "
+        "qwen*, phi*, granite, olmo*, internlm*, yi, deepseek*, gpt_oss, starcoder2)"));
+  }
   m.set_id(absl::StrCat("import:", base));
   m.set_display_name(
       absl::StrCat(model_type.empty() ? "model" : model_type, " from ", origin));
@@ -188,6 +211,12 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   m.set_num_q_heads(static_cast<int32_t>(heads));
   const int32_t kv_heads =
       static_cast<int32_t>(Num(*cfg, {"num_key_value_heads"}, heads));
+  if (kv_heads < 1 || kv_heads > heads || heads % kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model ", origin, ": field num_key_value_heads: ", kv_heads,
+        " must divide num_attention_heads ", heads, " (allowed: a divisor in [1, ", heads,
+        "])"));
+  }
   const int32_t head_dim = static_cast<int32_t>(Num(*cfg, {"head_dim"}, hidden / heads));
   m.set_num_kv_heads_sliding(kv_heads);
   m.set_head_dim_sliding(head_dim);
@@ -208,8 +237,13 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
       Num(*cfg, {"moe_intermediate_size", "expert_intermediate_size"}, 0)));
   m.set_tie_word_embeddings(
       Bool(*cfg, "tie_word_embeddings", Bool(root, "tie_word_embeddings", false)));
-  m.set_max_position_embeddings(
-      static_cast<int64_t>(Num(*cfg, {"max_position_embeddings"}, 8192)));
+  const double max_pos = Num(*cfg, {"max_position_embeddings"}, 8192);
+  if (!(max_pos >= 1 && max_pos <= 1e8)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model ", origin, ": field max_position_embeddings: ", max_pos,
+                     " is out of range [1, 1e8]"));
+  }
+  m.set_max_position_embeddings(static_cast<int64_t>(max_pos));
 
   // Sliding window and layer types.
   const bool use_sliding = Bool(*cfg, "use_sliding_window", true);

@@ -132,5 +132,34 @@ TEST(CatalogTest, ImportErrorsNameTheFileAndField) {
   EXPECT_NE(notjson.status().message().find("y/config.json"), std::string::npos);
 }
 
+TEST(CatalogTest, ImportRejectsInconsistentOrUnsupportedConfigs) {
+  const std::string ok_fields =
+      R"("vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 32,
+         "num_attention_heads": 32, "intermediate_size": 11008)";
+  auto with = [&](const std::string& extra) {
+    return ImportHfConfig("{" + ok_fields + ", " + extra + "}", "z/config.json");
+  };
+  EXPECT_TRUE(with(R"("model_type": "llama", "num_key_value_heads": 8)").ok());
+  EXPECT_NE(with(R"("model_type": "llama", "num_key_value_heads": 5)")
+                .status()
+                .message()
+                .find("must divide num_attention_heads 32"),
+            std::string::npos);
+  EXPECT_NE(with(R"("model_type": "mamba")").status().message().find("not supported"),
+            std::string::npos);
+  EXPECT_NE(with(R"("model_type": "llama", "max_position_embeddings": 0)")
+                .status()
+                .message()
+                .find("max_position_embeddings"),
+            std::string::npos);
+  auto huge = ImportHfConfig(
+      R"({"vocab_size": 32000, "hidden_size": 1e12, "num_hidden_layers": 32,
+          "num_attention_heads": 32})",
+      "z/config.json");
+  EXPECT_NE(huge.status().message().find("hidden_size: 1e+12 is out of range"),
+            std::string::npos)
+      << huge.status();
+}
+
 }  // namespace
 }  // namespace servesim
