@@ -29,7 +29,7 @@ namespace servesim {
 // generators give: 2^62 ns, about 146 years. Anything later is an error
 // naming the record, so a consumer never sees a saturated INT64_MAX time
 // and differences of two arrivals cannot overflow.
-constexpr TimeNs kMaxTraceArrivalNs = TimeNs{1} << 62;
+constexpr TimeNs kMaxTraceArrivalNs = kMaxArrivalNs;  // sim/request.h
 
 // Why a row was skipped.
 enum class SkipReason {
