@@ -92,8 +92,12 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
     c.model_id = it->second;
   // Every key the cell is built from is range-checked here: a bad value is
   // an error naming the file and key, never a silently dropped point.
-  const auto positive_int = [](double x) { return IsInteger(x) && x >= 1 && x <= kMaxInt32; };
-  const auto count = [](double x) { return IsInteger(x) && x >= 0 && x <= kMaxExactInteger; };
+  const auto positive_int = [](double x) {
+    return IsInteger(x) && x >= 1 && x <= kMaxInt32;
+  };
+  const auto count = [](double x) {
+    return IsInteger(x) && x >= 0 && x <= kMaxExactInteger;
+  };
   const auto positive = [](double x) { return std::isfinite(x) && x > 0; };
   const auto non_negative = [](double x) { return std::isfinite(x) && x >= 0; };
   ASSIGN_OR_RETURN(std::optional<double> completed_opt,
@@ -101,17 +105,17 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
                                  "an integer in 1..2147483647: at least one request "
                                  "must have completed"));
   const double completed = *completed_opt;  // ReadBenchResult requires the key
-  ASSIGN_OR_RETURN(std::optional<double> num_prompts,
-                   CheckedNumber(r, path, "num_prompts", positive_int,
-                                 "an integer in 1..2147483647"));
+  ASSIGN_OR_RETURN(
+      std::optional<double> num_prompts,
+      CheckedNumber(r, path, "num_prompts", positive_int, "an integer in 1..2147483647"));
   if (num_prompts && *num_prompts < completed) {
-    return OutOfRange(path, "num_prompts", JsonNumberText(*num_prompts),
-                      absl::StrFormat("an integer >= completed (%s)",
-                                      JsonNumberText(completed)));
+    return OutOfRange(
+        path, "num_prompts", JsonNumberText(*num_prompts),
+        absl::StrFormat("an integer >= completed (%s)", JsonNumberText(completed)));
   }
-  ASSIGN_OR_RETURN(std::optional<double> duration,
-                   CheckedNumber(r, path, "duration", positive,
-                                 "a finite number of seconds > 0"));
+  ASSIGN_OR_RETURN(
+      std::optional<double> duration,
+      CheckedNumber(r, path, "duration", positive, "a finite number of seconds > 0"));
   c.num_prompts = static_cast<int64_t>(completed);
   std::vector<std::string> how;
   // Concurrency and arrival rate. vLLM writes max_concurrency as null (no
@@ -129,10 +133,11 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
     }
     c.request_rate = std::numeric_limits<double>::infinity();
   } else {
-    ASSIGN_OR_RETURN(std::optional<double> rate,
-                     CheckedNumber(r, path, "request_rate",
-                                   [](double x) { return x > 0; },  // +Infinity: "inf"
-                                   kRateRange));
+    ASSIGN_OR_RETURN(
+        std::optional<double> rate,
+        CheckedNumber(
+            r, path, "request_rate", [](double x) { return x > 0; },  // +Infinity: "inf"
+            kRateRange));
     c.request_rate = rate.value_or(std::numeric_limits<double>::infinity());
   }
   how.push_back(c.max_concurrency > 0 ? "max_concurrency" : "no max_concurrency key");
@@ -159,9 +164,9 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
     }
     c.input_tokens = *in / completed;
     c.output_tokens = *out / completed;
-    for (const auto& [key, mean] : {std::pair<const char*, double>{"total_input_tokens",
-                                                                   c.input_tokens},
-                                    {"total_output_tokens", c.output_tokens}}) {
+    for (const auto& [key, mean] :
+         {std::pair<const char*, double>{"total_input_tokens", c.input_tokens},
+          {"total_output_tokens", c.output_tokens}}) {
       if (mean > kMaxInt32) {
         return OutOfRange(path, key, JsonNumberText(r.metrics.at(key)),
                           "at most 2147483647 tokens per completed request");

@@ -65,10 +65,10 @@ TEST(BenchImportTest, RejectsNegativeMedianTtft) {
 
 TEST(BenchImportTest, RejectsNanAndInfinityThroughput) {
   for (const char* bad : {"NaN", "Infinity", "-Infinity", "-1"}) {
-    ExpectRefused(CellWith(std::string("tp_") + bad,
-                           "\"output_throughput\": 340.9548998753317",
-                           std::string("\"output_throughput\": ") + bad),
-                  "output_throughput", "finite number >= 0");
+    ExpectRefused(
+        CellWith(std::string("tp_") + bad, "\"output_throughput\": 340.9548998753317",
+                 std::string("\"output_throughput\": ") + bad),
+        "output_throughput", "finite number >= 0");
   }
 }
 
@@ -93,8 +93,9 @@ TEST(BenchImportTest, ZeroMetricMeansNotMeasured) {
 }
 
 TEST(BenchImportTest, RequestRateIsInfStringOrPositiveNumber) {
-  ExpectRefused(CellWith("rate_fast", "\"request_rate\": \"inf\"", "\"request_rate\": \"fast\""),
-                "request_rate", "\"inf\", or a number of requests/s > 0");
+  ExpectRefused(
+      CellWith("rate_fast", "\"request_rate\": \"inf\"", "\"request_rate\": \"fast\""),
+      "request_rate", "\"inf\", or a number of requests/s > 0");
   for (const char* bad : {"0", "-2", "NaN", "-Infinity", "true"}) {
     ExpectRefused(CellWith(std::string("rate_") + bad, "\"request_rate\": \"inf\"",
                            std::string("\"request_rate\": ") + bad),
@@ -104,8 +105,8 @@ TEST(BenchImportTest, RequestRateIsInfStringOrPositiveNumber) {
       CellWith("rate_num", "\"request_rate\": \"inf\"", "\"request_rate\": 4.5"));
   ASSERT_TRUE(numeric.ok()) << numeric.status();
   EXPECT_EQ(numeric->request_rate, 4.5);
-  auto infinity = ImportBenchFile(
-      CellWith("rate_infinity", "\"request_rate\": \"inf\"", "\"request_rate\": Infinity"));
+  auto infinity = ImportBenchFile(CellWith("rate_infinity", "\"request_rate\": \"inf\"",
+                                           "\"request_rate\": Infinity"));
   ASSERT_TRUE(infinity.ok()) << infinity.status();
   EXPECT_TRUE(std::isinf(infinity->request_rate));
 }
@@ -123,8 +124,9 @@ TEST(BenchImportTest, MaxConcurrencyIsNullOrPositiveInteger) {
 }
 
 TEST(BenchImportTest, RejectsBadCountsAndDuration) {
-  ExpectRefused(CellWith("dur_neg", "\"duration\": 3.003329766999741", "\"duration\": -3"),
-                "duration", "> 0");
+  ExpectRefused(
+      CellWith("dur_neg", "\"duration\": 3.003329766999741", "\"duration\": -3"),
+      "duration", "> 0");
   ExpectRefused(CellWith("completed_frac", "\"completed\": 8", "\"completed\": 7.5"),
                 "completed", "1..2147483647");
   ExpectRefused(CellWith("np0", "\"num_prompts\": 8", "\"num_prompts\": 0"),

@@ -43,8 +43,8 @@ struct CliRun {
 // `servesim ARGS` run in `dir` (the repository root by default).
 CliRun Servesim(const std::string& args, const std::string& dir = SERVESIM_SOURCE_DIR) {
   const std::string out = Scratch("stdout.txt"), err = Scratch("stderr.txt");
-  const std::string cmd = "cd '" + dir + "' && '" + SERVESIM_BINARY + "' " + args + " >'" +
-                          out + "' 2>'" + err + "'";
+  const std::string cmd = "cd '" + dir + "' && '" + SERVESIM_BINARY + "' " + args +
+                          " >'" + out + "' 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
   CliRun r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -81,7 +81,7 @@ TEST(CalibrateCliTest, BadBenchValueIsExit2NamingFileAndKey) {
   const std::string cell =
       CellWith("\"median_ttft_ms\": 12.974285499694815", "\"median_ttft_ms\": -5");
   CliRun r = Servesim("calibrate --device mi300x --bench '" + cell + "' --out '" +
-                   ProfileOut() + "'");
+                      ProfileOut() + "'");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr(cell));
   EXPECT_THAT(r.err, HasSubstr("\"median_ttft_ms\": -5 is out of range"));
@@ -110,7 +110,8 @@ TEST(CalibrateCliTest, RunsFromAnyDirectoryAndNamesFitConfigFlag) {
   CliRun r = Servesim(Calibrate(""), ::testing::TempDir());
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_THAT(r.out, HasSubstr("9 checks"));
-  CliRun missing = Servesim(Calibrate("--fit-config no-such.textproto"), ::testing::TempDir());
+  CliRun missing =
+      Servesim(Calibrate("--fit-config no-such.textproto"), ::testing::TempDir());
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("--fit-config"));
   EXPECT_THAT(missing.err, HasSubstr("current directory"));
@@ -133,7 +134,8 @@ TEST(ValidateCliTest, EmptyOrUnknownDeviceIsExit2NamingAllowedIds) {
 
 TEST(ValidateCliTest, RunsFromAnyDirectoryAndNamesDataFlag) {
   CliRun here = Servesim("validate --no-held-out --device tpu-v6e");
-  CliRun elsewhere = Servesim("validate --no-held-out --device tpu-v6e", ::testing::TempDir());
+  CliRun elsewhere =
+      Servesim("validate --no-held-out --device tpu-v6e", ::testing::TempDir());
   EXPECT_NE(elsewhere.exit_code, 2) << elsewhere.err;
   EXPECT_EQ(elsewhere.exit_code, here.exit_code);
   EXPECT_EQ(elsewhere.out, here.out);

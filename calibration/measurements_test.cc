@@ -4,7 +4,6 @@
 #include <set>
 
 #include "calibration/validation.h"
-
 #include "gtest/gtest.h"
 
 namespace servesim {

@@ -20,8 +20,9 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code);
 
 // Exit codes shared by every subcommand.
 constexpr int kExitOk = 0;
-constexpr int kExitBadInput = 2;     // bad flag, file or record
-constexpr int kExitCheckFailed = 3;  // validate: a point missed; plan: no fleet meets the SLO
+constexpr int kExitBadInput = 2;  // bad flag, file or record
+constexpr int kExitCheckFailed =
+    3;  // validate: a point missed; plan: no fleet meets the SLO
 
 }  // namespace servesim::cli
 

@@ -79,14 +79,16 @@ int RunCalibrate(const CalibrateFlags& f) {
   // 0 or NaN would turn every per-point check off ("0 checks, 0 missed").
   if (!(std::isfinite(f.tolerance_pct) && f.tolerance_pct > 0 &&
         f.tolerance_pct <= kMaxTolerancePct)) {
-    Err(absl::StrFormat("--tolerance-pct: %g is out of range (allowed: a finite "
+    Err(
+        absl::StrFormat("--tolerance-pct: %g is out of range (allowed: a finite "
                         "percentage > 0 and <= %g)",
                         f.tolerance_pct, kMaxTolerancePct));
     return kExitBadInput;
   }
   const std::vector<std::string> paths = ExpandPaths(f.bench);
   if (paths.empty()) {
-    Err(absl::StrFormat("--bench: no result files given (folders given: %s; a folder "
+    Err(
+        absl::StrFormat("--bench: no result files given (folders given: %s; a folder "
                         "contributes its *.json and *.json.gz files)",
                         absl::StrJoin(f.bench, ", ")));
     return kExitBadInput;
@@ -159,16 +161,15 @@ int RunCalibrate(const CalibrateFlags& f) {
     Err(std::string(db.status().message()));
     return kExitBadInput;
   }
-  const std::string fit_config = f.fit_config == kDefaultFitConfig
-                                     ? ResolveRepoPath(f.fit_config)
-                                     : f.fit_config;
+  const std::string fit_config =
+      f.fit_config == kDefaultFitConfig ? ResolveRepoPath(f.fit_config) : f.fit_config;
   auto shipped = LoadFitConfig(fit_config);
   if (!shipped.ok()) {
     std::error_code ec;
-    Err(absl::StrFormat("%s (set by --fit-config; a relative path is taken from the "
-                        "current directory %s)",
-                        shipped.status().message(),
-                        std::filesystem::current_path(ec).string()));
+    Err(absl::StrFormat(
+        "%s (set by --fit-config; a relative path is taken from the "
+        "current directory %s)",
+        shipped.status().message(), std::filesystem::current_path(ec).string()));
     return kExitBadInput;
   }
   servesim::proto::FitConfig config;

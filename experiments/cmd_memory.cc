@@ -125,7 +125,8 @@ int RunMemory(const MemoryFlags& f) {
     std::optional<double>* out;
   } measured[] = {
       {f.measured_weights_gib, "--measured-weights-gib", &spec.measured_weights_gib},
-      {f.measured_non_torch_gib, "--measured-non-torch-gib", &spec.measured_non_torch_gib},
+      {f.measured_non_torch_gib, "--measured-non-torch-gib",
+       &spec.measured_non_torch_gib},
       {f.measured_activation_gib, "--measured-activation-gib",
        &spec.measured_activation_peak_gib},
       {f.measured_cuda_graph_gib, "--measured-cuda-graph-gib",

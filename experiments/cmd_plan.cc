@@ -12,10 +12,10 @@
 #include "experiments/cli.h"
 #include "experiments/cost.h"
 #include "experiments/plan.h"
-#include "experiments/sweep.h"
-#include "google/protobuf/text_format.h"
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
+#include "experiments/sweep.h"
+#include "google/protobuf/text_format.h"
 #include "hwmodels/catalog.h"
 #include "hwmodels/deployment.h"
 #include "sim/router.h"
@@ -89,15 +89,17 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   if (!f.router.empty()) o.base.mutable_fleet()->set_router(f.router);
 
   if (f.max_model_len < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--max-model-len: ", f.max_model_len, " is out of range [1, 2^31) (omit: the "
-        "model's limit)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-model-len: ", f.max_model_len,
+                     " is out of range [1, 2^31) (omit: the "
+                     "model's limit)"));
   }
   static const char* const kTiers[] = {"on-demand", "spot", "commit-1y", "commit-3y"};
   if (std::find(std::begin(kTiers), std::end(kTiers), f.price) == std::end(kTiers)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--price: '", f.price, "' is not a price tier; allowed: on-demand, spot, "
-        "commit-1y, commit-3y"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--price: '", f.price,
+                     "' is not a price tier; allowed: on-demand, spot, "
+                     "commit-1y, commit-3y"));
   }
   // The workload and server flags are checked once, before any fleet is
   // simulated, so bad input is exit 2 rather than "no fleet meets the SLO".

@@ -2,8 +2,8 @@
 // grid (proto/sweep.proto) through the simulator; resumable; results in
 // point order whatever N. See experiments/sweep.h.
 #include <cmath>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -11,11 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "experiments/server_flags.h"
-#include "sim/json_writer.h"
 #include "experiments/cli.h"
 #include "experiments/run_experiment.h"
+#include "experiments/server_flags.h"
 #include "experiments/sweep.h"
+#include "sim/json_writer.h"
 #include "sim/status_macros.h"
 
 namespace servesim {

@@ -38,9 +38,10 @@ void Err(const std::string& s) {
 // Which flag sets a path, and where a relative one is looked for.
 std::string PathHint(const char* flag) {
   std::error_code ec;
-  return absl::StrFormat("(set by %s; a relative path is taken from the current "
-                         "directory %s)",
-                         flag, std::filesystem::current_path(ec).string());
+  return absl::StrFormat(
+      "(set by %s; a relative path is taken from the current "
+      "directory %s)",
+      flag, std::filesystem::current_path(ec).string());
 }
 
 // The flag's value, or for the default the repository's copy wherever the
@@ -58,9 +59,11 @@ int RunValidate(const ValidateFlags& f) {
   }
   if (f.device_given) {
     std::set<std::string> devices;  // those with measurements, in name order
-    for (const auto& m : db->measurements()) devices.insert(db->FindRun(m.run())->device());
+    for (const auto& m : db->measurements())
+      devices.insert(db->FindRun(m.run())->device());
     if (!devices.contains(f.device)) {
-      Err(absl::StrFormat("--device: '%s' has no measurements in %s; allowed: %s (or "
+      Err(
+          absl::StrFormat("--device: '%s' has no measurements in %s; allowed: %s (or "
                           "leave the flag out for every device)",
                           f.device, data_dir, absl::StrJoin(devices, ", ")));
       return kExitBadInput;
@@ -91,8 +94,8 @@ int RunValidate(const ValidateFlags& f) {
     }
     for (const GroupReport& g : report->groups) {
       if (g.free_parameters.empty()) continue;
-      const std::string path =
-          ProfilePath(Resolve(f.profiles_dir, kDefaultProfilesDir), g, main[g.device] == &g);
+      const std::string path = ProfilePath(Resolve(f.profiles_dir, kDefaultProfilesDir),
+                                           g, main[g.device] == &g);
       auto st = WriteProfile(MakeProfile(g, report->points), path);
       if (!st.ok()) {
         Err(absl::StrFormat("%s %s", st.message(), PathHint("--profiles-dir")));
@@ -115,8 +118,8 @@ void RegisterValidateCommand(CLI::App& app, int* exit_code) {
       "published "
       "tables' consistency. Exit 3 when a point misses its tolerance.");
   cmd->add_flag("--json", flags->json, "JSON instead of the table");
-  CLI::Option* device = cmd->add_option("--device", flags->device,
-                                        "only this device (t4, l4, mi300x, tpu-v5e, tpu-v6e)");
+  CLI::Option* device = cmd->add_option(
+      "--device", flags->device, "only this device (t4, l4, mi300x, tpu-v5e, tpu-v6e)");
   cmd->add_flag("--refit", flags->refit,
                 "also write the fitted profiles to --profiles-dir (<device>.textproto)");
   cmd->add_flag("--no-held-out", flags->no_held_out,

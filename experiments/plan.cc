@@ -96,9 +96,10 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(
   for (absl::string_view raw : absl::StrSplit(A(text), ',')) {
     const absl::string_view t = absl::StripAsciiWhitespace(raw);
     if (t.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--slo '", A(text), "': empty term (a stray comma?); terms are NAME<=VALUE "
-          "separated by commas"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--slo '", A(text),
+                       "': empty term (a stray comma?); terms are NAME<=VALUE "
+                       "separated by commas"));
     }
     SloTerm term;
     term.text = std::string(t);
@@ -159,9 +160,9 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(
     term.threshold = v * scale;
     for (const SloTerm& prev : terms) {
       if (prev.metric == term.metric && prev.op == term.op) {
-        return absl::InvalidArgumentError(absl::StrCat("--slo term '", t, "': ",
-                                                       term.metric, " is bounded twice ('",
-                                                       prev.text, "'); give it once"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--slo term '", t, "': ", term.metric, " is bounded twice ('",
+                         prev.text, "'); give it once"));
       }
     }
     terms.push_back(std::move(term));
@@ -360,7 +361,8 @@ absl::StatusOr<DailyCost> FleetDailyCost(const PlanOptions& o, const PlanCandida
     for (const PlanDevice& d : o.devices) {
       if (d.device == part.device) dev = &d;
     }
-    if (dev == nullptr) return absl::InternalError("plan: fleet part of an unknown device");
+    if (dev == nullptr)
+      return absl::InternalError("plan: fleet part of an unknown device");
     ASSIGN_OR_RETURN(DailyCost part_cost,
                      DailyEndpointCost(dev->offer, part.count, profile, policy));
     total.busy_hours = part_cost.busy_hours;
@@ -382,8 +384,8 @@ absl::StatusOr<DailyCost> FleetDailyCost(const PlanOptions& o, const PlanCandida
 absl::StatusOr<PlanResult> RunPlan(const PlanOptions& o, const PointRunner& runner) {
   if (o.devices.empty()) return absl::InvalidArgumentError("plan: no devices to try");
   if (o.busy_hours_per_day < 1 || o.busy_hours_per_day > 24) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--busy-hours: ", o.busy_hours_per_day, " is out of range [1, 24]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--busy-hours: ", o.busy_hours_per_day, " is out of range [1, 24]"));
   }
   if (o.slo.empty()) return absl::InvalidArgumentError("plan: no SLO terms");
   if (o.max_replicas < 1) {
@@ -454,7 +456,8 @@ absl::StatusOr<PlanResult> RunPlan(const PlanOptions& o, const PointRunner& runn
   if (o.busy_hours_per_day < 24) {
     for (PlanGroup& g : result.groups) {
       if (g.chosen < 0) continue;
-      for (IdlePolicy p : {IdlePolicy::kAlwaysOn, IdlePolicy::kStop, IdlePolicy::kDelete}) {
+      for (IdlePolicy p :
+           {IdlePolicy::kAlwaysOn, IdlePolicy::kStop, IdlePolicy::kDelete}) {
         ASSIGN_OR_RETURN(DailyCost d, FleetDailyCost(o, result.candidates[g.chosen], p));
         g.daily.emplace_back(p, d);
       }
@@ -548,10 +551,11 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
       }
       out += ":\n";
       for (const auto& [policy, d] : g.daily) {
-        absl::StrAppend(&out, absl::StrFormat("    %-17s %12s/day  %6s h billed  $%s/1M out\n",
-                                              A(IdlePolicyName(policy)), absl::StrCat("$", Num(d.usd_per_day, 6)),
-                                              Num(d.billed_hours, 4),
-                                              Num(d.usd_per_million_output_tokens)));
+        absl::StrAppend(
+            &out, absl::StrFormat(
+                      "    %-17s %12s/day  %6s h billed  $%s/1M out\n",
+                      A(IdlePolicyName(policy)), absl::StrCat("$", Num(d.usd_per_day, 6)),
+                      Num(d.billed_hours, 4), Num(d.usd_per_million_output_tokens)));
       }
     }
   }

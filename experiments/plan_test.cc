@@ -161,7 +161,7 @@ TEST(RunPlanTest, CostPerMillionTokensUsesTheSimulatedThroughput) {
 TEST(RunPlanTest, PartTimeTrafficGetsADailyBillPerIdlePolicy) {
   PlanOptions o = Options(false);
   o.busy_hours_per_day = 8;
-  o.devices[0].offer.startup_s = 1800;  // a: 30 min to ready, billed
+  o.devices[0].offer.startup_s = 1800;           // a: 30 min to ready, billed
   o.devices[1].offer.bills_when_stopped = true;  // b: a stopped droplet bills
   auto r = RunPlan(o, QueueRunner(12));
   ASSERT_TRUE(r.ok()) << r.status();
@@ -178,7 +178,7 @@ TEST(RunPlanTest, PartTimeTrafficGetsADailyBillPerIdlePolicy) {
   ASSERT_EQ(b.daily.size(), 3u);
   EXPECT_DOUBLE_EQ(b.daily[1].second.usd_per_day, 24 * 5 * 0.35);  // stopped bills
   EXPECT_DOUBLE_EQ(b.daily[2].second.usd_per_day, 8 * 5 * 0.35);   // deleted does not
-  EXPECT_TRUE(r->groups[2].daily.empty());  // nothing chosen
+  EXPECT_TRUE(r->groups[2].daily.empty());                         // nothing chosen
   EXPECT_THAT(FormatPlanText(o, *r), HasSubstr("Daily bill, traffic 8 h a day"));
   EXPECT_THAT(FormatPlanJson(o, *r), HasSubstr("\"policy\": \"delete-when-idle\""));
   // Full-day traffic: no daily section.
@@ -194,7 +194,8 @@ TEST(RunPlanTest, RejectedRequestsMissTheSlo) {
   // Every fleet serves the rate, but the runner reports rejected requests
   // (too long for the context): rejected requests are not served.
   PointRunner r;
-  r.metric_names = {"failed", "output_throughput", "total_token_throughput", "p99_ttft_ms"};
+  r.metric_names = {"failed", "output_throughput", "total_token_throughput",
+                    "p99_ttft_ms"};
   r.run = [](const proto::ExperimentConfig&) -> absl::StatusOr<std::vector<double>> {
     return std::vector<double>{3, 100, 1000, 10};
   };

@@ -105,10 +105,11 @@ absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
   // given) must hold the longest random request, or every such request
   // would only be rejected.
   for (const ReplicaConfig& rc : run.fleet.replicas) {
-    RETURN_IF_ERROR(CheckRandomLengthsFit(
-        config.client(), rc.scheduler.max_model_len,
-        absl::StrCat("the max_model_len of ", rc.description, " (the model's limit or "
-                     "--max-model-len)")));
+    RETURN_IF_ERROR(
+        CheckRandomLengthsFit(config.client(), rc.scheduler.max_model_len,
+                              absl::StrCat("the max_model_len of ", rc.description,
+                                           " (the model's limit or "
+                                           "--max-model-len)")));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter(config.fleet().router()));
   run.client = ToClientConfig(config.client());

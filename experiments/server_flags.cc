@@ -130,9 +130,9 @@ absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
   // A fleet config names each replica's server: a single-server flag would be
   // silently ignored.
   if (c.fleet().replicas_size() > 0) {
-    for (CLI::Option* o : {device_, model_, quantization_, dtype_, max_model_len_,
-                           gpu_mem_, max_num_seqs_, max_num_batched_tokens_, block_size_,
-                           prefix_caching_, async_, calibration_}) {
+    for (CLI::Option* o :
+         {device_, model_, quantization_, dtype_, max_model_len_, gpu_mem_, max_num_seqs_,
+          max_num_batched_tokens_, block_size_, prefix_caching_, async_, calibration_}) {
       if (Given(o)) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "%s: the config defines a fleet (fleet.replicas); set it in each replica's "
@@ -386,7 +386,8 @@ absl::Status CheckRandomLengthsFit(const proto::ClientConfig& cl, int64_t max_mo
   if (!cl.trace().empty()) return absl::OkStatus();
   const double r = cl.random_range_ratio();
   const int64_t max_in = static_cast<int64_t>(std::ceil(cl.random_input_len() * (1 + r)));
-  const int64_t max_out = static_cast<int64_t>(std::ceil(cl.random_output_len() * (1 + r)));
+  const int64_t max_out =
+      static_cast<int64_t>(std::ceil(cl.random_output_len() * (1 + r)));
   if (max_in + max_out > max_model_len) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "--random-input-len + --random-output-len: up to %d + %d = %d tokens (with "

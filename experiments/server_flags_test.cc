@@ -70,10 +70,12 @@ TEST(ServerFlagsTest, FlagsThatWouldBeIgnoredAreErrors) {
   ExpectErrorNaming({"--trace", "t.csv", "--burstiness", "0.5"}, "--burstiness");
   ExpectErrorNaming({"--trace", ""}, "--trace: empty path");
   const std::string path = ::testing::TempDir() + "/fleet.textproto";
-  std::ofstream(path) << R"(fleet { replicas { count: 2 server { device: "l4" model: "gemma-4-e2b" } } })";
+  std::ofstream(path)
+      << R"(fleet { replicas { count: 2 server { device: "l4" model: "gemma-4-e2b" } } })";
   const auto r = ResolveArgs({"--config", path, "--device", "t4"});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("defines a fleet"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("defines a fleet"), std::string::npos)
+      << r.status();
   const auto dir = ResolveArgs({"--config", ::testing::TempDir()});
   ASSERT_FALSE(dir.ok());
   EXPECT_NE(dir.status().message().find("is a directory"), std::string::npos);

@@ -478,9 +478,9 @@ absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid)
   for (int a = 0; a < n; ++a) {
     for (int b = 0; b < a; ++b) {
       if (grid.axes(a).path() == grid.axes(b).path()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("axis ", a, " (", grid.axes(a).path(), "): the same path as axis ",
-                         b, "; each field may be swept by one axis only"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "axis ", a, " (", grid.axes(a).path(), "): the same path as axis ", b,
+            "; each field may be swept by one axis only"));
       }
       const std::string& na =
           grid.axes(a).name().empty() ? grid.axes(a).path() : grid.axes(a).name();

@@ -263,8 +263,7 @@ TEST(ExpandGridTest, TwoAxesOnOneFieldOrOneNameAreAnError) {
   auto* b = grid.add_axes();
   b->set_path("client.random_input_len");
   b->add_values("256");
-  EXPECT_THAT(ExpandGrid(grid).status().message(),
-              HasSubstr("the same path as axis 0"));
+  EXPECT_THAT(ExpandGrid(grid).status().message(), HasSubstr("the same path as axis 0"));
   b->set_path("client.random_output_len");
   a->set_name("x");
   b->set_name("x");

@@ -1,8 +1,7 @@
 #include "hwmodels/catalog.h"
 
-#include <cmath>
-
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -186,9 +185,9 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   }
   // Decoder-only transformers with (grouped-query) attention only: the
   // step model has no state-space or recurrent layers.
-  static const char* const kFamilies[] = {"gemma", "llama", "mistral", "mixtral", "qwen",
-                                          "phi", "granite", "olmo", "internlm", "yi",
-                                          "deepseek", "gpt_oss", "starcoder2"};
+  static const char* const kFamilies[] = {
+      "gemma", "llama",    "mistral", "mixtral",  "qwen",    "phi",       "granite",
+      "olmo",  "internlm", "yi",      "deepseek", "gpt_oss", "starcoder2"};
   bool known = model_type.empty();
   for (const char* f : kFamilies) known = known || absl::StartsWith(model_type, f);
   if (!known) {
@@ -212,10 +211,10 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   const int32_t kv_heads =
       static_cast<int32_t>(Num(*cfg, {"num_key_value_heads"}, heads));
   if (kv_heads < 1 || kv_heads > heads || heads % kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--model ", origin, ": field num_key_value_heads: ", kv_heads,
-        " must divide num_attention_heads ", heads, " (allowed: a divisor in [1, ", heads,
-        "])"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model ", origin, ": field num_key_value_heads: ", kv_heads,
+                     " must divide num_attention_heads ", heads,
+                     " (allowed: a divisor in [1, ", heads, "])"));
   }
   const int32_t head_dim = static_cast<int32_t>(Num(*cfg, {"head_dim"}, hidden / heads));
   m.set_num_kv_heads_sliding(kv_heads);

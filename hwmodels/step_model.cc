@@ -411,7 +411,8 @@ std::string RooflineStepModel::Describe() const {
       "context bytes of one KV head / (attn_unit_gbs x min(decodes, attn_units / KV "
       "heads)) where attn_unit_gbs is set). Compiled into ",
       pwl_tokens_.size(), "+", pwl_seqs_.size(), " piecewise-linear segments and ",
-      max_terms_.size(), " max terms, ", unit_terms_.size(), " unit-bandwidth terms. Parameters:");
+      max_terms_.size(), " max terms, ", unit_terms_.size(),
+      " unit-bandwidth terms. Parameters:");
   for (const Parameter& p : params_.params()) {
     absl::StrAppend(
         &s, absl::StrFormat(" %s=%.6g %s [%s]", p.name, p.value, p.unit, p.source));

@@ -23,8 +23,9 @@ absl::Status ValidateClientConfig(const ClientConfig& c) {
         c.max_concurrency));
   }
   if (c.client_overhead_ns < 0 || c.client_overhead_ns > 1'000'000 * kNsPerMs * 1000) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--client-overhead-s: %g is out of range [0, 1e6] s", c.client_overhead_ns / 1e9));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--client-overhead-s: %g is out of range [0, 1e6] s",
+                        c.client_overhead_ns / 1e9));
   }
   return absl::OkStatus();
 }

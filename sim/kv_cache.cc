@@ -64,8 +64,8 @@ KvCache::KvCache(const KvCacheSpec& spec, bool caching)
   align_tokens_ = 1;
   for (const KvGroupSpec& gs : spec.groups) {
     GroupInfo gi{gs.block_size_tokens, gs.sliding_window};
-    if ((gi.block_size & (gi.block_size - 1)) == 0) gi.shift = std::countr_zero(
-        static_cast<uint32_t>(gi.block_size));
+    if ((gi.block_size & (gi.block_size - 1)) == 0)
+      gi.shift = std::countr_zero(static_cast<uint32_t>(gi.block_size));
     groups_.push_back(gi);
     align_tokens_ = std::lcm(align_tokens_, gs.block_size_tokens);
   }
@@ -212,7 +212,8 @@ void KvCache::GrowOrCompactRing() {
       const BlockMeta& m = meta_[e.block];
       if (m.ref != 0 || m.stamp != e.stamp) continue;
     } else if (!live.empty() && live.back().block == kAnon &&
-               static_cast<uint64_t>(live.back().stamp) + e.stamp <= (uint64_t{1} << 31)) {
+               static_cast<uint64_t>(live.back().stamp) + e.stamp <=
+                   (uint64_t{1} << 31)) {
       live.back().stamp += e.stamp;
       continue;
     }
@@ -284,12 +285,13 @@ void KvCache::ReleaseSkipped(GroupTable& t, const GroupInfo& gi, int32_t num_com
   if (gi.window == 0) return;
   const int64_t skipped_tokens = static_cast<int64_t>(num_computed) - gi.window + 1;
   if (skipped_tokens <= 0) return;
-  const int32_t new_first = std::min<int32_t>(
-      static_cast<int32_t>(gi.Floor(skipped_tokens)), t.num_blocks);
+  const int32_t new_first =
+      std::min<int32_t>(static_cast<int32_t>(gi.Floor(skipped_tokens)), t.num_blocks);
   if (new_first <= t.first_live) return;
   if (caching_) {
     ReleaseEntries(t.blocks, t.first_live, new_first);
-    const int32_t stored = std::min<int32_t>(new_first, static_cast<int32_t>(t.blocks.size()));
+    const int32_t stored =
+        std::min<int32_t>(new_first, static_cast<int32_t>(t.blocks.size()));
     if (stored > t.first_live) {
       std::fill(t.blocks.begin() + t.first_live, t.blocks.begin() + stored, 0);
     }
@@ -452,8 +454,8 @@ bool KvCache::AllocateSlow(int32_t slot, const KvRequestView& req, int32_t num_c
     }
     int64_t need = 0;
     for (int g = 0; g < num_groups_; ++g) {
-      need += std::max<int64_t>(
-          0, groups_[g].Ceil(end_tokens) - Table(slot, g).num_blocks);
+      need +=
+          std::max<int64_t>(0, groups_[g].Ceil(end_tokens) - Table(slot, g).num_blocks);
     }
     if (need > num_free_) return false;
   }
@@ -472,8 +474,7 @@ bool KvCache::AllocateSlow(int32_t slot, const KvRequestView& req, int32_t num_c
       num_used_ += n;
       t.num_blocks = want;
     }
-    if (caching_)
-      RegisterShared(t, req, g, static_cast<int32_t>(gi.Floor(end_tokens)));
+    if (caching_) RegisterShared(t, req, g, static_cast<int32_t>(gi.Floor(end_tokens)));
   }
   UpdateFast(slot);
   return true;

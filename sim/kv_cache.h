@@ -126,11 +126,11 @@ class KvCache {
     // Caching mode: entries 0 (null), kAnon or a label; entries at and past
     // blocks.size() (up to num_blocks) are kAnon and not stored.
     std::vector<int32_t> blocks;
-    int32_t num_blocks = 0;       // logical table length, null entries included
-    int32_t first_live = 0;       // entries before this are the null block
-    int32_t num_hashed = 0;       // leading blocks whose chain hash is known
-    uint64_t last_hash = 0;       // chain hash of block num_hashed - 1
-    bool hash_done = false;       // reached the request's unique content
+    int32_t num_blocks = 0;  // logical table length, null entries included
+    int32_t first_live = 0;  // entries before this are the null block
+    int32_t num_hashed = 0;  // leading blocks whose chain hash is known
+    uint64_t last_hash = 0;  // chain hash of block num_hashed - 1
+    bool hash_done = false;  // reached the request's unique content
   };
   // Per slot: while a step stays below these limits, Allocate has nothing
   // to do (the common decode step), so it returns at once.
@@ -196,7 +196,7 @@ class KvCache {
     uint32_t stamp;  // label: live iff equal to the label's stamp while ref == 0;
                      // kAnon: the number of blocks in the run (> 0)
   };
-  std::vector<BlockMeta> meta_;      // 16 bytes per label ever live at once
+  std::vector<BlockMeta> meta_;       // 16 bytes per label ever live at once
   std::vector<int32_t> free_labels_;  // labels whose key was evicted
   // The LRU free queue as a ring of entries with lazy deletion of labels
   // taken by a prefix hit (their entry goes stale).

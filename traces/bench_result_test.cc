@@ -123,7 +123,8 @@ TEST(BenchResultTest, KeepsNonFiniteNegativeAndStringValuesAsWritten) {
   EXPECT_EQ(r->metrics.at("median_ttft_ms"), -5);
   EXPECT_TRUE(std::isinf(r->metrics.at("mean_tpot_ms")));
   EXPECT_EQ(r->strings.at("request_rate"), "fast");
-  EXPECT_EQ(r->metrics.count("max_concurrency") + r->strings.count("max_concurrency"), 0u);
+  EXPECT_EQ(r->metrics.count("max_concurrency") + r->strings.count("max_concurrency"),
+            0u);
 }
 
 TEST(BenchResultTest, EmptyAndMissingFilesAreErrors) {
