@@ -111,7 +111,9 @@ class Engine {
   absl::Status PullNext();
   absl::Status TrySend();
   void Arrive(int32_t transit);
-  void StartStep(int32_t r);
+  // from_idle: the replica was idle (async scheduling cannot overlap this
+  // step's host work with a previous step).
+  void StartStep(int32_t r, bool from_idle);
   void EndStep(int32_t r);
   void Done(RequestRecord& rec);
 

@@ -86,7 +86,7 @@ TEST(EngineTest, LoneRequestTtftEqualsItsPrefillStepTime) {
   EXPECT_EQ(r.finish_ns - r.first_token_ns, 4'060'000 + 4'060'100);
 }
 
-TEST(EngineTest, AsyncSchedulingStepTakesTheMaxOfHostAndDevice) {
+TEST(EngineTest, AsyncSchedulingStepTakesTheMaxOfHostAndDeviceOnceBusy) {
   AnalyticStepParams p;
   p.host_base_ns = 1'000'000;
   p.device_base_ns = 3'000'000;
@@ -94,9 +94,26 @@ TEST(EngineTest, AsyncSchedulingStepTakesTheMaxOfHostAndDevice) {
   SchedulerConfig sc = Sched();
   sc.async_scheduling = true;
   auto e = MakeEngine(sc, Pool(1000), &model, ClientConfig{});
-  VectorSource src({Req(100, 1)});
+  VectorSource src({Req(100, 3)});
   ASSERT_TRUE(e->Run(&src).ok());
-  EXPECT_EQ(e->records()[0].first_token_ns, 3'000'000);
+  // The first step starts from idle: nothing hides its host work (1 + 3 ms).
+  // The two decode steps after it overlap host and device: 3 ms each.
+  EXPECT_EQ(e->records()[0].first_token_ns, 4'000'000);
+  EXPECT_EQ(e->records()[0].finish_ns, 10'000'000);
+}
+
+TEST(EngineTest, SyncSchedulingStepTakesHostPlusDevice) {
+  AnalyticStepParams p;
+  p.host_base_ns = 1'000'000;
+  p.device_base_ns = 3'000'000;
+  AnalyticStepModel model(p);
+  SchedulerConfig sc = Sched();
+  sc.async_scheduling = false;
+  auto e = MakeEngine(sc, Pool(1000), &model, ClientConfig{});
+  VectorSource src({Req(100, 3)});
+  ASSERT_TRUE(e->Run(&src).ok());
+  EXPECT_EQ(e->records()[0].first_token_ns, 4'000'000);
+  EXPECT_EQ(e->records()[0].finish_ns, 12'000'000);
 }
 
 TEST(EngineTest, ClosedLoopThroughputMatchesTheClosedForm) {
