@@ -29,6 +29,24 @@ TEST(DeploymentTest, AutoDtypePicksFp16OnT4AndBf16Elsewhere) {
   EXPECT_NE(d.status().message().find("fp16"), std::string::npos);
 }
 
+// vLLM's `vllm serve` defaults: 8,192 / 1,024 on >= 70 GiB GPUs, 2,048 /
+// 256 on smaller ones, and the TPU table for the API server (V6E 1,024,
+// V5E 512 batched tokens).
+TEST(DeploymentTest, SchedulerDefaultsFollowVllmServePerDevice) {
+  struct Want {
+    const char* device;
+    int32_t batched, seqs;
+  };
+  for (const Want& w : {Want{"mi300x", 8192, 1024}, Want{"l4", 2048, 256},
+                        Want{"t4", 2048, 256}, Want{"tpu-v6e", 1024, 256},
+                        Want{"tpu-v5e", 512, 256}}) {
+    auto d = BuildDeployment(Spec(w.device, "gemma-4-e2b"));
+    ASSERT_TRUE(d.ok()) << w.device << ": " << d.status();
+    EXPECT_EQ(d->scheduler.max_num_batched_tokens, w.batched) << w.device;
+    EXPECT_EQ(d->scheduler.max_num_seqs, w.seqs) << w.device;
+  }
+}
+
 TEST(DeploymentTest, UnknownNamesAndBadNumbersNameTheFlag) {
   struct Case {
     ServerSpec spec;
