@@ -39,6 +39,15 @@ namespace servesim {
 inline constexpr char kApiOverheadParam[] = "api_overhead_ms";
 Parameter ApiOverheadPrior();
 
+// Client-level parameter of the measuring method, not of the server: the
+// extra fixed cost per call, in s, when a SAGEMAKER_PARALLEL_BATCH client
+// starts its c CLI processes at once (they contend for the client machine's
+// CPU; the per-call cost in the data was timed one call at a time). Added
+// to the client overhead of parallel-batch cells only. A calibration
+// profile may carry it for the record; `simulate` never applies it.
+inline constexpr char kParallelCallExtraParam[] = "parallel_call_extra_s";
+Parameter ParallelCallExtraPrior();
+
 // What the simulator says about one measurement.
 struct PointPrediction {
   double value = 0;  // NaN when infeasible
