@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -90,65 +91,248 @@ absl::StatusOr<FitConfig> LoadFitConfig(const std::string& path) {
   return config;
 }
 
+namespace {
+
+// One (device, software build) group: its points, predictor and fit options.
+struct GroupData {
+  std::string device, build;
+  std::vector<std::string> ids;
+  std::optional<Predictor> predictor;
+  std::vector<FitPoint> pts;
+  std::vector<std::string> cells;
+  FitOptions fo;
+  bool reported = true;  // matches the device filter
+};
+
+// A fitted group: parameters at the fit, and every point held out.
+struct GroupFit {
+  ParameterSet params;
+  std::vector<double> held_out;
+  bool converged = true;
+  int iterations = 0;
+  std::vector<std::string> joint_with, shared;
+};
+
+std::string GroupName(const GroupData& g) { return absl::StrCat(g.device, " / ", g.build); }
+
+// Name of a member's own (unshared) parameter in a joint problem.
+std::string JointName(size_t member, const std::string& name) {
+  return absl::StrCat("m", member, ":", name);
+}
+
+// Fits the members together: each keeps its own free parameters, the shared
+// ones take one value. Leave-one-cell-out refits the whole joint problem.
+absl::StatusOr<std::vector<GroupFit>> FitJointly(const std::vector<GroupData*>& members,
+                                                 const std::vector<std::string>& shared,
+                                                 bool skip_loo) {
+  const std::set<std::string> shared_set(shared.begin(), shared.end());
+  ParameterSet start;
+  FitOptions fo = members[0]->fo;
+  fo.free_parameters.clear();
+  std::vector<FitPoint> pts;
+  std::vector<std::string> cells;
+  std::vector<size_t> offset;
+  for (size_t k = 0; k < members.size(); ++k) {
+    const GroupData& g = *members[k];
+    const ParameterSet& prior = g.predictor->prior_params();
+    for (const std::string& name : g.fo.free_parameters) {
+      const Parameter* q = prior.Find(name);
+      if (q == nullptr) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "fit config: free parameter '%s' is not a parameter of %s", name,
+            GroupName(g)));
+      }
+      if (shared_set.count(name)) continue;
+      Parameter own = *q;
+      own.name = JointName(k, name);
+      start.mutable_params().push_back(own);
+      fo.free_parameters.push_back(own.name);
+    }
+    for (const std::string& name : shared) {
+      if (std::find(g.fo.free_parameters.begin(), g.fo.free_parameters.end(), name) ==
+          g.fo.free_parameters.end()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "fit config: shared parameter '%s' is not free in %s", name, GroupName(g)));
+      }
+    }
+    offset.push_back(pts.size());
+    pts.insert(pts.end(), g.pts.begin(), g.pts.end());
+    cells.insert(cells.end(), g.cells.begin(), g.cells.end());
+  }
+  for (const std::string& name : shared) {
+    start.mutable_params().push_back(*members[0]->predictor->prior_params().Find(name));
+    fo.free_parameters.push_back(name);
+  }
+  // The member's parameter set at the joint values.
+  auto member_params = [&](size_t k, const ParameterSet& joint) {
+    ParameterSet q = members[k]->predictor->prior_params();
+    for (const std::string& name : members[k]->fo.free_parameters) {
+      const Parameter* j = joint.Find(shared_set.count(name) ? name : JointName(k, name));
+      Parameter* dst = q.FindMutable(name);
+      dst->value = j->value;
+      dst->std_error = j->std_error;
+    }
+    return q;
+  };
+  const PredictFn fn =
+      [&](const ParameterSet& joint) -> absl::StatusOr<std::vector<double>> {
+    std::vector<double> out;
+    out.reserve(pts.size());
+    for (size_t k = 0; k < members.size(); ++k) {
+      ASSIGN_OR_RETURN(std::vector<double> v,
+                       members[k]->predictor->PredictValues(member_params(k, joint)));
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  };
+  ASSIGN_OR_RETURN(FitResult fit, FitParameters(start, pts, fn, fo));
+  std::vector<double> held_out = fit.predicted;
+  if (!skip_loo) {
+    ASSIGN_OR_RETURN(held_out, LeaveOneGroupOut(start, pts, cells, fn, fo));
+  }
+  std::vector<GroupFit> out(members.size());
+  for (size_t k = 0; k < members.size(); ++k) {
+    GroupFit& f = out[k];
+    f.params = member_params(k, fit.params);
+    f.held_out.assign(held_out.begin() + static_cast<std::ptrdiff_t>(offset[k]),
+                      held_out.begin() + static_cast<std::ptrdiff_t>(offset[k] +
+                                                                     members[k]->pts.size()));
+    f.converged = fit.converged;
+    f.iterations = fit.iterations;
+    f.shared = shared;
+    for (size_t j = 0; j < members.size(); ++j) {
+      if (j != k) f.joint_with.push_back(GroupName(*members[j]));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
                                                const FitConfig& fit_config,
                                                const ValidateOptions& options) {
-  // Groups by (device, software build), in name order.
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> groups;
+  // Groups by (device, software build), in name order. Groups outside the
+  // device filter are kept only to be fitted with a reported joint partner.
+  std::map<std::pair<std::string, std::string>, GroupData> groups;
   for (const Measurement& m : db.measurements()) {
     const auto* run = db.FindRun(m.run());
-    if (!options.device.empty() && run->device() != options.device) continue;
-    groups[{run->device(), run->software_build()}].push_back(m.id());
+    GroupData& g = groups[{run->device(), run->software_build()}];
+    g.device = run->device();
+    g.build = run->software_build();
+    g.reported = options.device.empty() || run->device() == options.device;
+    g.ids.push_back(m.id());
   }
-  if (groups.empty()) {
+  bool any_reported = false;
+  for (const auto& [key, g] : groups) any_reported |= g.reported;
+  if (!any_reported) {
     return absl::NotFoundError(
         absl::StrFormat("validate: no measurements for device '%s'", options.device));
   }
-
-  ValidationReport report;
-  std::vector<double> all_fit_err, all_loo_err;
-  for (const auto& [key, ids] : groups) {
-    const auto& [device, build] = key;
-    ASSIGN_OR_RETURN(Predictor predictor, Predictor::Create(db, ids));
-    std::vector<FitPoint> pts;
-    std::vector<std::string> cells;
-    for (const std::string& id : ids) {
+  // Joint fits whose members all have data; a group belongs to one at most.
+  std::map<std::pair<std::string, std::string>, int> joint_of;
+  for (int j = 0; j < fit_config.joint_fits_size(); ++j) {
+    const auto& jf = fit_config.joint_fits(j);
+    bool complete = jf.members_size() > 1;
+    for (const auto& mem : jf.members()) {
+      complete &= groups.count({mem.device(), mem.software_build()}) > 0;
+    }
+    if (!complete) continue;
+    for (const auto& mem : jf.members()) {
+      const auto key = std::make_pair(mem.device(), mem.software_build());
+      if (joint_of.count(key)) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("fit config: %s / %s is in two joint fits", key.first,
+                            key.second));
+      }
+      joint_of[key] = j;
+    }
+  }
+  // Which groups to fit: reported ones and their joint partners.
+  std::set<int> joints_needed;
+  for (const auto& [key, g] : groups) {
+    if (g.reported && joint_of.count(key)) joints_needed.insert(joint_of[key]);
+  }
+  for (auto& [key, g] : groups) {
+    const bool needed =
+        g.reported || (joint_of.count(key) && joints_needed.count(joint_of[key]));
+    if (!needed) continue;
+    ASSIGN_OR_RETURN(Predictor predictor, Predictor::Create(db, g.ids));
+    g.predictor.emplace(std::move(predictor));
+    for (const std::string& id : g.ids) {
       const Measurement& m = *db.FindMeasurement(id);
       FitPoint p;
       p.measured = m.value();
       p.rel_sigma = m.rel_sigma() > 0 ? m.rel_sigma() : 0.05;
       p.use = m.fit() && !m.infeasible() && m.value() > 0;
-      pts.push_back(p);
-      cells.push_back(CellKeyOf(m));
+      g.pts.push_back(p);
+      g.cells.push_back(CellKeyOf(m));
     }
-    FitOptions fo;
-    const FitSpec* spec = FindSpec(fit_config, device, build);
+    const FitSpec* spec = FindSpec(fit_config, g.device, g.build);
     if (spec != nullptr) {
-      fo.free_parameters.assign(spec->free_parameters().begin(),
-                                spec->free_parameters().end());
-      if (spec->huber_delta() > 0) fo.huber_delta = spec->huber_delta();
+      g.fo.free_parameters.assign(spec->free_parameters().begin(),
+                                  spec->free_parameters().end());
+      if (spec->huber_delta() > 0) g.fo.huber_delta = spec->huber_delta();
     }
-    const PredictFn fn = [&predictor](const ParameterSet& p) {
-      return predictor.PredictValues(p);
-    };
-    const ParameterSet& start = predictor.prior_params();
-    ASSIGN_OR_RETURN(FitResult fit, FitParameters(start, pts, fn, fo));
-    ASSIGN_OR_RETURN(std::vector<PointPrediction> in_sample,
-                     predictor.Predict(fit.params));
-    std::vector<double> held_out;
-    if (options.skip_loo) {
-      held_out = fit.predicted;
+  }
+  std::map<std::pair<std::string, std::string>, GroupFit> fits;
+  for (int j : joints_needed) {
+    const auto& jf = fit_config.joint_fits(j);
+    std::vector<GroupData*> members;
+    for (const auto& mem : jf.members()) {
+      members.push_back(&groups.at({mem.device(), mem.software_build()}));
+    }
+    ASSIGN_OR_RETURN(std::vector<GroupFit> f,
+                     FitJointly(members,
+                                {jf.shared_parameters().begin(),
+                                 jf.shared_parameters().end()},
+                                options.skip_loo));
+    for (size_t k = 0; k < members.size(); ++k) {
+      fits[{members[k]->device, members[k]->build}] = std::move(f[k]);
+    }
+  }
+
+  ValidationReport report;
+  std::vector<double> all_fit_err, all_loo_err;
+  for (auto& [key, gd] : groups) {
+    if (!gd.reported) continue;
+    const std::string& device = gd.device;
+    const std::string& build = gd.build;
+    const std::vector<std::string>& ids = gd.ids;
+    const Predictor& predictor = *gd.predictor;
+    const std::vector<FitPoint>& pts = gd.pts;
+    const std::vector<std::string>& cells = gd.cells;
+    const FitOptions& fo = gd.fo;
+    GroupFit gf;
+    if (auto it = fits.find(key); it != fits.end()) {
+      gf = it->second;
     } else {
-      ASSIGN_OR_RETURN(held_out, LeaveOneGroupOut(start, pts, cells, fn, fo));
+      const PredictFn fn = [&predictor](const ParameterSet& p) {
+        return predictor.PredictValues(p);
+      };
+      const ParameterSet& start = predictor.prior_params();
+      ASSIGN_OR_RETURN(FitResult fit, FitParameters(start, pts, fn, fo));
+      gf.params = fit.params;
+      gf.converged = fit.converged;
+      gf.iterations = fit.iterations;
+      if (options.skip_loo) {
+        gf.held_out = fit.predicted;
+      } else {
+        ASSIGN_OR_RETURN(gf.held_out, LeaveOneGroupOut(start, pts, cells, fn, fo));
+      }
     }
+    ASSIGN_OR_RETURN(std::vector<PointPrediction> in_sample, predictor.Predict(gf.params));
+    const std::vector<double>& held_out = gf.held_out;
 
     GroupReport g;
     g.device = device;
     g.software_build = build;
     g.free_parameters = fo.free_parameters;
-    g.fitted = fit.params;
-    g.converged = fit.converged;
-    g.iterations = fit.iterations;
+    g.fitted = gf.params;
+    g.converged = gf.converged;
+    g.iterations = gf.iterations;
+    g.joint_with = gf.joint_with;
+    g.shared_parameters = gf.shared;
     std::vector<double> fit_err, loo_err;
     std::set<std::string> fitted_cells;
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -331,6 +515,11 @@ std::string FormatReportText(const ValidationReport& r) {
       }
       absl::StrAppend(&s, "fit: ", absl::StrJoin(parts, "; "), "\n");
     }
+    if (!g.joint_with.empty()) {
+      absl::StrAppend(&s, "fitted jointly with ", absl::StrJoin(g.joint_with, ", "),
+                      " (one value of ", absl::StrJoin(g.shared_parameters, ", "),
+                      " for all; held-out refits the joint problem without each cell)\n");
+    }
     absl::StrAppend(
         &s, absl::StrFormat("%-46s %10s %10s %7s %10s %7s %5s  %s\n", "point", "measured",
                             "predicted", "err%", "held-out", "err%", "tol%", "result"));
@@ -440,6 +629,12 @@ std::string FormatReportJson(const ValidationReport& r) {
     w.KV("fit_mape", g.fit_mape).KV("fit_max_ape", g.fit_max_ape);
     w.KV("held_out_mape", g.loo_mape).KV("held_out_max_ape", g.loo_max_ape);
     w.KV("worst", g.worst_id).KV("converged", g.converged);
+    w.Key("joint_with").BeginArray();
+    for (const std::string& j : g.joint_with) w.String(j);
+    w.EndArray();
+    w.Key("shared_parameters").BeginArray();
+    for (const std::string& j : g.shared_parameters) w.String(j);
+    w.EndArray();
     w.EndObject();
   }
   w.EndArray();

@@ -51,6 +51,10 @@ struct GroupReport {
   std::string worst_id;                  // largest held-out error
   bool converged = true;
   int iterations = 0;
+  // Fitted jointly with other groups (empty: alone): "device / build" of
+  // the partners, and the parameters whose one value they share.
+  std::vector<std::string> joint_with;
+  std::vector<std::string> shared_parameters;
 };
 
 struct AggregateCheck {

@@ -64,6 +64,43 @@ TEST(ValidationTest, HeldOutPredictionDoesNotSeeThePointsOwnMeasurement) {
   EXPECT_EQ(Find(base, row)->held_out, Find(changed, row)->held_out);
 }
 
+const GroupReport* FindGroup(const ValidationReport& r, const std::string& device) {
+  for (const auto& g : r.groups) {
+    if (g.device == device && !g.joint_with.empty()) return &g;
+  }
+  return nullptr;
+}
+
+// T4 and L4 (write-up A) share the measuring client: one value of its
+// parallel-batch call cost for both, the same whether one device or all are
+// validated, and a held-out cell is blind to its own value even though the
+// other device's cells stay in the refit.
+TEST(ValidationTest, JointFitSharesOneClientValueAcrossDevices) {
+  auto sets = ShippedSets();
+  const ValidationReport t4 = RunFor(sets, "t4", /*skip_loo=*/true);
+  const ValidationReport l4 = RunFor(sets, "l4");
+  const GroupReport* a = FindGroup(t4, "t4");
+  const GroupReport* b = FindGroup(l4, "l4");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(a->shared_parameters, std::vector<std::string>{"parallel_call_extra_s"});
+  const double va = a->fitted.Get("parallel_call_extra_s");
+  EXPECT_EQ(va, b->fitted.Get("parallel_call_extra_s"));
+  EXPECT_NE(va, 0.0);  // moved from its prior by the data
+  // Each device keeps its own kernel efficiency.
+  EXPECT_NE(a->fitted.Get("quant_kernel_eff"), b->fitted.Get("quant_kernel_eff"));
+  // Only the requested device is reported.
+  for (const auto& g : t4.groups) EXPECT_EQ(g.device, "t4");
+
+  const std::string id = "l4/output_throughput_16par/e2b";
+  for (auto& m : *sets[0].mutable_measurements()) {
+    if (m.id() == id) m.set_value(m.value() * 1.5);
+  }
+  const ValidationReport changed = RunFor(sets, "l4");
+  EXPECT_EQ(Find(l4, id)->held_out, Find(changed, id)->held_out);
+  EXPECT_NE(Find(l4, id)->predicted, Find(changed, id)->predicted);
+}
+
 TEST(ValidationTest, MeasuredInfeasibleCellsAreRejectedBySimulator) {
   const ValidationReport r = RunFor(ShippedSets(), "mi300x", /*skip_loo=*/true);
   for (int c : {1, 4, 16, 64}) {
