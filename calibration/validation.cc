@@ -455,6 +455,15 @@ servesim::proto::CalibrationProfile MakeProfile(
         "fitted (robust LM, Huber on log error, prior %g +- %g, bounds [%g, %g]) to %d "
         "points",
         q->prior, q->prior_sigma, q->lower, q->upper, group.num_fit_points));
+    if (!group.joint_with.empty()) {
+      const bool shared =
+          std::find(group.shared_parameters.begin(), group.shared_parameters.end(),
+                    name) != group.shared_parameters.end();
+      pp->set_source(absl::StrCat(
+          pp->source(), shared ? " and, one value shared with " : ", jointly with ",
+          absl::StrJoin(group.joint_with, ", "),
+          shared ? ", to their points" : " (sharing only the joint parameters)"));
+    }
   }
   auto* e = p.mutable_errors();
   e->set_num_points(group.num_fit_points);
