@@ -10,6 +10,7 @@
 #include "sim/router.h"
 #include "sim/status_macros.h"
 #include "traces/open_trace.h"
+#include "traces/transforms.h"
 
 namespace servesim::cli {
 namespace {
@@ -91,7 +92,13 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenRequestSource(
   t.seed = cl.has_seed() ? cl.seed() : 0;
   t.max_requests = cl.num_prompts();
   if (cl.request_rate() > 0) t.target_rate_per_s = cl.request_rate();
-  return OpenTrace(t);
+  ASSIGN_OR_RETURN(std::unique_ptr<RequestSource> src, OpenTrace(t));
+  if (cl.num_prompts() <= 0) return src;  // the whole trace
+  return RequireCount(
+      std::move(src), cl.num_prompts(),
+      absl::StrCat("--num-prompts ", cl.num_prompts(),
+                   " (omit it to replay the whole trace, or repeat the trace with "
+                   "`servesim trace convert --loop-to N`)"));
 }
 
 absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,

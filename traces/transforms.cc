@@ -184,6 +184,33 @@ class LimitSource : public Wrapper {
   int64_t seen_ = 0;
 };
 
+class RequireCountSource : public RequestSource {
+ public:
+  RequireCountSource(std::unique_ptr<RequestSource> s, int64_t n, std::string what)
+      : source_(std::move(s)), n_(n), what_(std::move(what)) {}
+
+  absl::StatusOr<bool> Next(RequestSpec& out) override {
+    if (given_ >= n_) return false;
+    ASSIGN_OR_RETURN(const bool more, source_->Next(out));
+    if (!more) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          what_, ": asks for ", n_, " requests but ", source_->Describe(), " has only ",
+          given_));
+    }
+    ++given_;
+    return true;
+  }
+  std::string Describe() const override {
+    return absl::StrCat(source_->Describe(), " | exactly ", n_);
+  }
+
+ private:
+  std::unique_ptr<RequestSource> source_;
+  int64_t n_;
+  std::string what_;
+  int64_t given_ = 0;
+};
+
 class LoopSource : public RequestSource {
  public:
   LoopSource(SourceFactory factory, std::unique_ptr<RequestSource> first, int64_t target,
@@ -283,6 +310,11 @@ std::unique_ptr<RequestSource> FilterLengths(std::unique_ptr<RequestSource> sour
 std::unique_ptr<RequestSource> Limit(std::unique_ptr<RequestSource> source,
                                      int64_t max_requests) {
   return std::make_unique<LimitSource>(std::move(source), max_requests);
+}
+
+std::unique_ptr<RequestSource> RequireCount(std::unique_ptr<RequestSource> source,
+                                            int64_t count, std::string what) {
+  return std::make_unique<RequireCountSource>(std::move(source), count, std::move(what));
 }
 
 absl::StatusOr<std::unique_ptr<RequestSource>> Loop(SourceFactory factory,

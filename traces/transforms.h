@@ -63,6 +63,12 @@ std::unique_ptr<RequestSource> FilterLengths(std::unique_ptr<RequestSource> sour
 std::unique_ptr<RequestSource> Limit(std::unique_ptr<RequestSource> source,
                                      int64_t max_requests);
 
+// Gives exactly `count` requests of the source, or fails with
+// FailedPrecondition naming `what` when the source ends earlier (a request
+// count the user asked for is never cut short in silence).
+std::unique_ptr<RequestSource> RequireCount(std::unique_ptr<RequestSource> source,
+                                            int64_t count, std::string what);
+
 // Opens a fresh copy of a source (for transforms that read it more than
 // once).
 using SourceFactory = std::function<absl::StatusOr<std::unique_ptr<RequestSource>>()>;

@@ -101,6 +101,23 @@ TEST(TransformsTest, LimitStopsAtN) {
   EXPECT_EQ(Drain(*Limit(Src(3, 1), 4)).size(), 3u);
 }
 
+TEST(TransformsTest, RequireCountGivesExactlyNOrFailsNamingTheAsk) {
+  EXPECT_EQ(Drain(*RequireCount(Limit(Src(10, 1), 4), 4, "--num-prompts 4")).size(), 4u);
+  auto short_src = RequireCount(Src(3, 1), 5, "--num-prompts 5");
+  RequestSpec r;
+  for (int i = 0; i < 3; ++i) {
+    auto got = short_src->Next(r);
+    ASSERT_TRUE(got.ok() && *got);
+  }
+  auto end = short_src->Next(r);
+  ASSERT_FALSE(end.ok());
+  EXPECT_EQ(end.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(end.status().message().find("--num-prompts 5"), std::string::npos);
+  EXPECT_NE(end.status().message().find("has only 3"), std::string::npos);
+  // The same error again, never a silent end.
+  EXPECT_FALSE(short_src->Next(r).ok());
+}
+
 TEST(TransformsTest, LoopShiftsBySpanPlusMeanGapAndSeparatesPasses) {
   auto loop =
       Loop([] { return absl::StatusOr<std::unique_ptr<RequestSource>>(Src(4, 10)); }, 10,
