@@ -101,8 +101,8 @@ int64_t BlocksPerRequest(const KvLayout& layout, int64_t len,
   return blocks;
 }
 
-double EstimateActivationGib(const proto::Device& device, const ModelArch& m,
-                             const SchedulerConfig& sched, int act_dtype_bytes) {
+ActivationParts EstimateActivationParts(const proto::Device& device, const ModelArch& m,
+                                        const SchedulerConfig& sched, int act_dtype_bytes) {
   const double copies = device.sampler_logit_copies() > 0 ? device.sampler_logit_copies()
                                                           : kSamplerLogitCopies;
   const double factor = device.forward_activation_factor() > 0
@@ -119,7 +119,12 @@ double EstimateActivationGib(const proto::Device& device, const ModelArch& m,
       copies * sched.max_num_seqs * static_cast<double>(m.vocab_size) * 4.0;
   const double forward = factor * sched.max_num_batched_tokens *
                          (2.0 * max_ffn + 4.0 * m.hidden_size) * act_dtype_bytes;
-  return (sampler + forward) / kBytesPerGib;
+  return ActivationParts{sampler / kBytesPerGib, forward / kBytesPerGib};
+}
+
+double EstimateActivationGib(const proto::Device& device, const ModelArch& m,
+                             const SchedulerConfig& sched, int act_dtype_bytes) {
+  return EstimateActivationParts(device, m, sched, act_dtype_bytes).total_gib();
 }
 
 MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m,
@@ -175,13 +180,23 @@ MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m,
   }
   if (p.kv_cache_gib <= 0) {
     p.fits = false;
+    std::string activation, remedy = "--max-num-batched-tokens";
+    if (spec.measured_activation_peak_gib) {
+      activation = "measured";
+    } else {
+      const ActivationParts a = EstimateActivationParts(device, m, sched, dtype_bytes);
+      activation = absl::StrCat("sampler logits of ", sched.max_num_seqs,
+                                " sequences ", Gib(a.sampler_gib), " + a ",
+                                sched.max_num_batched_tokens, "-token profiling step ",
+                                Gib(a.forward_gib));
+      if (a.sampler_gib > a.forward_gib) remedy = "--max-num-seqs";
+    }
     p.reason = absl::StrCat(
         "weights ", Gib(p.weights_gib), " + non-torch ", Gib(p.non_torch_gib),
-        " + activation peak ", Gib(p.activation_gib), " (profiling ",
-        sched.max_num_batched_tokens, " tokens) = ", Gib(non_kv),
-        " leave no KV cache memory in ", Gib(p.requested_gib), " (",
+        " + activation peak ", Gib(p.activation_gib), " (", activation, ") = ",
+        Gib(non_kv), " leave no KV cache memory in ", Gib(p.requested_gib), " (",
         absl::StrFormat("%.2f", spec.gpu_memory_utilization), " x ", Gib(p.total_gib),
-        "); lower --max-num-batched-tokens or raise --gpu-memory-utilization");
+        "); lower ", remedy, " or raise --gpu-memory-utilization");
     p.kv_cache_gib = 0;
     return p;
   }

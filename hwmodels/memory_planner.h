@@ -41,6 +41,15 @@ int64_t BlocksPerRequest(const KvLayout& layout, int64_t len,
 
 // Estimated activation peak of vLLM's profiling run (forward pass of
 // max_num_batched_tokens plus the sampler warm-up over max_num_seqs), GiB.
+// The two parts of the estimated activation peak: the sampler's fp32 logits
+// for max_num_seqs dummy sequences and the forward pass of a
+// max_num_batched_tokens profiling step.
+struct ActivationParts {
+  double sampler_gib = 0, forward_gib = 0;
+  double total_gib() const { return sampler_gib + forward_gib; }
+};
+ActivationParts EstimateActivationParts(const proto::Device& device, const ModelArch& m,
+                                        const SchedulerConfig& sched, int act_dtype_bytes);
 double EstimateActivationGib(const proto::Device& device, const ModelArch& m,
                              const SchedulerConfig& sched, int act_dtype_bytes);
 

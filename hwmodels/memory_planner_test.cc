@@ -54,6 +54,27 @@ TEST(KvLayoutTest, E2bPagesEqualisedToSlidingBlockSize32InGroupsOfThree) {
 
 // The logged "155.04 GiB" is rounded to 0.01 GiB; 1,693,480 blocks of
 // 98,304 B (155.0427 GiB) is the pool the log's token count implies.
+// When activations leave no KV memory, the message blames the flag whose
+// part of the profiling peak dominates: the sampler's logits grow with
+// max_num_seqs, the forward pass with max_num_batched_tokens.
+TEST(MemoryPlannerTest, NoKvMemoryNamesTheFlagThatDominatesTheActivationPeak) {
+  ServerSpec seqs = Gemma12bW4("t4");
+  seqs.max_num_seqs = 1'000'000;  // logits: 1e6 x 262,144 x fp32
+  auto a = BuildDeployment(seqs);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(a->memory.fits);
+  EXPECT_NE(a->memory.reason.find("lower --max-num-seqs"), std::string::npos)
+      << a->memory.reason;
+
+  ServerSpec tokens = Gemma12bW4("t4");
+  tokens.max_num_batched_tokens = 4'000'000;
+  auto b = BuildDeployment(tokens);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_FALSE(b->memory.fits);
+  EXPECT_NE(b->memory.reason.find("lower --max-num-batched-tokens"), std::string::npos)
+      << b->memory.reason;
+}
+
 TEST(MemoryPlannerTest, E2bMi300xReproducesPublishedKvCapacityExactly) {
   ServerSpec s = E2bOnMi300x();
   s.measured_kv_cache_gib = GibOfBlocks(1693480, 98304);
