@@ -196,6 +196,20 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
         "' is not supported (attention-only decoders: gemma*, llama, mistral, mixtral, "
         "qwen*, phi*, granite, olmo*, internlm*, yi, deepseek*, gpt_oss, starcoder2)"));
   }
+  // A Hugging Face cache snapshot (.../models--ORG--NAME/snapshots/HASH/
+  // config.json) is named after its repository, not its commit hash.
+  if (const size_t at = origin.rfind("models--"); at != std::string::npos) {
+    const std::string rest = origin.substr(at + 8);
+    const size_t end = rest.find('/');
+    if (end != std::string::npos && rest.compare(end, 11, "/snapshots/") == 0) {
+      const std::string repo = rest.substr(0, end);
+      if (const size_t sep = repo.find("--"); sep != std::string::npos) {
+        base = absl::StrCat(repo.substr(0, sep), "/", repo.substr(sep + 2));
+      } else {
+        base = repo;
+      }
+    }
+  }
   m.set_id(absl::StrCat("import:", base));
   m.set_display_name(
       absl::StrCat(model_type.empty() ? "model" : model_type, " from ", origin));

@@ -76,6 +76,22 @@ TEST(CatalogTest, ImportsLlamaStyleConfigJson) {
   EXPECT_EQ(KvBytesPerToken(*m, 2), 32 * 2 * 8 * 128 * 2);
 }
 
+// Imported models are named after their folder, or after the repository
+// for a Hugging Face cache snapshot (whose folder is a commit hash).
+TEST(CatalogTest, ImportedModelIdComesFromFolderOrCachedRepository) {
+  const std::string json = R"({"model_type": "llama", "vocab_size": 1000,
+    "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 512})";
+  auto plain = ImportHfConfig(json, "/data/my-llama/config.json");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->id(), "import:my-llama");
+  auto cached = ImportHfConfig(
+      json, "/home/u/.cache/huggingface/hub/models--meta-llama--Llama-3.1-8B/snapshots/"
+            "0e9e39f249a16976918f6564b8830bc894c89659/config.json");
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_EQ(cached->id(), "import:meta-llama/Llama-3.1-8B");
+}
+
 TEST(CatalogTest, ImportsGemma4StyleConfigWithTextConfigAndLayerTypes) {
   std::string types;
   for (int i = 0; i < 12; ++i)
