@@ -351,6 +351,8 @@ struct GenerateFlags {
   bool json = false;
   CLI::Option* min_turns_opt = nullptr;
   CLI::Option* max_turns_opt = nullptr;
+  CLI::Option* arrival_opt = nullptr;
+  CLI::Option* burstiness_opt = nullptr;
 };
 
 // Ranges of generate's flags that MakeSyntheticSource cannot name, and
@@ -359,6 +361,19 @@ absl::Status CheckGenerateFlags(const GenerateFlags& g) {
   const SyntheticOptions& syn = g.syn;
   if (syn.num_requests < 1 || syn.num_requests > std::numeric_limits<int32_t>::max()) {
     return OutOfRange("--num-prompts", syn.num_requests, "[1, 2147483647]");
+  }
+  if (!(g.request_rate > 0 && g.request_rate <= 1e9)) {
+    return OutOfRange("--request-rate", g.request_rate, "(0, 1e9]");
+  }
+  if (!(syn.arrival.shape >= 0.001 && syn.arrival.shape <= 1000)) {
+    return OutOfRange("--burstiness", syn.arrival.shape, "[0.001, 1000]");
+  }
+  if (g.burstiness_opt->count() > 0 && g.arrival_opt->count() > 0 &&
+      g.arrival != "gamma" && g.arrival != "weibull" && syn.arrival.shape != 1.0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--burstiness ", syn.arrival.shape, " does not apply to --arrival ", g.arrival,
+        " (allowed with gamma or weibull; without --arrival it selects gamma, as in "
+        "vllm bench serve)"));
   }
   const SessionSpec& ss = syn.sessions;
   if (ss.min_turns < 1 || ss.min_turns > 10'000) {
@@ -411,12 +426,14 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
   cmd->add_option("--seed", g->seed, "random seed (default 0)");
   cmd->add_flag("--json", g->json,
                 "print one JSON object (output, format, requests, time span) on stdout");
-  cmd->add_option("--arrival", g->arrival,
-                  "poisson|gamma|weibull|constant|all|schedule|spikes (default poisson)");
+  g->arrival_opt = cmd->add_option(
+      "--arrival", g->arrival,
+      "poisson|gamma|weibull|constant|all|schedule|spikes (default poisson, or gamma "
+      "when --burstiness is not 1)");
   cmd->add_option("--request-rate", g->request_rate,
-                  "mean requests (or sessions) per second");
-  cmd->add_option("--burstiness", g->syn.arrival.shape,
-                  "Gamma/Weibull shape (default 1)");
+                  "mean requests (or sessions) per second, (0, 1e9] (default 1)");
+  g->burstiness_opt = cmd->add_option("--burstiness", g->syn.arrival.shape,
+                                      "Gamma/Weibull shape, [0.001, 1000] (default 1)");
   cmd->add_option("--schedule", g->schedule, "schedule phases: DURATION_S:RATE,...");
   cmd->add_option("--spike-period-s", g->syn.arrival.spike_period_s);
   cmd->add_option("--spike-duration-s", g->syn.arrival.spike_duration_s);
@@ -461,6 +478,10 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
       syn.seed = *seed;
     }
     syn.arrival.kind = *kind;
+    // vllm bench serve: a burstiness other than 1 makes the gaps Gamma.
+    if (g->arrival_opt->count() == 0 && syn.arrival.shape != 1.0) {
+      syn.arrival.kind = ArrivalSpec::Kind::kGamma;
+    }
     syn.arrival.rate_per_s = g->request_rate;
     // Only --min-turns given: the range is that many turns exactly.
     if (g->max_turns_opt->count() == 0 &&

@@ -228,6 +228,8 @@ class LoopSource : public RequestSource {
           if (count0_ == 0) return false;
           span_ = last0_ - first0_;
           gap_ = count0_ > 1 ? span_ / (count0_ - 1) : 0;
+          // Describe the whole first pass, not the partial last one.
+          first_pass_ = source_->Describe();
         }
         ++pass_;
         ASSIGN_OR_RETURN(source_, factory_());
@@ -263,7 +265,8 @@ class LoopSource : public RequestSource {
   }
 
   std::string Describe() const override {
-    return absl::StrCat(source_->Describe(), " | loop to ", target_, " requests",
+    return absl::StrCat(pass_ == 0 ? source_->Describe() : first_pass_, " | loop to ",
+                        target_, " requests",
                         distinct_ ? " (distinct hashes per pass)" : " (hashes kept)");
   }
 
@@ -277,6 +280,7 @@ class LoopSource : public RequestSource {
   int64_t count0_ = 0;
   TimeNs first0_ = 0, last0_ = 0, span_ = 0, gap_ = 0;
   int64_t max_session_ = -1;
+  std::string first_pass_;  // Describe() of pass 0 once it ended
 };
 
 }  // namespace

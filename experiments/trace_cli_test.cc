@@ -1,0 +1,132 @@
+// Runs the built `servesim trace` command with bad flags: each is refused
+// with exit code 2 and a message naming the flag and its allowed range,
+// and nothing is written. Good flags convert and generate as asked.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace servesim {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// Scratch path unique to the running test (ctest runs tests in parallel).
+std::string Scratch(const std::string& suffix) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return ::testing::TempDir() + "/trace_cli_" + info->name() + "_" + suffix;
+}
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+CliRun Servesim(const std::string& args) {
+  const std::string out = Scratch("stdout.txt"), err = Scratch("stderr.txt");
+  const std::string cmd = "cd '" SERVESIM_SOURCE_DIR "' && '" SERVESIM_BINARY "' " + args +
+                          " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadText(out);
+  r.err = ReadText(err);
+  return r;
+}
+
+// A small Azure-format trace (5 requests, 1 s apart).
+std::string SmallTrace() {
+  const std::string path = Scratch("in.csv");
+  std::ofstream f(path);
+  f << "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+  for (int i = 0; i < 5; ++i) {
+    f << "2023-11-16 18:15:0" << i << ".0000000," << 100 + i << "," << 10 + i << "\n";
+  }
+  return path;
+}
+
+void ExpectRefused(const std::string& args, const std::string& flag,
+                   const std::string& range) {
+  SCOPED_TRACE(args);
+  const std::string out = Scratch("out.csv");
+  std::filesystem::remove(out);
+  const CliRun r = Servesim(args + " '" + out + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(flag));
+  EXPECT_THAT(r.err, HasSubstr(range));
+  EXPECT_FALSE(std::filesystem::exists(out)) << "a refused command wrote its output";
+}
+
+TEST(TraceCliTest, ConvertRefusesOutOfRangeTransformFlags) {
+  const std::string convert = "trace convert '" + SmallTrace() + "'";
+  ExpectRefused(convert + " --sample 0", "--sample", "(0, 1]");
+  ExpectRefused(convert + " --sample 1.5", "--sample", "(0, 1]");
+  ExpectRefused(convert + " --rate-scale -2", "--rate-scale", "(0, 1e9]");
+  ExpectRefused(convert + " --target-rate -1", "--target-rate", "[0, 1e9]");
+  ExpectRefused(convert + " --window-start-s -1", "--window-start-s", "[0, 9e9]");
+  ExpectRefused(convert + " --window-start-s 5 --window-end-s 2", "--window-end-s",
+                "end >= start");
+  ExpectRefused(convert + " --loop-to -1", "--loop-to", "[0, 2^63)");
+  ExpectRefused(convert + " --max-requests -1", "--max-requests", "[0, 2^63)");
+  ExpectRefused(convert + " --min-input 50 --max-input 10", "--min-input",
+                "above --max-input");
+  ExpectRefused(convert + " --min-output -1", "--min-output", "[0, 2147483647]");
+  ExpectRefused(convert + " --seed -3", "--seed", "");
+}
+
+TEST(TraceCliTest, GenerateRefusesOutOfRangeFlags) {
+  ExpectRefused("trace generate --num-prompts 0", "--num-prompts", "[1, 2147483647]");
+  ExpectRefused("trace generate --burstiness 0", "--burstiness", "[0.001, 1000]");
+  ExpectRefused("trace generate --request-rate -1", "--request-rate", "(0, 1e9]");
+  ExpectRefused("trace generate --min-turns 0", "--min-turns", "[1, 10000]");
+  ExpectRefused("trace generate --min-turns 3 --max-turns 2", "--max-turns",
+                "--min-turns <= --max-turns");
+  ExpectRefused("trace generate --max-input-tokens 10 --random-input-len 100",
+                "--max-input-tokens", "shortest first prompt");
+  ExpectRefused("trace generate --arrival nonsense", "--arrival", "poisson");
+  ExpectRefused("trace generate --arrival constant --burstiness 0.5", "--burstiness",
+                "does not apply to --arrival constant");
+  ExpectRefused("trace generate --request-rate 0", "--request-rate", "(0, 1e9]");
+}
+
+TEST(TraceCliTest, GoodFlagsConvertAndGenerateExactlyWhatWasAsked) {
+  const std::string out = Scratch("looped.csv");
+  CliRun r = Servesim("trace convert '" + SmallTrace() + "' --loop-to 12 --json '" + out +
+                      "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"requests_written\": 12"));
+  // The provenance describes the whole trace once, not the partial last pass.
+  EXPECT_THAT(r.out, HasSubstr("rows 5, requests 5"));
+  // Header + 12 rows.
+  const std::string text = ReadText(out);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 13);
+
+  const std::string gen = Scratch("gen.jsonl");
+  r = Servesim("trace generate --num-prompts 7 --request-rate 2 --seed 1 --json '" + gen +
+               "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"requests_written\": 7"));
+  EXPECT_THAT(r.out, HasSubstr("arrivals poisson"));
+
+  // A burstiness other than 1 without --arrival gives Gamma gaps, as in
+  // vllm bench serve.
+  r = Servesim("trace generate --num-prompts 7 --burstiness 0.5 --json '" + gen + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("arrivals gamma"));
+}
+
+}  // namespace
+}  // namespace servesim
