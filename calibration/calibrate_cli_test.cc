@@ -132,6 +132,18 @@ TEST(ValidateCliTest, EmptyOrUnknownDeviceIsExit2NamingAllowedIds) {
   }
 }
 
+// A shared parameter belongs to every member's profile: refitting one
+// member alone would leave the other's copy stale.
+TEST(ValidateCliTest, RefitOfOneJointMemberIsRefusedAndWritesNothing) {
+  const std::string dir = Scratch("profiles");
+  std::filesystem::create_directories(dir);
+  const CliRun r = Servesim("validate --device t4 --refit --profiles-dir '" + dir + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("fitted jointly with l4"));
+  EXPECT_THAT(r.err, HasSubstr("parallel_call_extra_s"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
 TEST(ValidateCliTest, RunsFromAnyDirectoryAndNamesDataFlag) {
   CliRun here = Servesim("validate --no-held-out --device tpu-v6e");
   CliRun elsewhere =

@@ -20,9 +20,10 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct CellKey {
   std::string run;
+  int kind = 0;  // ClientMethod::Kind: the parallel-batch client adds its own cost
   BenchCell cell;
   auto Tie() const {
-    return std::tie(run, cell.max_concurrency, cell.num_prompts, cell.input_tokens,
+    return std::tie(run, kind, cell.max_concurrency, cell.num_prompts, cell.input_tokens,
                     cell.output_tokens, cell.client_overhead_s);
   }
   bool operator<(const CellKey& o) const { return Tie() < o.Tie(); }
@@ -46,7 +47,7 @@ std::vector<CellKey> CellsOf(const Measurement& m) {
       b.input_tokens = c.input_tokens();
       b.output_tokens = c.output_tokens();
       b.client_overhead_s = c.client_overhead_s();
-      cells.push_back({m.run(), b});
+      cells.push_back({m.run(), c.kind(), b});
       break;
     }
     case ClientMethod::SAGEMAKER_DECODE_RATE:
@@ -57,7 +58,7 @@ std::vector<CellKey> CellsOf(const Measurement& m) {
         b.input_tokens = c.input_tokens();
         b.output_tokens = out;
         b.client_overhead_s = c.client_overhead_s();
-        cells.push_back({m.run(), b});
+        cells.push_back({m.run(), c.kind(), b});
       }
       break;
     default:

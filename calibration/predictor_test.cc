@@ -38,6 +38,36 @@ TEST(PredictorTest, ParallelCallExtraMovesOnlyParallelBatchCells) {
   EXPECT_DOUBLE_EQ((*moved)[1], (*base)[1]);
 }
 
+// A closed-loop cell with the same concurrency, lengths and per-call cost
+// on the same run is a different cell: the parallel-batch client's extra
+// cost applies to its own cells whichever measurement comes first.
+TEST(PredictorTest, CellsOfDifferentClientMethodsAreNotShared) {
+  auto db = MeasurementDb::LoadDir(kRoot + "/calibration/data");
+  ASSERT_TRUE(db.ok()) << db.status();
+  servesim::proto::MeasurementSet set;
+  for (const auto& r : db->runs()) *set.add_runs() = r;
+  const std::string par = "t4/output_throughput_16par/e2b";
+  servesim::proto::Measurement twin = *db->FindMeasurement(par);
+  twin.set_id("t4/closed_loop_twin");
+  twin.mutable_client()->set_kind(servesim::proto::ClientMethod::BENCH_SERVE_CLOSED_LOOP);
+  twin.set_fit(false);
+  *set.add_measurements() = twin;  // first: it would fill a shared cache entry
+  for (const auto& m : db->measurements()) *set.add_measurements() = m;
+  auto both = MeasurementDb::FromSets({set}, "test");
+  ASSERT_TRUE(both.ok()) << both.status();
+
+  auto alone = Predictor::Create(*db, {par});
+  auto with_twin = Predictor::Create(*both, {"t4/closed_loop_twin", par});
+  ASSERT_TRUE(alone.ok() && with_twin.ok());
+  ParameterSet params = alone->prior_params();
+  params.FindMutable(kParallelCallExtraParam)->value = 1.0;
+  auto a = alone->PredictValues(params);
+  auto b = with_twin->PredictValues(params);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_DOUBLE_EQ((*b)[1], (*a)[0]);
+  EXPECT_GT((*b)[0], (*b)[1]);  // the twin does not pay the extra second
+}
+
 TEST(PredictorTest, ParallelCallExtraCannotMakeTheCallCostNegative) {
   auto db = MeasurementDb::LoadDir(kRoot + "/calibration/data");
   ASSERT_TRUE(db.ok()) << db.status();

@@ -88,7 +88,54 @@ absl::StatusOr<FitConfig> LoadFitConfig(const std::string& path) {
   buf << in.rdbuf();
   FitConfig config;
   RETURN_IF_ERROR(ParseTextProto(buf.str(), path, &config));
+  RETURN_IF_ERROR(CheckJointFits(config, path));
   return config;
+}
+
+absl::Status CheckJointFits(const FitConfig& config, const std::string& path) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (int j = 0; j < config.joint_fits_size(); ++j) {
+    const auto& jf = config.joint_fits(j);
+    const std::string where = absl::StrFormat("%s: joint_fits[%d]", path, j);
+    if (jf.members_size() < 2) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: %d member(s); a joint fit needs at least 2", where, jf.members_size()));
+    }
+    if (jf.shared_parameters_size() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: no shared_parameters (members that share nothing are "
+                          "fitted alone)",
+                          where));
+    }
+    for (const auto& mem : jf.members()) {
+      const FitSpec* spec = nullptr;
+      for (const FitSpec& s : config.fits()) {
+        if (s.device() == mem.device() && s.software_build() == mem.software_build()) {
+          spec = &s;
+        }
+      }
+      if (spec == nullptr) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: member %s / %s has no `fits` entry with that device and "
+            "software_build",
+            where, mem.device(), mem.software_build()));
+      }
+      if (!seen.insert({mem.device(), mem.software_build()}).second) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: %s / %s is listed twice or in two joint fits", where,
+                            mem.device(), mem.software_build()));
+      }
+      for (const std::string& name : jf.shared_parameters()) {
+        if (std::find(spec->free_parameters().begin(), spec->free_parameters().end(),
+                      name) == spec->free_parameters().end()) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s: shared parameter '%s' is not a free parameter of %s / %s", where,
+              name, mem.device(), mem.software_build()));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 namespace {
@@ -111,6 +158,8 @@ struct GroupFit {
   bool converged = true;
   int iterations = 0;
   std::vector<std::string> joint_with, shared;
+  std::string joint_reason;
+  int joint_fit_points = 0;  // fitted points of the whole joint problem
 };
 
 std::string GroupName(const GroupData& g) { return absl::StrCat(g.device, " / ", g.build); }
@@ -129,6 +178,14 @@ absl::StatusOr<std::vector<GroupFit>> FitJointly(const std::vector<GroupData*>& 
   ParameterSet start;
   FitOptions fo = members[0]->fo;
   fo.free_parameters.clear();
+  for (const GroupData* g : members) {
+    if (g->fo.huber_delta != fo.huber_delta) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "fit config: %s and %s are fitted jointly but have different huber_delta "
+          "(%g, %g)",
+          GroupName(*members[0]), GroupName(*g), fo.huber_delta, g->fo.huber_delta));
+    }
+  }
   std::vector<FitPoint> pts;
   std::vector<std::string> cells;
   std::vector<size_t> offset;
@@ -159,8 +216,23 @@ absl::StatusOr<std::vector<GroupFit>> FitJointly(const std::vector<GroupData*>& 
     pts.insert(pts.end(), g.pts.begin(), g.pts.end());
     cells.insert(cells.end(), g.cells.begin(), g.cells.end());
   }
+  // A shared parameter must mean the same in every member: same prior,
+  // width and bounds (so the fit does not depend on the members' order).
   for (const std::string& name : shared) {
-    start.mutable_params().push_back(*members[0]->predictor->prior_params().Find(name));
+    const Parameter& first = *members[0]->predictor->prior_params().Find(name);
+    for (size_t k = 1; k < members.size(); ++k) {
+      const Parameter& q = *members[k]->predictor->prior_params().Find(name);
+      if (q.prior != first.prior || q.prior_sigma != first.prior_sigma ||
+          q.lower != first.lower || q.upper != first.upper) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "fit config: shared parameter '%s' has prior %g +- %g in [%g, %g] in %s but "
+            "%g +- %g in [%g, %g] in %s; a shared parameter needs one prior",
+            name, first.prior, first.prior_sigma, first.lower, first.upper,
+            GroupName(*members[0]), q.prior, q.prior_sigma, q.lower, q.upper,
+            GroupName(*members[k])));
+      }
+    }
+    start.mutable_params().push_back(first);
     fo.free_parameters.push_back(name);
   }
   // The member's parameter set at the joint values.
@@ -200,6 +272,7 @@ absl::StatusOr<std::vector<GroupFit>> FitJointly(const std::vector<GroupData*>& 
     f.converged = fit.converged;
     f.iterations = fit.iterations;
     f.shared = shared;
+    f.joint_fit_points = fit.num_used;
     for (size_t j = 0; j < members.size(); ++j) {
       if (j != k) f.joint_with.push_back(GroupName(*members[j]));
     }
@@ -288,6 +361,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
                                  jf.shared_parameters().end()},
                                 options.skip_loo));
     for (size_t k = 0; k < members.size(); ++k) {
+      f[k].joint_reason = jf.reason();
       fits[{members[k]->device, members[k]->build}] = std::move(f[k]);
     }
   }
@@ -333,6 +407,8 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     g.iterations = gf.iterations;
     g.joint_with = gf.joint_with;
     g.shared_parameters = gf.shared;
+    g.joint_reason = gf.joint_reason;
+    g.joint_fit_points = gf.joint_fit_points;
     std::vector<double> fit_err, loo_err;
     std::set<std::string> fitted_cells;
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -460,9 +536,10 @@ servesim::proto::CalibrationProfile MakeProfile(
           std::find(group.shared_parameters.begin(), group.shared_parameters.end(),
                     name) != group.shared_parameters.end();
       pp->set_source(absl::StrCat(
-          pp->source(), shared ? " and, one value shared with " : ", jointly with ",
+          pp->source(), shared ? ", one value shared with " : ", jointly with ",
           absl::StrJoin(group.joint_with, ", "),
-          shared ? ", to their points" : " (sharing only the joint parameters)"));
+          shared ? absl::StrCat(" (", group.joint_fit_points, " points in all)")
+                 : " (sharing only the joint parameters)"));
     }
   }
   auto* e = p.mutable_errors();
@@ -527,7 +604,10 @@ std::string FormatReportText(const ValidationReport& r) {
     if (!g.joint_with.empty()) {
       absl::StrAppend(&s, "fitted jointly with ", absl::StrJoin(g.joint_with, ", "),
                       " (one value of ", absl::StrJoin(g.shared_parameters, ", "),
-                      " for all; held-out refits the joint problem without each cell)\n");
+                      " for all, ", g.joint_fit_points,
+                      " points; held-out refits the joint problem without each cell)",
+                      g.joint_reason.empty() ? "" : absl::StrCat(": ", g.joint_reason),
+                      "\n");
     }
     absl::StrAppend(
         &s, absl::StrFormat("%-46s %10s %10s %7s %10s %7s %5s  %s\n", "point", "measured",
@@ -644,6 +724,8 @@ std::string FormatReportJson(const ValidationReport& r) {
     w.Key("shared_parameters").BeginArray();
     for (const std::string& j : g.shared_parameters) w.String(j);
     w.EndArray();
+    w.KV("joint_reason", g.joint_reason);
+    w.KV("joint_fit_points", static_cast<int64_t>(g.joint_fit_points));
     w.EndObject();
   }
   w.EndArray();

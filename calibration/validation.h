@@ -55,6 +55,8 @@ struct GroupReport {
   // the partners, and the parameters whose one value they share.
   std::vector<std::string> joint_with;
   std::vector<std::string> shared_parameters;
+  std::string joint_reason;
+  int joint_fit_points = 0;  // fitted points of the whole joint problem
 };
 
 struct AggregateCheck {
@@ -85,6 +87,11 @@ struct ValidateOptions {
 
 // Free parameters per (device, build): calibration/fit_config.textproto.
 absl::StatusOr<servesim::proto::FitConfig> LoadFitConfig(const std::string& path);
+// Joint fits: >= 2 members, each with a `fits` entry, none listed twice,
+// at least one shared parameter, free in every member. Messages name
+// `path` and the entry.
+absl::Status CheckJointFits(const servesim::proto::FitConfig& config,
+                            const std::string& path);
 inline constexpr char kDefaultFitConfig[] = "calibration/fit_config.textproto";
 
 absl::StatusOr<ValidationReport> RunValidation(

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "calibration/bench_import.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace servesim {
@@ -99,6 +100,64 @@ TEST(ValidationTest, JointFitSharesOneClientValueAcrossDevices) {
   const ValidationReport changed = RunFor(sets, "l4");
   EXPECT_EQ(Find(l4, id)->held_out, Find(changed, id)->held_out);
   EXPECT_NE(Find(l4, id)->predicted, Find(changed, id)->predicted);
+}
+
+// Broken joint fits are errors that name the entry, never ignored.
+TEST(ValidationTest, FitConfigRejectsBrokenJointFits) {
+  auto check = [](const std::string& extra) {
+    servesim::proto::FitConfig c = Config();
+    servesim::proto::FitConfig add;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(extra, &add)) << extra;
+    c.clear_joint_fits();
+    for (const auto& j : add.joint_fits()) *c.add_joint_fits() = j;
+    return CheckJointFits(c, "fit.textproto");
+  };
+  const std::string t4 =
+      R"(members { device: "t4" software_build: "vllm-0.30.0-sagemaker-turing-patch" })";
+  const std::string l4 = R"(members { device: "l4" software_build: "vllm-0.30.0-sagemaker" })";
+  const std::string shared = R"(shared_parameters: "parallel_call_extra_s")";
+  EXPECT_TRUE(check("joint_fits { " + t4 + l4 + shared + " }").ok());
+  struct Bad {
+    std::string text, says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"joint_fits { " + t4 + shared + " }", "at least 2"},
+           {"joint_fits { " + t4 + l4 + " }", "no shared_parameters"},
+           {"joint_fits { " + t4 +
+                R"(members { device: "l4" software_build: "vllm-0.30-typo" })" + shared +
+                " }",
+            "no `fits` entry"},
+           {"joint_fits { " + t4 + t4 + shared + " }", "listed twice"},
+           {"joint_fits { " + t4 + l4 + R"(shared_parameters: "bw_eff_weights")" + " }",
+            "not a free parameter"}}) {
+    const absl::Status st = check(b.text);
+    EXPECT_FALSE(st.ok()) << b.text;
+    EXPECT_NE(st.message().find(b.says), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("joint_fits[0]"), std::string::npos) << st.message();
+  }
+}
+
+// A shared parameter must have one prior: sharing flops_eff_gemm between the
+// TPUs (priors 0.14 and 0.19) is refused instead of depending on the order.
+TEST(ValidationTest, SharedParameterWithDifferentPriorsIsRefused) {
+  servesim::proto::FitConfig c = Config();
+  auto* j = c.add_joint_fits();
+  for (const char* d : {"tpu-v5e", "tpu-v6e"}) {
+    auto* m = j->add_members();
+    m->set_device(d);
+    m->set_software_build("vllm-tpu-0.26.1rc1");
+  }
+  j->add_shared_parameters("flops_eff_gemm");
+  ASSERT_TRUE(CheckJointFits(c, "fit.textproto").ok());
+  auto db = MeasurementDb::FromSets(ShippedSets(), "test");
+  ASSERT_TRUE(db.ok());
+  ValidateOptions o;
+  o.device = "tpu-v5e";
+  o.skip_loo = true;
+  auto r = RunValidation(*db, c, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("needs one prior"), std::string::npos)
+      << r.status();
 }
 
 TEST(ValidationTest, MeasuredInfeasibleCellsAreRejectedBySimulator) {

@@ -203,6 +203,14 @@ absl::Status Resolve(TraceFlags& f) {
   }
   auto kind = ArrivalKind(f.arrival);
   if (!kind.ok()) return kind.status();
+  // The Gamma shape only shapes Gamma (or Weibull) gaps, or picks Gamma for
+  // --arrival all with a rate, as vllm bench serve does.
+  if (f.burstiness != 1.0 && *kind != ArrivalSpec::Kind::kGamma &&
+      *kind != ArrivalSpec::Kind::kWeibull && *kind != ArrivalSpec::Kind::kAllAtOnce) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--burstiness ", f.burstiness, " does not apply to --arrival ", f.arrival,
+        " (allowed with gamma, or with all and a --request-rate)"));
+  }
   f.opts.arrivals.kind = *kind;
   if (*kind == ArrivalSpec::Kind::kAllAtOnce && f.request_rate > 0 &&
       !std::isinf(f.request_rate)) {
@@ -362,7 +370,9 @@ absl::Status CheckGenerateFlags(const GenerateFlags& g) {
   if (syn.num_requests < 1 || syn.num_requests > std::numeric_limits<int32_t>::max()) {
     return OutOfRange("--num-prompts", syn.num_requests, "[1, 2147483647]");
   }
-  if (!(g.request_rate > 0 && g.request_rate <= 1e9)) {
+  // all and schedule take no rate (schedule has one per phase).
+  if (g.arrival != "all" && g.arrival != "inf" && g.arrival != "schedule" &&
+      !(g.request_rate > 0 && g.request_rate <= 1e9)) {
     return OutOfRange("--request-rate", g.request_rate, "(0, 1e9]");
   }
   if (!(syn.arrival.shape >= 0.001 && syn.arrival.shape <= 1000)) {

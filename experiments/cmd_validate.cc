@@ -75,6 +75,25 @@ int RunValidate(const ValidateFlags& f) {
     Err(absl::StrFormat("%s %s", config.status().message(), PathHint("--fit-config")));
     return kExitBadInput;
   }
+  if (f.refit && f.device_given) {
+    // A shared parameter belongs to every member's profile: refit them all.
+    for (const auto& jf : config->joint_fits()) {
+      for (const auto& mem : jf.members()) {
+        if (mem.device() != f.device) continue;
+        std::vector<std::string> names;
+        for (const auto& other : jf.members()) {
+          if (&other == &mem) continue;
+          names.push_back(absl::StrCat(other.device(), " / ", other.software_build()));
+        }
+        Err(absl::StrFormat(
+            "--refit with --device %s: %s / %s is fitted jointly with %s (shared: %s), "
+            "so their profiles must be written together; leave --device out",
+            f.device, mem.device(), mem.software_build(), absl::StrJoin(names, ", "),
+            absl::StrJoin(jf.shared_parameters(), ", ")));
+        return kExitBadInput;
+      }
+    }
+  }
   ValidateOptions options;
   options.device = f.device;
   options.skip_loo = f.no_held_out;

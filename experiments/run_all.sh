@@ -57,7 +57,12 @@ plot() {  # name script
 # The 16 CLI calls of write-up A start at once: each costs the 0.62 s timed
 # one call at a time plus the contention `servesim validate` fits for that
 # client (parallel_call_extra_s, one value shared by the T4 and L4 profiles).
-extra=$(awk '/name: "parallel_call_extra_s"/ { getline; print $2 }' calibration/profiles/t4.textproto)
+extra=$(awk '
+  /^parameters \{/ { inb = 1; name = ""; val = 0; next }   # proto3 omits a value of 0
+  inb && /^  name:/ { name = $2; gsub(/"/, "", name) }
+  inb && /^  value:/ { val = $2 }
+  inb && /^\}/ { if (name == "parallel_call_extra_s") { print val; found = 1 } inb = 0 }
+  END { if (!found) print 0 }' calibration/profiles/t4.textproto)
 call_s=$(awk -v e="${extra:-0}" 'BEGIN { printf "%.4f", 0.62 + e }')
 sed "s/client_overhead_s: 0.62/client_overhead_s: $call_s/" "$CONF/writeup_a_t4_vs_l4.grid.textproto" \
   > "$OUT/.writeup_a.grid.textproto"

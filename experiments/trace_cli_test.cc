@@ -85,6 +85,8 @@ TEST(TraceCliTest, ConvertRefusesOutOfRangeTransformFlags) {
                 "above --max-input");
   ExpectRefused(convert + " --min-output -1", "--min-output", "[0, 2147483647]");
   ExpectRefused(convert + " --seed -3", "--seed", "");
+  ExpectRefused(convert + " --arrival poisson --request-rate 2 --burstiness 0.5",
+                "--burstiness", "does not apply to --arrival poisson");
 }
 
 TEST(TraceCliTest, GenerateRefusesOutOfRangeFlags) {
@@ -120,6 +122,11 @@ TEST(TraceCliTest, GoodFlagsConvertAndGenerateExactlyWhatWasAsked) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"requests_written\": 7"));
   EXPECT_THAT(r.out, HasSubstr("arrivals poisson"));
+
+  // --arrival all takes no rate.
+  r = Servesim("trace generate --num-prompts 3 --arrival all --request-rate 0 '" + gen +
+               "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 
   // A burstiness other than 1 without --arrival gives Gamma gaps, as in
   // vllm bench serve.

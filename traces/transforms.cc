@@ -193,16 +193,14 @@ class RequireCountSource : public RequestSource {
     if (given_ >= n_) return false;
     ASSIGN_OR_RETURN(const bool more, source_->Next(out));
     if (!more) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          what_, ": asks for ", n_, " requests but ", source_->Describe(), " has only ",
-          given_));
+      return absl::FailedPreconditionError(
+          absl::StrCat(what_, ": asks for ", n_, " requests, but the source has only ",
+                       given_, " (", source_->Describe(), ")"));
     }
     ++given_;
     return true;
   }
-  std::string Describe() const override {
-    return absl::StrCat(source_->Describe(), " | exactly ", n_);
-  }
+  std::string Describe() const override { return source_->Describe(); }
 
  private:
   std::unique_ptr<RequestSource> source_;
