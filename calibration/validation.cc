@@ -115,10 +115,10 @@ absl::Status CheckJointFits(const FitConfig& config, const std::string& path) {
         }
       }
       if (spec == nullptr) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: member %s / %s has no `fits` entry with that device and "
-            "software_build",
-            where, mem.device(), mem.software_build()));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: member %s / %s has no `fits` entry with that device and "
+                            "software_build",
+                            where, mem.device(), mem.software_build()));
       }
       if (!seen.insert({mem.device(), mem.software_build()}).second) {
         return absl::InvalidArgumentError(
@@ -129,8 +129,8 @@ absl::Status CheckJointFits(const FitConfig& config, const std::string& path) {
         if (std::find(spec->free_parameters().begin(), spec->free_parameters().end(),
                       name) == spec->free_parameters().end()) {
           return absl::InvalidArgumentError(absl::StrFormat(
-              "%s: shared parameter '%s' is not a free parameter of %s / %s", where,
-              name, mem.device(), mem.software_build()));
+              "%s: shared parameter '%s' is not a free parameter of %s / %s", where, name,
+              mem.device(), mem.software_build()));
         }
       }
     }
@@ -162,7 +162,9 @@ struct GroupFit {
   int joint_fit_points = 0;  // fitted points of the whole joint problem
 };
 
-std::string GroupName(const GroupData& g) { return absl::StrCat(g.device, " / ", g.build); }
+std::string GroupName(const GroupData& g) {
+  return absl::StrCat(g.device, " / ", g.build);
+}
 
 // Name of a member's own (unshared) parameter in a joint problem.
 std::string JointName(size_t member, const std::string& name) {
@@ -195,9 +197,9 @@ absl::StatusOr<std::vector<GroupFit>> FitJointly(const std::vector<GroupData*>& 
     for (const std::string& name : g.fo.free_parameters) {
       const Parameter* q = prior.Find(name);
       if (q == nullptr) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "fit config: free parameter '%s' is not a parameter of %s", name,
-            GroupName(g)));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("fit config: free parameter '%s' is not a parameter of %s",
+                            name, GroupName(g)));
       }
       if (shared_set.count(name)) continue;
       Parameter own = *q;
@@ -267,8 +269,8 @@ absl::StatusOr<std::vector<GroupFit>> FitJointly(const std::vector<GroupData*>& 
     GroupFit& f = out[k];
     f.params = member_params(k, fit.params);
     f.held_out.assign(held_out.begin() + static_cast<std::ptrdiff_t>(offset[k]),
-                      held_out.begin() + static_cast<std::ptrdiff_t>(offset[k] +
-                                                                     members[k]->pts.size()));
+                      held_out.begin() + static_cast<std::ptrdiff_t>(
+                                             offset[k] + members[k]->pts.size()));
     f.converged = fit.converged;
     f.iterations = fit.iterations;
     f.shared = shared;
@@ -314,9 +316,8 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     for (const auto& mem : jf.members()) {
       const auto key = std::make_pair(mem.device(), mem.software_build());
       if (joint_of.count(key)) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("fit config: %s / %s is in two joint fits", key.first,
-                            key.second));
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "fit config: %s / %s is in two joint fits", key.first, key.second));
       }
       joint_of[key] = j;
     }
@@ -355,11 +356,10 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     for (const auto& mem : jf.members()) {
       members.push_back(&groups.at({mem.device(), mem.software_build()}));
     }
-    ASSIGN_OR_RETURN(std::vector<GroupFit> f,
-                     FitJointly(members,
-                                {jf.shared_parameters().begin(),
-                                 jf.shared_parameters().end()},
-                                options.skip_loo));
+    ASSIGN_OR_RETURN(std::vector<GroupFit> f, FitJointly(members,
+                                                         {jf.shared_parameters().begin(),
+                                                          jf.shared_parameters().end()},
+                                                         options.skip_loo));
     for (size_t k = 0; k < members.size(); ++k) {
       f[k].joint_reason = jf.reason();
       fits[{members[k]->device, members[k]->build}] = std::move(f[k]);
@@ -395,7 +395,8 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
         ASSIGN_OR_RETURN(gf.held_out, LeaveOneGroupOut(start, pts, cells, fn, fo));
       }
     }
-    ASSIGN_OR_RETURN(std::vector<PointPrediction> in_sample, predictor.Predict(gf.params));
+    ASSIGN_OR_RETURN(std::vector<PointPrediction> in_sample,
+                     predictor.Predict(gf.params));
     const std::vector<double>& held_out = gf.held_out;
 
     GroupReport g;

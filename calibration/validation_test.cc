@@ -114,7 +114,8 @@ TEST(ValidationTest, FitConfigRejectsBrokenJointFits) {
   };
   const std::string t4 =
       R"(members { device: "t4" software_build: "vllm-0.30.0-sagemaker-turing-patch" })";
-  const std::string l4 = R"(members { device: "l4" software_build: "vllm-0.30.0-sagemaker" })";
+  const std::string l4 =
+      R"(members { device: "l4" software_build: "vllm-0.30.0-sagemaker" })";
   const std::string shared = R"(shared_parameters: "parallel_call_extra_s")";
   EXPECT_TRUE(check("joint_fits { " + t4 + l4 + shared + " }").ok());
   struct Bad {

@@ -37,8 +37,8 @@ struct CliRun {
 
 CliRun Servesim(const std::string& args) {
   const std::string out = Scratch("stdout.txt"), err = Scratch("stderr.txt");
-  const std::string cmd = "cd '" SERVESIM_SOURCE_DIR "' && '" SERVESIM_BINARY "' " + args +
-                          " >'" + out + "' 2>'" + err + "'";
+  const std::string cmd = "cd '" SERVESIM_SOURCE_DIR "' && '" SERVESIM_BINARY "' " +
+                          args + " >'" + out + "' 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
   CliRun r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -106,8 +106,8 @@ TEST(TraceCliTest, GenerateRefusesOutOfRangeFlags) {
 
 TEST(TraceCliTest, GoodFlagsConvertAndGenerateExactlyWhatWasAsked) {
   const std::string out = Scratch("looped.csv");
-  CliRun r = Servesim("trace convert '" + SmallTrace() + "' --loop-to 12 --json '" + out +
-                      "'");
+  CliRun r =
+      Servesim("trace convert '" + SmallTrace() + "' --loop-to 12 --json '" + out + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"requests_written\": 12"));
   // The provenance describes the whole trace once, not the partial last pass.

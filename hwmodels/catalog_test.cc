@@ -86,8 +86,9 @@ TEST(CatalogTest, ImportedModelIdComesFromFolderOrCachedRepository) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(plain->id(), "import:my-llama");
   auto cached = ImportHfConfig(
-      json, "/home/u/.cache/huggingface/hub/models--meta-llama--Llama-3.1-8B/snapshots/"
-            "0e9e39f249a16976918f6564b8830bc894c89659/config.json");
+      json,
+      "/home/u/.cache/huggingface/hub/models--meta-llama--Llama-3.1-8B/snapshots/"
+      "0e9e39f249a16976918f6564b8830bc894c89659/config.json");
   ASSERT_TRUE(cached.ok()) << cached.status();
   EXPECT_EQ(cached->id(), "import:meta-llama/Llama-3.1-8B");
 }

@@ -102,7 +102,8 @@ int64_t BlocksPerRequest(const KvLayout& layout, int64_t len,
 }
 
 ActivationParts EstimateActivationParts(const proto::Device& device, const ModelArch& m,
-                                        const SchedulerConfig& sched, int act_dtype_bytes) {
+                                        const SchedulerConfig& sched,
+                                        int act_dtype_bytes) {
   const double copies = device.sampler_logit_copies() > 0 ? device.sampler_logit_copies()
                                                           : kSamplerLogitCopies;
   const double factor = device.forward_activation_factor() > 0
@@ -185,16 +186,15 @@ MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m,
       activation = "measured";
     } else {
       const ActivationParts a = EstimateActivationParts(device, m, sched, dtype_bytes);
-      activation = absl::StrCat("sampler logits of ", sched.max_num_seqs,
-                                " sequences ", Gib(a.sampler_gib), " + a ",
-                                sched.max_num_batched_tokens, "-token profiling step ",
-                                Gib(a.forward_gib));
+      activation = absl::StrCat("sampler logits of ", sched.max_num_seqs, " sequences ",
+                                Gib(a.sampler_gib), " + a ", sched.max_num_batched_tokens,
+                                "-token profiling step ", Gib(a.forward_gib));
       if (a.sampler_gib > a.forward_gib) remedy = "--max-num-seqs";
     }
     p.reason = absl::StrCat(
         "weights ", Gib(p.weights_gib), " + non-torch ", Gib(p.non_torch_gib),
-        " + activation peak ", Gib(p.activation_gib), " (", activation, ") = ",
-        Gib(non_kv), " leave no KV cache memory in ", Gib(p.requested_gib), " (",
+        " + activation peak ", Gib(p.activation_gib), " (", activation,
+        ") = ", Gib(non_kv), " leave no KV cache memory in ", Gib(p.requested_gib), " (",
         absl::StrFormat("%.2f", spec.gpu_memory_utilization), " x ", Gib(p.total_gib),
         "); lower ", remedy, " or raise --gpu-memory-utilization");
     p.kv_cache_gib = 0;

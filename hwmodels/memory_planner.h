@@ -49,7 +49,8 @@ struct ActivationParts {
   double total_gib() const { return sampler_gib + forward_gib; }
 };
 ActivationParts EstimateActivationParts(const proto::Device& device, const ModelArch& m,
-                                        const SchedulerConfig& sched, int act_dtype_bytes);
+                                        const SchedulerConfig& sched,
+                                        int act_dtype_bytes);
 double EstimateActivationGib(const proto::Device& device, const ModelArch& m,
                              const SchedulerConfig& sched, int act_dtype_bytes);
 
