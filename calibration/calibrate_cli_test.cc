@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cli_run.h"
 #include "traces/json.h"
 
 namespace servesim {
@@ -21,37 +22,10 @@ using ::testing::Not;
 const std::string kCells =
     std::string(SERVESIM_SHARED_DIR) + "/data/bench/mi300x-gemma4-e2b-2026-09-17";
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
-// Scratch file unique to the running test (ctest runs tests in parallel).
-std::string Scratch(const std::string& suffix) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "/cli_" + info->test_suite_name() + "_" + info->name() +
-         "_" + suffix;
-}
-
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// `servesim ARGS` run in `dir` (the repository root by default).
-CliRun Servesim(const std::string& args, const std::string& dir = SERVESIM_SOURCE_DIR) {
-  const std::string out = Scratch("stdout.txt"), err = Scratch("stderr.txt");
-  const std::string cmd = "cd '" + dir + "' && '" + SERVESIM_BINARY + "' " + args +
-                          " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadText(out);
-  r.err = ReadText(err);
-  return r;
-}
+using servesim::cli_test::CliRun;
+using servesim::cli_test::ReadText;
+using servesim::cli_test::Scratch;
+using servesim::cli_test::Servesim;
 
 std::string ProfileOut() { return Scratch("profile.textproto"); }
 

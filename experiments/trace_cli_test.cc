@@ -11,41 +11,17 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cli_run.h"
 
 namespace servesim {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
-// Scratch path unique to the running test (ctest runs tests in parallel).
-std::string Scratch(const std::string& suffix) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "/trace_cli_" + info->name() + "_" + suffix;
-}
-
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-CliRun Servesim(const std::string& args) {
-  const std::string out = Scratch("stdout.txt"), err = Scratch("stderr.txt");
-  const std::string cmd = "cd '" SERVESIM_SOURCE_DIR "' && '" SERVESIM_BINARY "' " +
-                          args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadText(out);
-  r.err = ReadText(err);
-  return r;
-}
+using servesim::cli_test::CliRun;
+using servesim::cli_test::ReadText;
+using servesim::cli_test::Scratch;
+using servesim::cli_test::Servesim;
 
 // A small Azure-format trace (5 requests, 1 s apart).
 std::string SmallTrace() {

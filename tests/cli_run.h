@@ -1,0 +1,54 @@
+// Helpers for tests that run the built `servesim` binary: a scratch path
+// unique to the running test, and one command's exit code, stdout and
+// stderr. Header-only; the including target defines SERVESIM_BINARY and
+// SERVESIM_SOURCE_DIR.
+#ifndef SERVESIM_TESTS_CLI_RUN_H_
+#define SERVESIM_TESTS_CLI_RUN_H_
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace servesim::cli_test {
+
+inline std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// Scratch file unique to the running test (ctest runs tests in parallel).
+inline std::string Scratch(const std::string& suffix) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return ::testing::TempDir() + "/cli_" + info->test_suite_name() + "_" + info->name() +
+         "_" + suffix;
+}
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// `servesim ARGS` run in `dir` (the repository root by default).
+inline CliRun Servesim(const std::string& args,
+                       const std::string& dir = SERVESIM_SOURCE_DIR) {
+  const std::string out = Scratch("stdout.txt"), err = Scratch("stderr.txt");
+  const std::string cmd = "cd '" + dir + "' && '" + SERVESIM_BINARY + "' " + args +
+                          " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadText(out);
+  r.err = ReadText(err);
+  return r;
+}
+
+}  // namespace servesim::cli_test
+
+#endif  // SERVESIM_TESTS_CLI_RUN_H_
