@@ -86,34 +86,29 @@ TEST(EngineTest, LoneRequestTtftEqualsItsPrefillStepTime) {
   EXPECT_EQ(r.finish_ns - r.first_token_ns, 4'060'000 + 4'060'100);
 }
 
-TEST(EngineTest, AsyncSchedulingStepTakesTheMaxOfHostAndDeviceOnceBusy) {
+// One request of 3 output tokens, host 1 ms and device 3 ms per step: its
+// first-token and finish times.
+std::pair<TimeNs, TimeNs> ThreeStepTimes(bool async) {
   AnalyticStepParams p;
   p.host_base_ns = 1'000'000;
   p.device_base_ns = 3'000'000;
   AnalyticStepModel model(p);
   SchedulerConfig sc = Sched();
-  sc.async_scheduling = true;
+  sc.async_scheduling = async;
   auto e = MakeEngine(sc, Pool(1000), &model, ClientConfig{});
   VectorSource src({Req(100, 3)});
-  ASSERT_TRUE(e->Run(&src).ok());
+  EXPECT_TRUE(e->Run(&src).ok());
+  return {e->records()[0].first_token_ns, e->records()[0].finish_ns};
+}
+
+TEST(EngineTest, AsyncSchedulingStepTakesTheMaxOfHostAndDeviceOnceBusy) {
   // The first step starts from idle: nothing hides its host work (1 + 3 ms).
   // The two decode steps after it overlap host and device: 3 ms each.
-  EXPECT_EQ(e->records()[0].first_token_ns, 4'000'000);
-  EXPECT_EQ(e->records()[0].finish_ns, 10'000'000);
+  EXPECT_EQ(ThreeStepTimes(true), std::make_pair(TimeNs{4'000'000}, TimeNs{10'000'000}));
 }
 
 TEST(EngineTest, SyncSchedulingStepTakesHostPlusDevice) {
-  AnalyticStepParams p;
-  p.host_base_ns = 1'000'000;
-  p.device_base_ns = 3'000'000;
-  AnalyticStepModel model(p);
-  SchedulerConfig sc = Sched();
-  sc.async_scheduling = false;
-  auto e = MakeEngine(sc, Pool(1000), &model, ClientConfig{});
-  VectorSource src({Req(100, 3)});
-  ASSERT_TRUE(e->Run(&src).ok());
-  EXPECT_EQ(e->records()[0].first_token_ns, 4'000'000);
-  EXPECT_EQ(e->records()[0].finish_ns, 12'000'000);
+  EXPECT_EQ(ThreeStepTimes(false), std::make_pair(TimeNs{4'000'000}, TimeNs{12'000'000}));
 }
 
 TEST(EngineTest, ClosedLoopThroughputMatchesTheClosedForm) {

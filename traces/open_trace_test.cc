@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "traces/drain_for_test.h"
 #include "traces/trace_stats.h"
 #include "traces/trace_writer.h"
 
@@ -215,17 +216,8 @@ TEST(ConvertTest, TruncatedBinaryFileIsAnErrorNamingTheRecord) {
   back.path = out;
   auto s = OpenTrace(back);
   ASSERT_TRUE(s.ok()) << s.status();
-  RequestSpec r;
-  absl::Status st;
-  while (true) {
-    auto got = (*s)->Next(r);
-    if (!got.ok()) {
-      st = got.status();
-      break;
-    }
-    if (!*got) break;
-  }
-  EXPECT_THAT(st.message(), HasSubstr("cut.bin: record 3: truncated"));
+  EXPECT_THAT(DrainSource(**s).error.message(),
+              HasSubstr("cut.bin: record 3: truncated"));
 }
 
 TEST(OpenTraceTest, RateScalePastTheHorizonIsAnErrorNamingTheFlag) {
@@ -234,17 +226,10 @@ TEST(OpenTraceTest, RateScalePastTheHorizonIsAnErrorNamingTheFlag) {
   o.rate_scale = 1e-300;
   auto s = OpenTrace(o);
   ASSERT_TRUE(s.ok()) << s.status();
-  RequestSpec r;
-  absl::Status st;
-  while (true) {
-    auto got = (*s)->Next(r);
-    if (!got.ok()) {
-      st = got.status();
-      break;
-    }
-    ASSERT_TRUE(*got) << "reached the end without an error";
-    EXPECT_LE(r.arrival_ns, kMaxTraceArrivalNs);
-  }
+  const Drained d = DrainSource(**s);
+  ASSERT_FALSE(d.error.ok()) << "reached the end without an error";
+  for (const RequestSpec& r : d.requests) EXPECT_LE(r.arrival_ns, kMaxTraceArrivalNs);
+  const absl::Status& st = d.error;
   EXPECT_THAT(st.message(), HasSubstr("--rate-scale 1e-300: request 1"));
   EXPECT_THAT(st.message(), HasSubstr("needs --rate-scale >= "));
 }

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "traces/drain_for_test.h"
 #include "traces/trace_reader.h"
 
 namespace servesim {
@@ -281,20 +282,11 @@ TEST(SyntheticSourceTest, ArrivalsPastTheHorizonAreAnErrorNotSaturated) {
   o.arrival.rate_per_s = 1e-9;  // gaps clamp to 1e8 s: 47 * 1e17 ns > 2^62
   auto s = MakeSyntheticSource(o);
   ASSERT_TRUE(s.ok());
-  RequestSpec r;
-  int64_t n = 0;
-  absl::Status st;
-  while (true) {
-    auto got = (*s)->Next(r);
-    if (!got.ok()) {
-      st = got.status();
-      break;
-    }
-    ASSERT_TRUE(*got);
-    EXPECT_LE(r.arrival_ns, kMaxTraceArrivalNs);
-    ++n;
-  }
-  EXPECT_EQ(n, 47);
+  const Drained d = DrainSource(**s);
+  ASSERT_FALSE(d.error.ok()) << "reached the end without an error";
+  for (const RequestSpec& r : d.requests) EXPECT_LE(r.arrival_ns, kMaxTraceArrivalNs);
+  const absl::Status& st = d.error;
+  EXPECT_EQ(d.requests.size(), 47u);
   EXPECT_THAT(st.message(), ::testing::HasSubstr("synthetic workload: request 47"));
   EXPECT_THAT(st.message(), ::testing::HasSubstr("2^62"));
 }
