@@ -155,6 +155,14 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
   time("host_token_us", 0.5, 200, "host time per scheduled token per step");
   time("kernel_launch_us", 5, 200,
        "cost per kernel launched outside a captured graph (x eager kernels per step)");
+  {
+    const double e = prior("gemm_rows_exp", 0);
+    ps.push_back({"gemm_rows_exp", e, 0.0, 0.6, e, 0.15, 0, "exponent",
+                  "GEMM FLOP efficiency grows as rows^exp up to gemm_rows_sat rows", src});
+    const double r = prior("gemm_rows_sat", 16384);
+    ps.push_back({"gemm_rows_sat", r, 16.0, 1e6, r, 0.5 * r, 0, "rows",
+                  "rows (tokens) from which GEMMs reach flops_eff_gemm", src});
+  }
   time("device_step_us", 300, 50000,
        "fixed device time per step (graph launch, synchronisation, small kernels)");
   if (model.num_experts > 0) {
@@ -196,12 +204,37 @@ double RooflineStepModel::OpNs(const Operator& op, const AggVector& v) const {
       eb = eff_bw_w_;
       peak = g.peak_flops_16();
   }
+  double fl_scale = 1;
+  if (op.op_class == OpClass::kGemm)
+    fl_scale = RowsScale(op.flops[kAggTokens] != 0 ? v[kAggTokens] : v[kAggSeqs]);
   if (op.quantized) {
     ef *= quant_eff_;
     eb *= quant_eff_;
     peak = g.peak_flops_quant();
   }
-  return op.count * std::max(fl / (peak * ef), by / (g.bandwidth() * eb)) * 1e9;
+  return op.count * std::max(fl_scale * fl / (peak * ef), by / (g.bandwidth() * eb)) * 1e9;
+}
+
+double RooflineStepModel::GemmLinesNs(int rows_idx, double x, double scale) const {
+  const std::vector<double>& table = rows_idx == kAggTokens ? gemm_tokens_ns_ : gemm_seqs_ns_;
+  const auto i = static_cast<size_t>(x);
+  if (i < table.size() && static_cast<double>(i) == x) return table[i];
+  double ns = 0;
+  for (const GemmLine& l : gemm_lines_) {
+    if (l.rows_idx != rows_idx) continue;
+    ns += std::max((l.f0 + l.f1 * x) * scale, l.b0 + l.b1 * x);
+  }
+  return ns;
+}
+
+double RooflineStepModel::RowsScale(double rows) const {
+  if (gemm_exp_ <= 0 || rows >= gemm_sat_) return 1;
+  // Row counts are whole numbers: small ones (every decode batch) from the
+  // table filled at compile time, no pow() on the per-step path.
+  const auto i = static_cast<size_t>(std::max(rows, 1.0));
+  if (i < rows_scale_.size() && static_cast<double>(i) == std::max(rows, 1.0))
+    return rows_scale_[i];
+  return std::pow(gemm_sat_ / std::max(rows, 1.0), gemm_exp_);
 }
 
 double RooflineStepModel::UnitNs(const Operator& op, const AggVector& v,
@@ -238,6 +271,10 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
   m->host_seq_ns_ = us("host_seq_us", 30);
   m->host_token_ns_ = us("host_token_us", 0.5);
   m->device_step_ns_ = us("device_step_us", 300);
+  // The per-unit coefficients below are taken at full GEMM efficiency; the
+  // rows factor is applied per step (gemm_lines_, MaxTerm::rows_scaled).
+  const double gemm_exp = std::max(0.0, ParamOr(params, "gemm_rows_exp", 0));
+  m->gemm_sat_ = std::max(1.0, ParamOr(params, "gemm_rows_sat", 16384));
   m->launch_ns_ = us("kernel_launch_us", 5);
   m->moe_routing_ns_ = us("moe_routing_us", 20) * g.num_moe_layers();
   m->eager_kernels_full_graph_ =
@@ -281,7 +318,11 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
         ++count_b;
       }
     }
-    if (only({kAggOne, kAggTokens})) {
+    const bool rows_gemm = gemm_exp > 0 && op.op_class == OpClass::kGemm;
+    if (rows_gemm && (only({kAggOne, kAggTokens}) || only({kAggOne, kAggSeqs}))) {
+      const int r = only({kAggOne, kAggTokens}) ? kAggTokens : kAggSeqs;
+      m->gemm_lines_.push_back({r, f[kAggOne], f[r], b[kAggOne], b[r]});
+    } else if (only({kAggOne, kAggTokens})) {
       tok_lines.push_back({f[kAggOne], f[kAggTokens], b[kAggOne], b[kAggTokens]});
     } else if (only({kAggOne, kAggSeqs})) {
       seq_lines.push_back({f[kAggOne], f[kAggSeqs], b[kAggOne], b[kAggSeqs]});
@@ -297,6 +338,7 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
       }
     } else {
       MaxTerm t;
+      t.rows_scaled = rows_gemm;
       for (int i = 0; i < kNumAggs; ++i) {
         if (f[i] != 0) {
           t.f_idx[t.num_f] = static_cast<uint8_t>(i);
@@ -344,6 +386,22 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
   };
   m->pwl_tokens_ = build_pwl(tok_lines);
   m->pwl_seqs_ = build_pwl(seq_lines);
+  m->gemm_exp_ = gemm_exp;
+  if (gemm_exp > 0) {
+    m->rows_scale_.resize(static_cast<size_t>(std::min(m->gemm_sat_, 1025.0)));
+    for (size_t i = 1; i < m->rows_scale_.size(); ++i)
+      m->rows_scale_[i] = std::pow(m->gemm_sat_ / static_cast<double>(i), gemm_exp);
+    // The GEMM lines' sums at whole row counts up to 1,024 (every decode
+    // batch, small prefills): one lookup per step instead of the lines.
+    for (auto [idx, table] : {std::pair{kAggTokens, &m->gemm_tokens_ns_},
+                              std::pair{kAggSeqs, &m->gemm_seqs_ns_}}) {
+      std::vector<double> t(1025);
+      for (size_t i = 0; i < t.size(); ++i)
+        t[i] = m->GemmLinesNs(idx, static_cast<double>(i),
+                              m->RowsScale(static_cast<double>(i)));
+      *table = std::move(t);
+    }
+  }
   return m;
 }
 
@@ -378,10 +436,19 @@ StepCost RooflineStepModel::Cost(const StepBatch& batch) const {
       dev += std::max(t.coef * x, t.unit_coef * x / std::min(n, t.unit_cap));
     }
   }
+  // One rows factor per step (table lookup for up to 1,024 rows).
+  const double tok_scale = RowsScale(a.v[kAggTokens]);
+  if (!gemm_lines_.empty()) {
+    const double seq_scale =
+        a.v[kAggSeqs] == a.v[kAggTokens] ? tok_scale : RowsScale(a.v[kAggSeqs]);
+    dev += GemmLinesNs(kAggTokens, a.v[kAggTokens], tok_scale) +
+           GemmLinesNs(kAggSeqs, a.v[kAggSeqs], seq_scale);
+  }
   for (const MaxTerm& t : max_terms_) {
     double f = 0, b = 0;
     for (int k = 0; k < t.num_f; ++k) f += t.f_coef[k] * a.v[t.f_idx[k]];
     for (int k = 0; k < t.num_b; ++k) b += t.b_coef[k] * a.v[t.b_idx[k]];
+    if (t.rows_scaled) f *= tok_scale;
     dev += std::max(f, b);
   }
   return StepCost{static_cast<TimeNs>(std::llround(host)),
@@ -406,8 +473,9 @@ std::string RooflineStepModel::Describe() const {
       "device_step + kernel_launch x eager kernels (0 for a captured decode-only batch, "
       "one per layer otherwise; all kernels without graph capture) + moe_routing x MoE "
       "layers + sum over operators of max(flops / (peak x flops_eff), bytes / (bandwidth "
-      "x "
-      "bw_eff)) (quantized GEMMs also x quant_kernel_eff; decode attention at least "
+      "x bw_eff)) (GEMM flops_eff x min(1, (rows / gemm_rows_sat)^gemm_rows_exp), rows = "
+      "tokens, sequences for the LM head; quantized GEMMs also x quant_kernel_eff; "
+      "decode attention at least "
       "context bytes of one KV head / (attn_unit_gbs x min(decodes, attn_units / KV "
       "heads)) where attn_unit_gbs is set). Compiled into ",
       pwl_tokens_.size(), "+", pwl_seqs_.size(), " piecewise-linear segments and ",

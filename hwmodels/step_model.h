@@ -149,12 +149,19 @@ class RooflineStepModel final : public StepTimeModel {
   // aggregates (ns per unit).
   struct MaxTerm {
     int num_f = 0, num_b = 0;
+    bool rows_scaled = false;  // a GEMM: flops side x RowsScale(tokens)
     std::array<uint8_t, kNumAggs> f_idx{}, b_idx{};
     std::array<double, kNumAggs> f_coef{}, b_coef{};
   };
   RooflineStepModel() = default;
   static double EvalPwl(const std::vector<Segment>& segs, double x);
   double OpNs(const Operator& op, const AggVector& v) const;
+  // 1 / (GEMM FLOP efficiency at `rows` relative to flops_eff_gemm):
+  // max(1, (gemm_rows_sat / rows)^gemm_rows_exp); 1 when the exponent is 0.
+  double RowsScale(double rows) const;
+  // Sum of the gemm_lines_ on aggregate rows_idx at x rows, scale =
+  // RowsScale(x) (tabulated up to 1,024 rows).
+  double GemmLinesNs(int rows_idx, double x, double scale) const;
   // The per-work-unit bandwidth bound of a decode attention op (0 if none).
   double UnitNs(const Operator& op, const AggVector& v, int32_t num_decodes) const;
   double OverheadNs(const BatchAggregates& a, double* host_ns) const;
@@ -171,6 +178,15 @@ class RooflineStepModel final : public StepTimeModel {
   std::array<uint8_t, kNumAggs> linear_idx_{};
   std::array<double, kNumAggs> linear_coef_{};
   std::vector<MaxTerm> max_terms_;  // the rest
+  // GEMMs on (1, rows) when gemm_rows_exp > 0 (not piecewise linear then):
+  // max((f0 + f1 x) x RowsScale(x), b0 + b1 x), x = v[rows_idx].
+  struct GemmLine {
+    int rows_idx;
+    double f0, f1, b0, b1;
+  };
+  std::vector<GemmLine> gemm_lines_;
+  std::vector<double> rows_scale_;  // RowsScale(i) for i < min(gemm_rows_sat, 1025)
+  std::vector<double> gemm_tokens_ns_, gemm_seqs_ns_;  // GemmLinesNs at 0..1024 rows
   // Decode attention with a per-work-unit bandwidth limit:
   // max(coef x v[idx], unit_coef x v[idx] / min(decodes, unit_cap)).
   struct UnitTerm {
@@ -183,6 +199,7 @@ class RooflineStepModel final : public StepTimeModel {
   double attn_unit_bw_ = 0, attn_units_ = 1;  // bytes/s per work unit (0: off); units
   // Overheads (ns).
   double host_step_ns_ = 0, host_seq_ns_ = 0, host_token_ns_ = 0;
+  double gemm_exp_ = 0, gemm_sat_ = 16384;
   double device_step_ns_ = 0, launch_ns_ = 0, moe_routing_ns_ = 0;
   double eager_kernels_full_graph_ = 0, eager_kernels_piecewise_ = 0;
 };

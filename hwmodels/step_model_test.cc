@@ -146,6 +146,7 @@ TEST(StepModelTest, CompiledFormulaEqualsOperatorWalk) {
                                           "mi300x", "gemma-4-e2b", "none"},
                                       {"t4", "gemma-4-12b", "w4a16-emb4"},
                                       {"l4", "gemma-4-26b-a4b", "w4a16"},
+                                      {"mi300x", "gemma-4-26b-a4b", "none"},
                                       {"tpu-v6e", "gemma-4-31b", "none"}}) {
     Built b = Build(dev, model, q);
     for (int trial = 0; trial < 200; ++trial) {
@@ -237,6 +238,35 @@ TEST(StepModelTest, RebuildWithOtherParametersChangesCost) {
   auto more_host = RebuildStepModel(b.d, p);
   EXPECT_EQ(DecodeCost(*more_host, 1, 100).host_ns,
             DecodeCost(*b.model, 1, 100).host_ns + 1000000);
+}
+
+// gemm_rows_exp: GEMM FLOP efficiency grows with rows up to gemm_rows_sat,
+// so a compute-bound prefill costs less per token as the chunk grows; at or
+// above gemm_rows_sat rows the step costs what it costs without the factor.
+TEST(StepModelTest, GemmEfficiencyGrowsWithRowsUpToSaturation) {
+  Built b = Build("mi300x", "gemma-4-e2b", "none");
+  ParameterSet p = b.d.params;
+  p.FindMutable("gemm_rows_exp")->value = 0;
+  auto flat = RebuildStepModel(b.d, p);
+  p.FindMutable("gemm_rows_exp")->value = 0.2;
+  p.FindMutable("gemm_rows_sat")->value = 4096;
+  auto rising = RebuildStepModel(b.d, p);
+  auto prefill = [](const StepTimeModel& m, int32_t n) {
+    const PrefillChunk pf[] = {{n, 0}};
+    return static_cast<double>(m.Cost(StepBatch{pf, {}}).device_ns);
+  };
+  // Below saturation the rising model is slower, and relatively more so for
+  // the smaller chunk: time per token falls faster with the chunk size.
+  EXPECT_GT(prefill(*rising, 512), prefill(*flat, 512));
+  EXPECT_GT(prefill(*rising, 512) / prefill(*flat, 512),
+            prefill(*rising, 2048) / prefill(*flat, 2048));
+  EXPECT_LT(prefill(*rising, 2048) / 2048 / (prefill(*rising, 512) / 512),
+            prefill(*flat, 2048) / 2048 / (prefill(*flat, 512) / 512));
+  // From gemm_rows_sat rows on, nothing changes.
+  EXPECT_EQ(prefill(*rising, 4096), prefill(*flat, 4096));
+  EXPECT_EQ(prefill(*rising, 8192), prefill(*flat, 8192));
+  // A one-sequence decode streams weights: bandwidth bound either way.
+  EXPECT_EQ(DecodeCost(*rising, 1, 100).device_ns, DecodeCost(*flat, 1, 100).device_ns);
 }
 
 // MI300X decode attention has no KV split: one sequence's context is read
