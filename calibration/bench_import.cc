@@ -140,12 +140,45 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
             kRateRange));
     c.request_rate = rate.value_or(std::numeric_limits<double>::infinity());
   }
+  ASSIGN_OR_RETURN(std::optional<double> burstiness,
+                   CheckedNumber(r, path, "burstiness", positive,
+                                 "a finite number > 0 (Gamma shape; 1 = Poisson)"));
+  c.burstiness = burstiness.value_or(1.0);
   how.push_back(c.max_concurrency > 0 ? "max_concurrency" : "no max_concurrency key");
+  if (std::isfinite(c.request_rate) && !burstiness) how.push_back("burstiness 1 (no key)");
   // Lengths: per-request arrays when present, else totals / completed.
   if (r.input_lens && r.output_lens && !r.input_lens->empty()) {
     RETURN_IF_ERROR(CheckLengths(path, "input_lens", *r.input_lens));
     RETURN_IF_ERROR(CheckLengths(path, "output_lens", *r.output_lens));
+    if (r.input_lens->size() != r.output_lens->size()) {
+      return OutOfRange(path, "output_lens",
+                        absl::StrFormat("an array of %d entries", r.output_lens->size()),
+                        absl::StrFormat("one entry per input_lens entry (%d)",
+                                        r.input_lens->size()));
+    }
     c.has_per_request = true;
+    for (size_t i = 0; i < r.input_lens->size(); ++i) {
+      c.input_lens.push_back(static_cast<int32_t>((*r.input_lens)[i]));
+      c.output_lens.push_back(static_cast<int32_t>((*r.output_lens)[i]));
+    }
+    if (r.start_times) {
+      // Send order = array order: finite and nondecreasing.
+      const std::vector<double>& t = *r.start_times;
+      for (size_t i = 0; i < t.size(); ++i) {
+        if (!std::isfinite(t[i]) || (i > 0 && t[i] < t[i - 1])) {
+          return OutOfRange(path, absl::StrFormat("start_times[%d]", i), JsonNumberText(t[i]),
+                            "finite seconds, nondecreasing in send order");
+        }
+      }
+      if (!t.empty() && t.back() - t.front() > 1e9) {
+        return OutOfRange(path, absl::StrFormat("start_times[%d]", t.size() - 1),
+                          JsonNumberText(t.back()),
+                          "at most 1e9 s after start_times[0]");
+      }
+      c.start_times = t;
+      how.push_back("send times from start_times");
+    }
+    if (r.errors) c.errors = *r.errors;
     c.input_tokens = Mean(*r.input_lens);
     c.output_tokens = Mean(*r.output_lens);
     c.fixed_lengths = AllEqual(*r.input_lens) && AllEqual(*r.output_lens);
@@ -202,30 +235,66 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
 absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& cell,
                                                           const std::string& run_id,
                                                           double tolerance_pct) {
-  if (std::isfinite(cell.request_rate)) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("%s: request_rate %g is an open-loop (Poisson/Gamma) run; "
-                        "calibrate fits closed-loop "
-                        "cells (--request-rate inf --max-concurrency c) only",
-                        cell.path, cell.request_rate));
-  }
-  if (!cell.fixed_lengths) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("%s: request lengths vary (mean %.1f in / %.1f out); calibrate "
-                        "needs fixed-length cells "
-                        "(random dataset, range ratio 0, --ignore-eos)",
-                        cell.path, cell.input_tokens, cell.output_tokens));
-  }
-  const int32_t c = cell.max_concurrency > 0 ? cell.max_concurrency
-                                             : static_cast<int32_t>(cell.num_prompts);
+  const bool open_loop = std::isfinite(cell.request_rate);
   ClientMethod client;
-  client.set_kind(ClientMethod::BENCH_SERVE_CLOSED_LOOP);
-  client.set_max_concurrency(c);
-  client.set_num_prompts(static_cast<int32_t>(cell.num_prompts));
-  client.set_input_tokens(static_cast<int32_t>(cell.input_tokens));
-  client.set_output_tokens(static_cast<int32_t>(cell.output_tokens));
+  if (!cell.fixed_lengths) {
+    if (cell.input_lens.empty()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%s: request lengths vary (mean %.1f in / %.1f out) and the file has no "
+          "per-request input_lens/output_lens to replay (save it with "
+          "--save-detailed), or use fixed lengths (random dataset, range ratio 0, "
+          "--ignore-eos)",
+          cell.path, cell.input_tokens, cell.output_tokens));
+    }
+    // Replay the measured lengths; a request with an error or no output
+    // tokens gives no TTFT or TPOT and is left out.
+    double in_sum = 0, out_sum = 0;
+    double first_send = 0;
+    for (size_t i = 0; i < cell.input_lens.size(); ++i) {
+      if (cell.output_lens[i] < 1 || cell.input_lens[i] < 1) continue;
+      if (i < cell.errors.size() && !cell.errors[i].empty()) continue;
+      client.add_input_lens(cell.input_lens[i]);
+      client.add_output_lens(cell.output_lens[i]);
+      if (!cell.start_times.empty()) {
+        if (client.send_times_s_size() == 0) first_send = cell.start_times[i];
+        client.add_send_times_s(cell.start_times[i] - first_send);
+      }
+      in_sum += cell.input_lens[i];
+      out_sum += cell.output_lens[i];
+    }
+    if (client.input_lens_size() == 0) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%s: no request in input_lens/output_lens has both input and output tokens",
+          cell.path));
+    }
+    const int n = client.input_lens_size();
+    client.set_num_prompts(n);
+    client.set_input_tokens(std::max(1, static_cast<int32_t>(std::lround(in_sum / n))));
+    client.set_output_tokens(std::max(1, static_cast<int32_t>(std::lround(out_sum / n))));
+    client.set_dataset(absl::StrFormat(
+        "per-request lengths from the result file (%d requests%s)", n,
+        n < static_cast<int>(cell.input_lens.size())
+            ? absl::StrFormat(", %d with an error or no output tokens left out",
+                              cell.input_lens.size() - n)
+            : std::string()));
+  } else {
+    client.set_num_prompts(static_cast<int32_t>(cell.num_prompts));
+    client.set_input_tokens(static_cast<int32_t>(cell.input_tokens));
+    client.set_output_tokens(static_cast<int32_t>(cell.output_tokens));
+    client.set_dataset("random (from the result file)");
+  }
+  if (open_loop) {
+    client.set_kind(ClientMethod::BENCH_SERVE_OPEN_LOOP);
+    client.set_request_rate(cell.request_rate);
+    client.set_burstiness(cell.burstiness);
+    client.set_max_concurrency(cell.max_concurrency);  // 0: no limit
+  } else {
+    client.set_kind(ClientMethod::BENCH_SERVE_CLOSED_LOOP);
+    client.set_max_concurrency(cell.max_concurrency > 0
+                                   ? cell.max_concurrency
+                                   : static_cast<int32_t>(client.num_prompts()));
+  }
   client.set_ignore_eos(true);
-  client.set_dataset("random (from the result file)");
   client.set_client_version("vllm bench serve");
   const std::string stem = std::filesystem::path(cell.path).filename().string();
   std::vector<Measurement> out;

@@ -25,6 +25,13 @@ struct ImportedCell {
   double output_tokens = 0;
   bool fixed_lengths = true;     // every request had the same lengths
   bool has_per_request = false;  // input_lens / ttfts / itls arrays present
+  double burstiness = 1;         // the file's "burstiness" (1 when absent)
+  // The file's input_lens / output_lens (send order), empty without them.
+  std::vector<int32_t> input_lens, output_lens;
+  // The file's start_times (s, as written) and errors ("" = success), empty
+  // without them; same length as input_lens.
+  std::vector<double> start_times;
+  std::vector<std::string> errors;
   double output_throughput = 0, total_throughput = 0;
   double median_ttft_ms = 0, median_tpot_ms = 0;  // 0: absent
   std::string inferred;  // which keys the lengths/concurrency came from
@@ -41,10 +48,13 @@ struct ImportedCell {
 absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path);
 
 // Measurements of `cell` on `run_id` (throughput, TTFT, TPOT when present),
-// fit: true, tolerance_pct: `tolerance_pct`. FailedPrecondition (with the
-// reason) when the cell cannot be re-simulated as a closed loop of fixed
-// lengths: open-loop arrivals (finite request rate), or lengths that vary
-// by request.
+// fit: true, tolerance_pct: `tolerance_pct`: a closed loop (request rate
+// inf) or an open loop (the file's request_rate and burstiness, with its
+// max_concurrency if any), of fixed lengths or of the file's per-request
+// lengths (requests with an error or 0 output tokens left out), sent at the
+// file's start_times when it has them (replayed exactly).
+// FailedPrecondition (with the reason) when the lengths vary by request
+// and the file has no per-request arrays to replay.
 absl::StatusOr<std::vector<servesim::proto::Measurement>> CellMeasurements(
     const ImportedCell& cell, const std::string& run_id, double tolerance_pct);
 

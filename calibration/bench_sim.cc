@@ -1,5 +1,6 @@
 #include "calibration/bench_sim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -8,32 +9,101 @@
 #include "sim/engine.h"
 #include "sim/random_source.h"
 #include "sim/router.h"
+#include "sim/vector_source.h"
 #include "sim/status_macros.h"
 
 namespace servesim {
 
-absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& scheduler,
-                                                  const KvCacheSpec& kv_cache,
-                                                  const StepTimeModel& model,
-                                                  const BenchCell& cell) {
-  if (cell.max_concurrency < 1 || cell.num_prompts < 1 || cell.input_tokens < 1 ||
-      cell.output_tokens < 1 || !(cell.client_overhead_s >= 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("bench cell: max_concurrency %d, num_prompts %d, input_tokens "
-                        "%d, output_tokens %d must "
-                        "be >= 1 and client_overhead_s %g >= 0",
-                        cell.max_concurrency, cell.num_prompts, cell.input_tokens,
-                        cell.output_tokens, cell.client_overhead_s));
+int32_t BenchCell::max_input() const {
+  int32_t m = input_tokens;
+  if (!input_lens.empty()) m = *std::max_element(input_lens.begin(), input_lens.end());
+  return m;
+}
+
+int32_t BenchCell::max_output() const {
+  int32_t m = output_tokens;
+  if (!output_lens.empty()) m = *std::max_element(output_lens.begin(), output_lens.end());
+  return m;
+}
+
+namespace {
+
+absl::Status CheckCell(const BenchCell& cell) {
+  const bool open = cell.open_loop();
+  if (cell.max_concurrency < (open ? 0 : 1) || cell.num_prompts < 1 ||
+      cell.input_tokens < 1 || cell.output_tokens < 1 || !(cell.client_overhead_s >= 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "bench cell: max_concurrency %d (>= %d), num_prompts %d, input_tokens %d, "
+        "output_tokens %d (>= 1) and client_overhead_s %g (>= 0) out of range",
+        cell.max_concurrency, open ? 0 : 1, cell.num_prompts, cell.input_tokens,
+        cell.output_tokens, cell.client_overhead_s));
   }
-  RandomDatasetConfig data;
-  data.num_prompts = cell.num_prompts;
-  data.input_len = cell.input_tokens;
-  data.output_len = cell.output_tokens;
-  data.range_ratio = 0;
-  ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> source, RandomSource::Create(data));
+  if (!(cell.request_rate > 0) || !(cell.burstiness > 0) || std::isinf(cell.burstiness)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("bench cell: request_rate %g must be > 0 (inf: closed loop) and "
+                        "burstiness %g in (0, inf)",
+                        cell.request_rate, cell.burstiness));
+  }
+  if (cell.input_lens.size() != cell.output_lens.size() ||
+      (!cell.input_lens.empty() &&
+       cell.input_lens.size() != static_cast<size_t>(cell.num_prompts))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "bench cell: %d input_lens and %d output_lens for num_prompts %d (both empty, or "
+        "both num_prompts long)",
+        cell.input_lens.size(), cell.output_lens.size(), cell.num_prompts));
+  }
+  if (!cell.send_times_s.empty() && cell.send_times_s.size() != cell.input_lens.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("bench cell: %d send_times_s for %d input_lens (equal counts)",
+                        cell.send_times_s.size(), cell.input_lens.size()));
+  }
+  for (size_t i = 0; i < cell.send_times_s.size(); ++i) {
+    const double t = cell.send_times_s[i];
+    if (!std::isfinite(t) || t < 0 || t > 1e9 || (i > 0 && t < cell.send_times_s[i - 1])) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "bench cell: send_times_s[%d] = %g (allowed: finite, 0..1e9 s, nondecreasing)",
+          i, t));
+    }
+  }
+  for (size_t i = 0; i < cell.input_lens.size(); ++i) {
+    if (cell.input_lens[i] < 1 || cell.output_lens[i] < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("bench cell: request %d has %d input / %d output tokens (>= 1)",
+                          i, cell.input_lens[i], cell.output_lens[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
+                                  const KvCacheSpec& kv_cache, const StepTimeModel& model,
+                                  const BenchCell& cell, uint64_t seed) {
+  std::unique_ptr<RequestSource> source;
+  if (cell.input_lens.empty()) {
+    RandomDatasetConfig data;
+    data.num_prompts = cell.num_prompts;
+    data.input_len = cell.input_tokens;
+    data.output_len = cell.output_tokens;
+    data.range_ratio = 0;
+    data.seed = seed;
+    ASSIGN_OR_RETURN(source, RandomSource::Create(data));
+  } else {
+    std::vector<RequestSpec> reqs(cell.input_lens.size());
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      reqs[i].input_tokens = cell.input_lens[i];
+      reqs[i].output_tokens = cell.output_lens[i];
+      if (!cell.send_times_s.empty())
+        reqs[i].arrival_ns = static_cast<TimeNs>(std::llround(cell.send_times_s[i] * 1e9));
+    }
+    source = std::make_unique<VectorSource>(std::move(reqs), "measured lengths");
+  }
 
   ClientConfig client;
   client.max_concurrency = cell.max_concurrency;
+  client.request_rate = cell.request_rate;
+  client.burstiness = cell.burstiness;
+  client.seed = seed;
+  client.replay_arrivals = !cell.send_times_s.empty();
   client.client_overhead_ns =
       static_cast<TimeNs>(std::llround(cell.client_overhead_s * 1e9));
   ReplicaConfig replica;
@@ -50,33 +120,50 @@ absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& schedul
       std::unique_ptr<Engine> engine,
       Engine::Create(std::move(replicas), std::move(router), client, options));
   RETURN_IF_ERROR(engine->Run(source.get()));
-  const RunResult r = engine->Result();
+  return engine->Result();
+}
 
+}  // namespace
+
+absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& scheduler,
+                                                  const KvCacheSpec& kv_cache,
+                                                  const StepTimeModel& model,
+                                                  const BenchCell& cell) {
+  RETURN_IF_ERROR(CheckCell(cell));
+  // A closed loop of fixed lengths does not depend on the seed; an open
+  // loop's arrivals do: average over several draws.
+  const int draws = cell.open_loop() && cell.send_times_s.empty() ? kOpenLoopRealizations : 1;
   BenchCellResult out;
-  if (r.completed == 0) {
-    out.feasible = false;
-    std::string why = "no request completed";
-    for (int k = 0; k < kNumRejectReasons; ++k) {
-      if (r.rejected_by_reason[k] > 0) {
-        why = absl::StrFormat("the simulated server rejects every request (%s)",
-                              RejectReasonName(static_cast<RejectReason>(k)));
+  for (int k = 0; k < draws; ++k) {
+    ASSIGN_OR_RETURN(RunResult r, RunOnce(scheduler, kv_cache, model, cell, k));
+    if (r.completed == 0) {
+      out = BenchCellResult{};
+      out.feasible = false;
+      std::string why = "no request completed";
+      for (int j = 0; j < kNumRejectReasons; ++j) {
+        if (r.rejected_by_reason[j] > 0) {
+          why = absl::StrFormat("the simulated server rejects every request (%s)",
+                                RejectReasonName(static_cast<RejectReason>(j)));
+        }
       }
+      out.infeasible_reason = absl::StrFormat(
+          "%s: %d input + %d output tokens%s, max_model_len %d", why, cell.max_input(),
+          cell.max_output(), cell.input_lens.empty() ? "" : " (longest request)",
+          scheduler.max_model_len);
+      return out;
     }
-    out.infeasible_reason =
-        absl::StrFormat("%s: %d input + %d output tokens, max_model_len %d", why,
-                        cell.input_tokens, cell.output_tokens, scheduler.max_model_len);
-    return out;
+    const double w = 1.0 / draws;
+    out.duration_s += w * r.duration_s;
+    out.output_throughput += w * r.output_throughput;
+    out.total_throughput += w * r.total_token_throughput;
+    out.mean_ttft_ms += w * r.ttft.mean_ms;
+    out.median_ttft_ms += w * r.ttft.median_ms;
+    out.mean_tpot_ms += w * r.tpot.mean_ms;
+    out.median_tpot_ms += w * r.tpot.median_ms;
+    out.median_e2el_ms += w * r.e2el.median_ms;
+    out.num_steps += r.num_steps;
+    out.num_preemptions += r.preemptions;
   }
-  out.duration_s = r.duration_s;
-  out.output_throughput = r.output_throughput;
-  out.total_throughput = r.total_token_throughput;
-  out.mean_ttft_ms = r.ttft.mean_ms;
-  out.median_ttft_ms = r.ttft.median_ms;
-  out.mean_tpot_ms = r.tpot.mean_ms;
-  out.median_tpot_ms = r.tpot.median_ms;
-  out.median_e2el_ms = r.e2el.median_ms;
-  out.num_steps = r.num_steps;
-  out.num_preemptions = r.preemptions;
   return out;
 }
 

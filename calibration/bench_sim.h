@@ -1,8 +1,9 @@
 // Simulates one benchmark cell "the way it was measured": a closed loop of
-// `max_concurrency` client streams sending `num_prompts` fixed-length
-// requests (ignore_eos: exactly output_tokens each, every prompt unique)
-// to one replica built from the real sim/ scheduler and KV cache and a
-// StepTimeModel, and computes the numbers `vllm bench serve` reports
+// `max_concurrency` client streams, or an open loop at `request_rate`,
+// sending `num_prompts` requests of fixed lengths or of the measured
+// per-request lengths (ignore_eos: exactly those outputs, every prompt
+// unique) to one replica built from the real sim/ scheduler and KV cache
+// and a StepTimeModel, and computes the numbers `vllm bench serve` reports
 // (TTFT from send, TPOT = (latency - TTFT) / (out - 1), output throughput
 // = output tokens / (last finish - first send)).
 // A fixed client-side cost per call (write-up A's CLI process) delays each
@@ -11,8 +12,11 @@
 #ifndef SERVESIM_CALIBRATION_BENCH_SIM_H_
 #define SERVESIM_CALIBRATION_BENCH_SIM_H_
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "sim/server_config.h"
@@ -21,12 +25,30 @@
 namespace servesim {
 
 struct BenchCell {
-  int32_t max_concurrency = 1;
+  int32_t max_concurrency = 1;  // 0: no limit (open loop only)
   int32_t num_prompts = 8;
   int32_t input_tokens = 128;
   int32_t output_tokens = 128;
   double client_overhead_s = 0;
+  // +inf: closed loop (all requests at once, max_concurrency in flight).
+  // Finite: open loop with Gamma gaps of shape `burstiness`; the metrics
+  // are then the mean over kOpenLoopRealizations arrival draws (seeds 0,
+  // 1, ...), since the measured run's own draw is not in its result file.
+  double request_rate = std::numeric_limits<double>::infinity();
+  double burstiness = 1;
+  // Per-request lengths in send order (both empty, or both num_prompts
+  // long, every entry >= 1); empty: input_tokens / output_tokens each.
+  std::vector<int32_t> input_lens, output_lens;
+  // With input_lens: the measured send times (s after the first,
+  // nondecreasing), replayed exactly (one run, no arrival draws).
+  std::vector<double> send_times_s;
+
+  bool open_loop() const { return std::isfinite(request_rate); }
+  int32_t max_input() const;
+  int32_t max_output() const;
 };
+
+inline constexpr int kOpenLoopRealizations = 3;
 
 struct BenchCellResult {
   // False when the server rejects the cell's requests (e.g. input + output

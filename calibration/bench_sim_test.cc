@@ -22,6 +22,16 @@ KvCacheSpec Kv() {
   return kv;
 }
 
+BenchCell Cell(int32_t c, int32_t n, int32_t in, int32_t out, double overhead_s = 0) {
+  BenchCell cell;
+  cell.max_concurrency = c;
+  cell.num_prompts = n;
+  cell.input_tokens = in;
+  cell.output_tokens = out;
+  cell.client_overhead_s = overhead_s;
+  return cell;
+}
+
 AnalyticStepModel Model() {
   AnalyticStepParams p;
   p.host_base_ns = 0;
@@ -32,11 +42,7 @@ AnalyticStepModel Model() {
 
 TEST(BenchSimTest, SingleRequestTtftIsItsPrefillStepAndTpotIsTheDecodeStep) {
   const AnalyticStepModel m = Model();
-  BenchCell cell{.max_concurrency = 1,
-                 .num_prompts = 1,
-                 .input_tokens = 1000,
-                 .output_tokens = 11,
-                 .client_overhead_s = 0};
+  BenchCell cell = Cell(1, 1, 1000, 11, 0);
   auto r = SimulateBenchCell(Sched(false), Kv(), m, cell);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NEAR(r->median_ttft_ms, 2.0 + 1.0, 1e-9);  // 2 ms + 1000 x 1 us
@@ -47,11 +53,7 @@ TEST(BenchSimTest, SingleRequestTtftIsItsPrefillStepAndTpotIsTheDecodeStep) {
 
 TEST(BenchSimTest, ClosedLoopKeepsAtMostConcurrencyInFlight) {
   const AnalyticStepModel m = Model();
-  BenchCell c1{.max_concurrency = 1,
-               .num_prompts = 8,
-               .input_tokens = 100,
-               .output_tokens = 50,
-               .client_overhead_s = 0};
+  BenchCell c1 = Cell(1, 8, 100, 50, 0);
   BenchCell c4 = c1;
   c4.max_concurrency = 4;
   auto r1 = SimulateBenchCell(Sched(false), Kv(), m, c1);
@@ -64,11 +66,7 @@ TEST(BenchSimTest, ClosedLoopKeepsAtMostConcurrencyInFlight) {
 
 TEST(BenchSimTest, ClientOverheadDelaysArrivalAndCountsInTtft) {
   const AnalyticStepModel m = Model();
-  BenchCell cell{.max_concurrency = 1,
-                 .num_prompts = 1,
-                 .input_tokens = 10,
-                 .output_tokens = 2,
-                 .client_overhead_s = 0.5};
+  BenchCell cell = Cell(1, 1, 10, 2, 0.5);
   auto r = SimulateBenchCell(Sched(false), Kv(), m, cell);
   ASSERT_TRUE(r.ok());
   EXPECT_NEAR(r->median_ttft_ms, 500 + 2.01, 1e-6);
@@ -76,11 +74,7 @@ TEST(BenchSimTest, ClientOverheadDelaysArrivalAndCountsInTtft) {
 
 TEST(BenchSimTest, CellOverMaxModelLenIsInfeasibleNotAnError) {
   const AnalyticStepModel m = Model();
-  BenchCell cell{.max_concurrency = 1,
-                 .num_prompts = 8,
-                 .input_tokens = 4096,
-                 .output_tokens = 128,
-                 .client_overhead_s = 0};
+  BenchCell cell = Cell(1, 8, 4096, 128, 0);
   auto r = SimulateBenchCell(Sched(false), Kv(), m, cell);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->feasible);
@@ -92,16 +86,78 @@ TEST(BenchSimTest, AsyncStepTakesTheLongerOfHostAndDevice) {
   p.host_base_ns = 1e6;
   p.device_base_ns = 3e6;
   const AnalyticStepModel m(p);
-  BenchCell cell{.max_concurrency = 1,
-                 .num_prompts = 1,
-                 .input_tokens = 10,
-                 .output_tokens = 5,
-                 .client_overhead_s = 0};
+  BenchCell cell = Cell(1, 1, 10, 5, 0);
   auto sync = SimulateBenchCell(Sched(false), Kv(), m, cell);
   auto async = SimulateBenchCell(Sched(true), Kv(), m, cell);
   ASSERT_TRUE(sync.ok() && async.ok());
   EXPECT_NEAR(sync->median_tpot_ms, 4.0, 1e-9);
   EXPECT_NEAR(async->median_tpot_ms, 3.0, 1e-9);
+}
+
+// Open loop far below capacity: no queueing, so the output throughput is the
+// offered rate x output tokens, and the median TTFT is one prefill step.
+TEST(BenchSimTest, UnderloadedOpenLoopFollowsTheRate) {
+  const AnalyticStepModel m = Model();
+  BenchCell cell = Cell(0, 400, 100, 10);
+  cell.request_rate = 4;
+  auto r = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->output_throughput, 4 * 10, 4.0);
+  EXPECT_NEAR(r->median_ttft_ms, 2.1, 0.05);
+  EXPECT_NEAR(r->median_tpot_ms, 2.001, 0.01);
+  // The average over the arrival draws is deterministic.
+  auto again = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->median_ttft_ms, r->median_ttft_ms);
+  EXPECT_EQ(again->output_throughput, r->output_throughput);
+  // Offered load past capacity (at most 2,048 tokens per step of >= 2 ms:
+  // ~5,000 requests/s of 110 tokens): the queue grows, TTFT with it, and
+  // throughput stops following the rate.
+  cell.request_rate = 20000;
+  auto over = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  ASSERT_TRUE(over.ok());
+  EXPECT_GT(over->median_ttft_ms, 10 * r->median_ttft_ms);
+  EXPECT_LT(over->output_throughput, 0.5 * 20000 * 10);
+}
+
+// Per-request lengths are replayed in order: one stream, prompts of 100,
+// 500 and 1,000 tokens take 2.1, 2.5 and 3.0 ms to their first token.
+TEST(BenchSimTest, MeasuredLengthsAreReplayed) {
+  const AnalyticStepModel m = Model();
+  BenchCell cell = Cell(1, 3, 533, 2);
+  cell.input_lens = {100, 500, 1000};
+  cell.output_lens = {2, 2, 2};
+  auto r = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->median_ttft_ms, 2.5, 1e-9);
+  EXPECT_NEAR(r->mean_ttft_ms, (2.1 + 2.5 + 3.0) / 3, 1e-9);
+  // The longest request decides feasibility, and the reason says so.
+  cell.input_lens[2] = 5000;
+  auto too_long = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  ASSERT_TRUE(too_long.ok());
+  EXPECT_TRUE(too_long->feasible);  // two of three still complete
+}
+
+TEST(BenchSimTest, InconsistentCellsAreErrorsNamingTheField) {
+  const AnalyticStepModel m = Model();
+  BenchCell cell = Cell(1, 3, 100, 2);
+  cell.input_lens = {100, 100, 100};
+  cell.output_lens = {2, 2};
+  auto r = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("output_lens"), std::string::npos);
+  cell.output_lens = {2, 0, 2};
+  r = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("request 1"), std::string::npos);
+  cell = Cell(0, 3, 100, 2);  // no concurrency limit needs an open loop
+  r = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("max_concurrency"), std::string::npos);
+  cell.request_rate = -1;
+  r = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("request_rate"), std::string::npos);
 }
 
 }  // namespace

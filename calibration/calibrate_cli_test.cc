@@ -2,6 +2,7 @@
 // codes, which stream carries what, and where the default paths resolve.
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -89,6 +90,48 @@ TEST(CalibrateCliTest, RunsFromAnyDirectoryAndNamesFitConfigFlag) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("--fit-config"));
   EXPECT_THAT(missing.err, HasSubstr("current directory"));
+}
+
+// A user's open-loop runs with ShareGPT-like varying lengths, saved with
+// --save-detailed (per-request lengths and send times): here written by
+// `servesim simulate` from the shipped TPU v5e profile at two request
+// rates, then fitted back from the "user" parameter set's priors. The
+// cells replay the files' lengths and send times, so the fit reproduces
+// every number in-sample; held out, each file is predicted from the other.
+TEST(CalibrateCliTest, OpenLoopDetailedFilesAreReplayedAndFitted) {
+  std::string files;
+  for (const char* rate : {"1.5", "4"}) {
+    const std::string path = Scratch(std::string("rate") + rate + ".json");
+    CliRun sim = Servesim(
+        "simulate --device tpu-v5e --model gemma-4-e2b --max-model-len 8192 "
+        "--num-prompts 200 --random-input-len 600 --random-output-len 150 "
+        "--random-range-ratio 0.6 --request-rate " +
+        std::string(rate) + " --save-detailed --save-result '" + path + "'");
+    ASSERT_EQ(sim.exit_code, 0) << sim.err;
+    files += " '" + path + "'";
+  }
+  CliRun r = Servesim("calibrate --device tpu-v5e --bench" + files + " --out '" +
+                      ProfileOut() + "' --json");
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("request rate 1.5/s"));
+  EXPECT_THAT(r.err, HasSubstr("varying lengths"));
+  auto v = ParseJson(r.out, "stdout");
+  ASSERT_TRUE(v.ok()) << v.status() << r.out.substr(0, 300);
+  const JsonValue* points = v->Find("points");
+  ASSERT_NE(points, nullptr);
+  ASSERT_EQ(points->items.size(), 6u);  // 2 files x throughput, TTFT, TPOT
+  for (const JsonValue& p : points->items) {
+    const JsonValue* err = p.Find("in_sample_error_pct");
+    ASSERT_NE(err, nullptr);
+    EXPECT_LT(std::abs(err->number), 5.0) << p.Find("id")->str;
+  }
+  // Held out, each file is predicted by the fit to the other one (the two
+  // files are two cells, not one: with one cell key for both the held-out
+  // fit saw no data and missed by 40%).
+  const JsonValue* summary = v->Find("summary");
+  ASSERT_NE(summary, nullptr);
+  EXPECT_LT(summary->Find("held_out_mape")->number, 10.0);
+  EXPECT_TRUE(std::filesystem::exists(ProfileOut()));
 }
 
 TEST(ValidateCliTest, JsonStdoutIsExactlyOneObject) {

@@ -24,7 +24,9 @@ struct CellKey {
   BenchCell cell;
   auto Tie() const {
     return std::tie(run, kind, cell.max_concurrency, cell.num_prompts, cell.input_tokens,
-                    cell.output_tokens, cell.client_overhead_s);
+                    cell.output_tokens, cell.client_overhead_s, cell.request_rate,
+                    cell.burstiness, cell.input_lens, cell.output_lens,
+                    cell.send_times_s);
   }
   bool operator<(const CellKey& o) const { return Tie() < o.Tie(); }
 };
@@ -39,6 +41,7 @@ std::vector<CellKey> CellsOf(const Measurement& m) {
   std::vector<CellKey> cells;
   switch (c.kind()) {
     case ClientMethod::BENCH_SERVE_CLOSED_LOOP:
+    case ClientMethod::BENCH_SERVE_OPEN_LOOP:
     case ClientMethod::SAGEMAKER_PARALLEL_BATCH: {
       BenchCell b;
       b.max_concurrency = c.max_concurrency();
@@ -47,6 +50,14 @@ std::vector<CellKey> CellsOf(const Measurement& m) {
       b.input_tokens = c.input_tokens();
       b.output_tokens = c.output_tokens();
       b.client_overhead_s = c.client_overhead_s();
+      if (c.kind() == ClientMethod::BENCH_SERVE_OPEN_LOOP) {
+        b.request_rate = c.request_rate();
+        b.burstiness = c.burstiness() > 0 ? c.burstiness() : 1.0;
+      }
+      b.input_lens.assign(c.input_lens().begin(), c.input_lens().end());
+      b.output_lens.assign(c.output_lens().begin(), c.output_lens().end());
+      b.send_times_s.assign(c.send_times_s().begin(), c.send_times_s().end());
+      if (!b.input_lens.empty()) b.num_prompts = static_cast<int32_t>(b.input_lens.size());
       cells.push_back({m.run(), c.kind(), b});
       break;
     }
@@ -74,6 +85,7 @@ absl::Status CheckMethod(const Measurement& m) {
   bool ok = false;
   switch (kind) {
     case ClientMethod::BENCH_SERVE_CLOSED_LOOP:
+    case ClientMethod::BENCH_SERVE_OPEN_LOOP:
       ok = metric == servesim::proto::OUTPUT_THROUGHPUT ||
            metric == servesim::proto::TOTAL_THROUGHPUT ||
            metric == servesim::proto::MEDIAN_TTFT_MS ||
@@ -104,14 +116,42 @@ absl::Status CheckMethod(const Measurement& m) {
         "measurement '%s': metric %s cannot be predicted from client method %s", m.id(),
         MetricName(metric), ClientMethod::Kind_Name(kind)));
   }
+  const ClientMethod& c = m.client();
   if (kind == ClientMethod::BENCH_SERVE_CLOSED_LOOP ||
       kind == ClientMethod::SAGEMAKER_PARALLEL_BATCH) {
-    if (m.client().max_concurrency() < 1 || m.client().input_tokens() < 1 ||
-        m.client().output_tokens() < 1) {
+    if (c.max_concurrency() < 1 || c.input_tokens() < 1 || c.output_tokens() < 1) {
       return absl::InvalidArgumentError(
           absl::StrFormat("measurement '%s': client max_concurrency, input_tokens and "
                           "output_tokens must be >= 1",
                           m.id()));
+    }
+  }
+  if (kind == ClientMethod::BENCH_SERVE_OPEN_LOOP) {
+    if (!(c.request_rate() > 0) || std::isinf(c.request_rate()) ||
+        c.burstiness() < 0 || std::isinf(c.burstiness()) || c.max_concurrency() < 0 ||
+        c.input_tokens() < 1 || c.output_tokens() < 1) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "measurement '%s': open loop needs client request_rate in (0, inf) (is %g), "
+          "burstiness in [0, inf) (0: 1; is %g), max_concurrency >= 0 (0: no limit; is "
+          "%d), input_tokens and output_tokens >= 1",
+          m.id(), c.request_rate(), c.burstiness(), c.max_concurrency()));
+    }
+  }
+  if (c.input_lens_size() != c.output_lens_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("measurement '%s': %d input_lens but %d output_lens", m.id(),
+                        c.input_lens_size(), c.output_lens_size()));
+  }
+  if (c.send_times_s_size() > 0 && c.send_times_s_size() != c.input_lens_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("measurement '%s': %d send_times_s for %d input_lens", m.id(),
+                        c.send_times_s_size(), c.input_lens_size()));
+  }
+  for (int i = 0; i < c.input_lens_size(); ++i) {
+    if (c.input_lens(i) < 1 || c.output_lens(i) < 1) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "measurement '%s': request %d has %d input / %d output tokens (each >= 1)",
+          m.id(), i, c.input_lens(i), c.output_lens(i)));
     }
   }
   return absl::OkStatus();
@@ -124,15 +164,17 @@ absl::Status CheckMethod(const Measurement& m) {
 // and creating the pool (O(blocks)) stops dominating small cells on large
 // devices (1.7 M blocks on MI300X).
 KvCacheSpec CappedKvCache(const KvCacheSpec& kv, const BenchCell& cell) {
-  const int64_t len = static_cast<int64_t>(cell.input_tokens) + cell.output_tokens;
+  const int64_t len = static_cast<int64_t>(cell.max_input()) + cell.max_output();
   int64_t per_request = 0;
   for (const KvGroupSpec& g : kv.groups) {
     per_request += (len + g.block_size_tokens - 1) / std::max(1, g.block_size_tokens) + 2;
   }
-  const int64_t need =
-      static_cast<int64_t>(std::min(cell.max_concurrency, cell.num_prompts)) *
-          per_request +
-      64;
+  // An open loop without a concurrency limit can have every request in
+  // flight.
+  const int32_t in_flight = cell.max_concurrency > 0
+                                ? std::min(cell.max_concurrency, cell.num_prompts)
+                                : cell.num_prompts;
+  const int64_t need = static_cast<int64_t>(in_flight) * per_request + 64;
   KvCacheSpec capped = kv;
   capped.num_blocks = std::min(kv.num_blocks, need);
   return capped;

@@ -3,9 +3,13 @@
 // deployment: scheduler defaults, memory plan, KV layout, step model) and
 // its client method, then simulated through the sim/ engine:
 //  - BENCH_SERVE_CLOSED_LOOP: `vllm bench serve` closed loop of c streams,
-//    num_prompts as measured, fixed lengths, ignore_eos -> output / total
-//    throughput, median TTFT, median TPOT; per-dollar rows = throughput /
-//    price; cost per 1M tokens = price / (throughput x 3600) x 1e6.
+//    num_prompts as measured, fixed lengths (or the measured per-request
+//    lengths), ignore_eos -> output / total throughput, median TTFT, median
+//    TPOT; per-dollar rows = throughput / price; cost per 1M tokens =
+//    price / (throughput x 3600) x 1e6.
+//  - BENCH_SERVE_OPEN_LOOP: the same at the measured request rate and
+//    burstiness (optionally capped by max_concurrency); the metrics are the
+//    mean over kOpenLoopRealizations arrival draws.
 //  - SAGEMAKER_DECODE_RATE: (long - short) / (wall(long) - wall(short)) of
 //    two single requests, each with the fixed per-call CLI cost.
 //  - SAGEMAKER_PARALLEL_BATCH: c parallel calls x output / wall of the batch

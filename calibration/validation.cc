@@ -30,10 +30,31 @@ using servesim::proto::Measurement;
 std::string CellKeyOf(const Measurement& m) {
   const ClientMethod& c = m.client();
   if (c.kind() == ClientMethod::SERVER_LOG) return absl::StrCat(m.run(), "|log|", m.id());
-  return absl::StrFormat("%s|%s|c%d|n%d|in%d|out%d|%d-%d", m.run(),
-                         ClientMethod::Kind_Name(c.kind()), c.max_concurrency(),
-                         c.num_prompts(), c.input_tokens(), c.output_tokens(),
-                         c.short_output_tokens(), c.long_output_tokens());
+  std::string key = absl::StrFormat("%s|%s|c%d|n%d|in%d|out%d|%d-%d", m.run(),
+                                    ClientMethod::Kind_Name(c.kind()), c.max_concurrency(),
+                                    c.num_prompts(), c.input_tokens(), c.output_tokens(),
+                                    c.short_output_tokens(), c.long_output_tokens());
+  if (c.kind() == ClientMethod::BENCH_SERVE_OPEN_LOOP) {
+    absl::StrAppend(&key, absl::StrFormat("|rate%.17g|b%.17g", c.request_rate(),
+                                          c.burstiness()));
+  }
+  if (c.input_lens_size() > 0) {
+    // Per-request lengths (and send times): one fingerprint (FNV-1a).
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](uint64_t x) {
+      for (int b = 0; b < 8; ++b) {
+        h ^= (x >> (8 * b)) & 0xff;
+        h *= 1099511628211ull;
+      }
+    };
+    for (int i = 0; i < c.input_lens_size(); ++i) {
+      mix(static_cast<uint64_t>(c.input_lens(i)));
+      mix(static_cast<uint64_t>(c.output_lens(i)));
+    }
+    for (double t : c.send_times_s()) mix(static_cast<uint64_t>(std::llround(t * 1e9)));
+    absl::StrAppend(&key, absl::StrFormat("|lens%016x", h));
+  }
+  return key;
 }
 
 double Pct(double pred, double meas) {

@@ -1,6 +1,8 @@
 #include "calibration/validation.h"
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 #include "calibration/bench_import.h"
 #include "google/protobuf/text_format.h"
@@ -200,7 +202,10 @@ TEST(BenchImportTest, InfersSingleStreamCellFromSummaryKeys) {
   EXPECT_EQ(ms->size(), 3u);
 }
 
-TEST(BenchImportTest, ReadsPerRequestArraysOfOpenLoopFilesAndRefusesToFitThem) {
+// The dstack files: open loop (Poisson, 16 requests/s), ShareGPT lengths,
+// per-request arrays. Their cells replay the measured lengths in order at
+// the measured rate; requests that produced no output are left out.
+TEST(BenchImportTest, OpenLoopFilesReplayTheirRateAndPerRequestLengths) {
   for (const char* f : {"h100x8-16qps.json.gz", "mi300x8-16qps.json.gz"}) {
     auto c = ImportBenchFile(std::string(SERVESIM_SHARED_DIR) +
                              "/data/bench/dstack-llama405b/" + f);
@@ -208,10 +213,48 @@ TEST(BenchImportTest, ReadsPerRequestArraysOfOpenLoopFilesAndRefusesToFitThem) {
     EXPECT_TRUE(c->has_per_request) << f;
     EXPECT_EQ(c->num_prompts, 1000);
     EXPECT_FALSE(c->fixed_lengths);
+    EXPECT_EQ(c->request_rate, 16);
+    EXPECT_EQ(c->burstiness, 1);  // older client: no key, Poisson
+    ASSERT_EQ(c->input_lens.size(), 1000u);
+    int with_output = 0;
+    for (int32_t n : c->output_lens) with_output += n > 0;
     auto ms = CellMeasurements(*c, "run", 5);
-    EXPECT_EQ(ms.status().code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_NE(ms.status().message().find("open-loop"), std::string::npos);
+    ASSERT_TRUE(ms.ok()) << ms.status();
+    ASSERT_EQ(ms->size(), 3u);  // throughput, median TTFT, median TPOT
+    const auto& client = ms->front().client();
+    EXPECT_EQ(client.kind(), servesim::proto::ClientMethod::BENCH_SERVE_OPEN_LOOP);
+    EXPECT_EQ(client.request_rate(), 16);
+    EXPECT_EQ(client.burstiness(), 1);
+    EXPECT_EQ(client.max_concurrency(), 0);
+    EXPECT_EQ(client.input_lens_size(), with_output);
+    EXPECT_EQ(client.num_prompts(), with_output);
+    EXPECT_EQ(client.input_lens(0), c->input_lens[0]);
   }
+}
+
+// Lengths that vary with no per-request arrays to replay cannot be
+// simulated faithfully: refused, saying what is missing.
+TEST(BenchImportTest, VaryingLengthsWithoutArraysAreRefused) {
+  std::string text;
+  {
+    std::ifstream in(std::string(SERVESIM_SHARED_DIR) +
+                     "/data/bench/mi300x-gemma4-e2b-2026-09-17/c1-in128-out128.json");
+    std::stringstream buf;
+    buf << in.rdbuf();
+    text = buf.str();
+  }
+  const std::string from = "\"total_input_tokens\": 1024";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "\"total_input_tokens\": 1030");
+  const std::string path = ::testing::TempDir() + "/varying.json";
+  std::ofstream(path, std::ios::binary) << text;
+  auto c = ImportBenchFile(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->fixed_lengths);
+  auto ms = CellMeasurements(*c, "run", 5);
+  EXPECT_EQ(ms.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(ms.status().message().find("per-request"), std::string::npos)
+      << ms.status();
 }
 
 }  // namespace

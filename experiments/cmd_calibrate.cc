@@ -1,5 +1,6 @@
 // servesim calibrate: fits a calibration profile from a user's own
-// `vllm bench serve` result files (closed-loop, fixed-length cells), reports
+// `vllm bench serve` result files (closed or open loop; fixed lengths, or
+// per-request lengths replayed from the file's arrays), reports
 // the in-sample fit and leave-one-cell-out errors, and saves the profile for
 // `simulate --calibration PROFILE`.
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "calibration/bench_import.h"
 #include "calibration/measurements.h"
+#include "calibration/predictor.h"
 #include "calibration/validation.h"
 #include "experiments/cli.h"
 
@@ -153,7 +155,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   }
   for (const std::string& r : refused) Err("not fitted: " + r);
   if (set.measurements().empty()) {
-    Err("no result file is a closed-loop, fixed-length cell: nothing to fit");
+    Err("no result file gives a cell that can be re-simulated: nothing to fit");
     return kExitBadInput;
   }
   auto db = MeasurementDb::FromSets({set}, "calibrate");
@@ -172,19 +174,52 @@ int RunCalibrate(const CalibrateFlags& f) {
         shipped.status().message(), std::filesystem::current_path(ec).string()));
     return kExitBadInput;
   }
-  servesim::proto::FitConfig config;
-  for (const auto& spec : shipped->fits()) {
-    if (spec.device() != f.device) continue;
-    auto* s = config.add_fits();
-    *s = spec;
-    s->set_software_build(f.software_build);
-    break;
+  // The device's entry for this --software-build, else its "user" entry
+  // (the set meant for a user's own bench files), else its first one.
+  const servesim::proto::FitSpec* chosen = nullptr;
+  for (const std::string& build : {f.software_build, std::string("user"), std::string()}) {
+    for (const auto& spec : shipped->fits()) {
+      if (spec.device() == f.device && (build.empty() || spec.software_build() == build)) {
+        chosen = &spec;
+        break;
+      }
+    }
+    if (chosen != nullptr) break;
   }
-  if (config.fits().empty()) {
+  if (chosen == nullptr) {
     Err(absl::StrFormat("device '%s' has no fit specification in %s (devices: %s)",
                         f.device, fit_config, AllowedDeviceNamesForFit(*shipped)));
     return kExitBadInput;
   }
+  servesim::proto::FitConfig config;
+  auto* spec = config.add_fits();
+  *spec = *chosen;
+  spec->set_software_build(f.software_build);
+  // Keep the free parameters this deployment has: no quant_kernel_eff for
+  // an unquantized model, no client parameter of write-up A's SageMaker
+  // method (bench files never use it).
+  auto predictor = Predictor::Create(*db, {db->measurements().front().id()});
+  if (!predictor.ok()) {
+    Err(std::string(predictor.status().message()));
+    return kExitBadInput;
+  }
+  spec->clear_free_parameters();
+  std::vector<std::string> dropped;
+  for (const std::string& name : chosen->free_parameters()) {
+    const bool has = name == kApiOverheadParam ||
+                     (name != kParallelCallExtraParam &&
+                      predictor->base_params().Find(name) != nullptr);
+    if (has) {
+      spec->add_free_parameters(name);
+    } else {
+      dropped.push_back(name);
+    }
+  }
+  std::fprintf(progress, "fit: %s / %s parameters of %s (%s)%s%s\n", chosen->device().c_str(),
+               chosen->software_build().c_str(), fit_config.c_str(),
+               absl::StrJoin(spec->free_parameters(), ", ").c_str(),
+               dropped.empty() ? "" : "; not in this deployment: ",
+               absl::StrJoin(dropped, ", ").c_str());
   ValidateOptions options;
   options.shipped_data_checks = false;
   auto report = RunValidation(*db, config, options);
@@ -213,9 +248,11 @@ void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<CalibrateFlags>();
   CLI::App* cmd = app.add_subcommand("calibrate",
                                      "Fit a calibration profile from your own `vllm "
-                                     "bench serve` result files (closed-loop "
-                                     "cells of fixed lengths), report in-sample and "
-                                     "leave-one-out errors, save the profile.");
+                                     "bench serve` result files (closed loop or "
+                                     "--request-rate; fixed lengths, or per-request "
+                                     "lengths from --save-detailed files), report "
+                                     "in-sample and leave-one-out errors, save the "
+                                     "profile.");
   cmd->add_option("--device", f->device, "device the files were measured on")->required();
   cmd->add_option("--bench", f->bench,
                   "result files (.json, .json.gz) or folders of them")
