@@ -38,7 +38,7 @@ TEST(DeploymentTest, SchedulerDefaultsFollowVllmServePerDevice) {
     int32_t batched, seqs;
   };
   for (const Want& w :
-       {Want{"mi300x", 8192, 1024}, Want{"l4", 2048, 256}, Want{"t4", 2048, 256},
+       {Want{"mi300x", 16384, 1024}, Want{"l4", 2048, 256}, Want{"t4", 2048, 256},
         Want{"tpu-v6e", 1024, 256}, Want{"tpu-v5e", 512, 256}}) {
     auto d = BuildDeployment(Spec(w.device, "gemma-4-e2b"));
     ASSERT_TRUE(d.ok()) << w.device << ": " << d.status();

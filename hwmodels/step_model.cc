@@ -206,7 +206,7 @@ double RooflineStepModel::OpNs(const Operator& op, const AggVector& v) const {
   }
   double fl_scale = 1;
   if (op.op_class == OpClass::kGemm)
-    fl_scale = RowsScale(op.flops[kAggTokens] != 0 ? v[kAggTokens] : v[kAggSeqs]);
+    fl_scale = RowsScale(v[GemmRowsIdx(op)]);
   if (op.quantized) {
     ef *= quant_eff_;
     eb *= quant_eff_;
@@ -225,6 +225,11 @@ double RooflineStepModel::GemmLinesNs(int rows_idx, double x, double scale) cons
     ns += std::max((l.f0 + l.f1 * x) * scale, l.b0 + l.b1 * x);
   }
   return ns;
+}
+
+int RooflineStepModel::GemmRowsIdx(const Operator& op) {
+  // The LM head and sampling run once per sequence, the rest once per token.
+  return op.flops[kAggTokens] == 0 && op.flops[kAggSeqs] != 0 ? kAggSeqs : kAggTokens;
 }
 
 double RooflineStepModel::RowsScale(double rows) const {
@@ -272,7 +277,9 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
   m->host_token_ns_ = us("host_token_us", 0.5);
   m->device_step_ns_ = us("device_step_us", 300);
   // The per-unit coefficients below are taken at full GEMM efficiency; the
-  // rows factor is applied per step (gemm_lines_, MaxTerm::rows_scaled).
+  // rows factor is applied per step (gemm_lines_, MaxTerm::rows_idx).
+  // gemm_exp_ stays 0 (no factor in OpNs) until the coefficients are taken:
+  // it is set after the operator loop below.
   const double gemm_exp = std::max(0.0, ParamOr(params, "gemm_rows_exp", 0));
   m->gemm_sat_ = std::max(1.0, ParamOr(params, "gemm_rows_sat", 16384));
   m->launch_ns_ = us("kernel_launch_us", 5);
@@ -319,9 +326,10 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
       }
     }
     const bool rows_gemm = gemm_exp > 0 && op.op_class == OpClass::kGemm;
-    if (rows_gemm && (only({kAggOne, kAggTokens}) || only({kAggOne, kAggSeqs}))) {
-      const int r = only({kAggOne, kAggTokens}) ? kAggTokens : kAggSeqs;
-      m->gemm_lines_.push_back({r, f[kAggOne], f[r], b[kAggOne], b[r]});
+    const int rows_idx = GemmRowsIdx(op);
+    if (rows_gemm && only({kAggOne, rows_idx})) {
+      m->gemm_lines_.push_back(
+          {rows_idx, f[kAggOne], f[rows_idx], b[kAggOne], b[rows_idx]});
     } else if (only({kAggOne, kAggTokens})) {
       tok_lines.push_back({f[kAggOne], f[kAggTokens], b[kAggOne], b[kAggTokens]});
     } else if (only({kAggOne, kAggSeqs})) {
@@ -338,7 +346,7 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
       }
     } else {
       MaxTerm t;
-      t.rows_scaled = rows_gemm;
+      t.rows_idx = rows_gemm ? rows_idx : -1;
       for (int i = 0; i < kNumAggs; ++i) {
         if (f[i] != 0) {
           t.f_idx[t.num_f] = static_cast<uint8_t>(i);
@@ -436,11 +444,11 @@ StepCost RooflineStepModel::Cost(const StepBatch& batch) const {
       dev += std::max(t.coef * x, t.unit_coef * x / std::min(n, t.unit_cap));
     }
   }
-  // One rows factor per step (table lookup for up to 1,024 rows).
+  // One rows factor per step and aggregate (table lookup up to 1,024 rows).
   const double tok_scale = RowsScale(a.v[kAggTokens]);
+  const double seq_scale =
+      a.v[kAggSeqs] == a.v[kAggTokens] ? tok_scale : RowsScale(a.v[kAggSeqs]);
   if (!gemm_lines_.empty()) {
-    const double seq_scale =
-        a.v[kAggSeqs] == a.v[kAggTokens] ? tok_scale : RowsScale(a.v[kAggSeqs]);
     dev += GemmLinesNs(kAggTokens, a.v[kAggTokens], tok_scale) +
            GemmLinesNs(kAggSeqs, a.v[kAggSeqs], seq_scale);
   }
@@ -448,7 +456,7 @@ StepCost RooflineStepModel::Cost(const StepBatch& batch) const {
     double f = 0, b = 0;
     for (int k = 0; k < t.num_f; ++k) f += t.f_coef[k] * a.v[t.f_idx[k]];
     for (int k = 0; k < t.num_b; ++k) b += t.b_coef[k] * a.v[t.b_idx[k]];
-    if (t.rows_scaled) f *= tok_scale;
+    if (t.rows_idx >= 0) f *= t.rows_idx == kAggSeqs ? seq_scale : tok_scale;
     dev += std::max(f, b);
   }
   return StepCost{static_cast<TimeNs>(std::llround(host)),

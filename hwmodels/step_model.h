@@ -149,7 +149,7 @@ class RooflineStepModel final : public StepTimeModel {
   // aggregates (ns per unit).
   struct MaxTerm {
     int num_f = 0, num_b = 0;
-    bool rows_scaled = false;  // a GEMM: flops side x RowsScale(tokens)
+    int rows_idx = -1;  // a GEMM: flops side x RowsScale(v[rows_idx]); -1: none
     std::array<uint8_t, kNumAggs> f_idx{}, b_idx{};
     std::array<double, kNumAggs> f_coef{}, b_coef{};
   };
@@ -159,6 +159,9 @@ class RooflineStepModel final : public StepTimeModel {
   // 1 / (GEMM FLOP efficiency at `rows` relative to flops_eff_gemm):
   // max(1, (gemm_rows_sat / rows)^gemm_rows_exp); 1 when the exponent is 0.
   double RowsScale(double rows) const;
+  // The aggregate a GEMM's rows are counted in: sequences for an operator
+  // with flops per sequence only (LM head), tokens otherwise.
+  static int GemmRowsIdx(const Operator& op);
   // Sum of the gemm_lines_ on aggregate rows_idx at x rows, scale =
   // RowsScale(x) (tabulated up to 1,024 rows).
   double GemmLinesNs(int rows_idx, double x, double scale) const;

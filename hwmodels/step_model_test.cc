@@ -168,6 +168,42 @@ TEST(StepModelTest, CompiledFormulaEqualsOperatorWalk) {
   }
 }
 
+// The same with the GEMM rows factor on, across its edges: saturation
+// below and above the 1,024-row tables, batches past them (1,100 decodes,
+// a 20,000-token chunk), a quantized GEMM and MoE experts.
+TEST(StepModelTest, CompiledFormulaEqualsOperatorWalkWithGemmRowsFactor) {
+  std::mt19937_64 rng(13);
+  for (const auto& [dev, model, q] : {std::tuple<const char*, const char*, const char*>{
+                                          "mi300x", "gemma-4-e2b", "none"},
+                                      {"t4", "gemma-4-12b", "w4a16-emb4"},
+                                      {"mi300x", "gemma-4-26b-a4b", "none"}}) {
+    Built b = Build(dev, model, q);
+    for (const auto& [exp, sat] : {std::pair{0.3, 512.0}, std::pair{0.1, 16384.0}}) {
+      ParameterSet p = b.d.params;
+      p.FindMutable("gemm_rows_exp")->value = exp;
+      p.FindMutable("gemm_rows_sat")->value = sat;
+      auto m = RebuildStepModel(b.d, p);
+      const auto* rm = dynamic_cast<const RooflineStepModel*>(m.get());
+      ASSERT_NE(rm, nullptr);
+      for (int trial = 0; trial < 150; ++trial) {
+        std::vector<int32_t> ctx(trial == 0 ? 1100 : rng() % 300);
+        for (auto& c : ctx) c = static_cast<int32_t>(rng() % 8000);
+        std::vector<PrefillChunk> pf(trial == 1 ? 1 : rng() % 3);
+        for (auto& x : pf)
+          x = {static_cast<int32_t>(trial == 1 ? 20000 : 1 + rng() % 3000),
+               static_cast<int32_t>(rng() % 4000)};
+        if (ctx.empty() && pf.empty()) ctx.push_back(1);
+        const StepBatch batch{pf, ctx};
+        const double fast = static_cast<double>(rm->Cost(batch).device_ns);
+        const double slow = static_cast<double>(rm->CostByWalk(batch).device_ns);
+        EXPECT_NEAR(fast, slow, 1e-9 * slow + 2)
+            << dev << " " << model << " exp " << exp << " sat " << sat << " trial "
+            << trial;
+      }
+    }
+  }
+}
+
 TEST(StepModelTest, StepTimeGrowsWithTokensAndContext) {
   Built b = Build("l4", "gemma-4-12b", "none");
   const StepTimeModel& m = *b.model;
