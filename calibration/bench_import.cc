@@ -145,16 +145,17 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
                                  "a finite number > 0 (Gamma shape; 1 = Poisson)"));
   c.burstiness = burstiness.value_or(1.0);
   how.push_back(c.max_concurrency > 0 ? "max_concurrency" : "no max_concurrency key");
-  if (std::isfinite(c.request_rate) && !burstiness) how.push_back("burstiness 1 (no key)");
+  if (std::isfinite(c.request_rate) && !burstiness)
+    how.push_back("burstiness 1 (no key)");
   // Lengths: per-request arrays when present, else totals / completed.
   if (r.input_lens && r.output_lens && !r.input_lens->empty()) {
     RETURN_IF_ERROR(CheckLengths(path, "input_lens", *r.input_lens));
     RETURN_IF_ERROR(CheckLengths(path, "output_lens", *r.output_lens));
     if (r.input_lens->size() != r.output_lens->size()) {
-      return OutOfRange(path, "output_lens",
-                        absl::StrFormat("an array of %d entries", r.output_lens->size()),
-                        absl::StrFormat("one entry per input_lens entry (%d)",
-                                        r.input_lens->size()));
+      return OutOfRange(
+          path, "output_lens",
+          absl::StrFormat("an array of %d entries", r.output_lens->size()),
+          absl::StrFormat("one entry per input_lens entry (%d)", r.input_lens->size()));
     }
     c.has_per_request = true;
     for (size_t i = 0; i < r.input_lens->size(); ++i) {
@@ -166,14 +167,14 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
       const std::vector<double>& t = *r.start_times;
       for (size_t i = 0; i < t.size(); ++i) {
         if (!std::isfinite(t[i]) || (i > 0 && t[i] < t[i - 1])) {
-          return OutOfRange(path, absl::StrFormat("start_times[%d]", i), JsonNumberText(t[i]),
+          return OutOfRange(path, absl::StrFormat("start_times[%d]", i),
+                            JsonNumberText(t[i]),
                             "finite seconds, nondecreasing in send order");
         }
       }
       if (!t.empty() && t.back() - t.front() > 1e9) {
         return OutOfRange(path, absl::StrFormat("start_times[%d]", t.size() - 1),
-                          JsonNumberText(t.back()),
-                          "at most 1e9 s after start_times[0]");
+                          JsonNumberText(t.back()), "at most 1e9 s after start_times[0]");
       }
       c.start_times = t;
       how.push_back("send times from start_times");

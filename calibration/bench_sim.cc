@@ -9,8 +9,8 @@
 #include "sim/engine.h"
 #include "sim/random_source.h"
 #include "sim/router.h"
-#include "sim/vector_source.h"
 #include "sim/status_macros.h"
+#include "sim/vector_source.h"
 
 namespace servesim {
 
@@ -59,7 +59,8 @@ absl::Status CheckCell(const BenchCell& cell) {
   }
   for (size_t i = 0; i < cell.send_times_s.size(); ++i) {
     const double t = cell.send_times_s[i];
-    if (!std::isfinite(t) || t < 0 || t > 1e9 || (i > 0 && t < cell.send_times_s[i - 1])) {
+    if (!std::isfinite(t) || t < 0 || t > 1e9 ||
+        (i > 0 && t < cell.send_times_s[i - 1])) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "bench cell: send_times_s[%d] = %g (allowed: finite, 0..1e9 s, nondecreasing)",
           i, t));
@@ -93,7 +94,8 @@ absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
       reqs[i].input_tokens = cell.input_lens[i];
       reqs[i].output_tokens = cell.output_lens[i];
       if (!cell.send_times_s.empty())
-        reqs[i].arrival_ns = static_cast<TimeNs>(std::llround(cell.send_times_s[i] * 1e9));
+        reqs[i].arrival_ns =
+            static_cast<TimeNs>(std::llround(cell.send_times_s[i] * 1e9));
     }
     source = std::make_unique<VectorSource>(std::move(reqs), "measured lengths");
   }
@@ -132,7 +134,8 @@ absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& schedul
   RETURN_IF_ERROR(CheckCell(cell));
   // A closed loop of fixed lengths does not depend on the seed; an open
   // loop's arrivals do: average over several draws.
-  const int draws = cell.open_loop() && cell.send_times_s.empty() ? kOpenLoopRealizations : 1;
+  const int draws =
+      cell.open_loop() && cell.send_times_s.empty() ? kOpenLoopRealizations : 1;
   BenchCellResult out;
   for (int k = 0; k < draws; ++k) {
     ASSIGN_OR_RETURN(RunResult r, RunOnce(scheduler, kv_cache, model, cell, k));

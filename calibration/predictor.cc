@@ -57,7 +57,8 @@ std::vector<CellKey> CellsOf(const Measurement& m) {
       b.input_lens.assign(c.input_lens().begin(), c.input_lens().end());
       b.output_lens.assign(c.output_lens().begin(), c.output_lens().end());
       b.send_times_s.assign(c.send_times_s().begin(), c.send_times_s().end());
-      if (!b.input_lens.empty()) b.num_prompts = static_cast<int32_t>(b.input_lens.size());
+      if (!b.input_lens.empty())
+        b.num_prompts = static_cast<int32_t>(b.input_lens.size());
       cells.push_back({m.run(), c.kind(), b});
       break;
     }
@@ -127,9 +128,9 @@ absl::Status CheckMethod(const Measurement& m) {
     }
   }
   if (kind == ClientMethod::BENCH_SERVE_OPEN_LOOP) {
-    if (!(c.request_rate() > 0) || std::isinf(c.request_rate()) ||
-        c.burstiness() < 0 || std::isinf(c.burstiness()) || c.max_concurrency() < 0 ||
-        c.input_tokens() < 1 || c.output_tokens() < 1) {
+    if (!(c.request_rate() > 0) || std::isinf(c.request_rate()) || c.burstiness() < 0 ||
+        std::isinf(c.burstiness()) || c.max_concurrency() < 0 || c.input_tokens() < 1 ||
+        c.output_tokens() < 1) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "measurement '%s': open loop needs client request_rate in (0, inf) (is %g), "
           "burstiness in [0, inf) (0: 1; is %g), max_concurrency >= 0 (0: no limit; is "

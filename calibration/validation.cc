@@ -30,13 +30,13 @@ using servesim::proto::Measurement;
 std::string CellKeyOf(const Measurement& m) {
   const ClientMethod& c = m.client();
   if (c.kind() == ClientMethod::SERVER_LOG) return absl::StrCat(m.run(), "|log|", m.id());
-  std::string key = absl::StrFormat("%s|%s|c%d|n%d|in%d|out%d|%d-%d", m.run(),
-                                    ClientMethod::Kind_Name(c.kind()), c.max_concurrency(),
-                                    c.num_prompts(), c.input_tokens(), c.output_tokens(),
-                                    c.short_output_tokens(), c.long_output_tokens());
+  std::string key = absl::StrFormat(
+      "%s|%s|c%d|n%d|in%d|out%d|%d-%d", m.run(), ClientMethod::Kind_Name(c.kind()),
+      c.max_concurrency(), c.num_prompts(), c.input_tokens(), c.output_tokens(),
+      c.short_output_tokens(), c.long_output_tokens());
   if (c.kind() == ClientMethod::BENCH_SERVE_OPEN_LOOP) {
-    absl::StrAppend(&key, absl::StrFormat("|rate%.17g|b%.17g", c.request_rate(),
-                                          c.burstiness()));
+    absl::StrAppend(
+        &key, absl::StrFormat("|rate%.17g|b%.17g", c.request_rate(), c.burstiness()));
   }
   if (c.input_lens_size() > 0) {
     // Per-request lengths (and send times): one fingerprint (FNV-1a).

@@ -253,8 +253,7 @@ TEST(BenchImportTest, VaryingLengthsWithoutArraysAreRefused) {
   EXPECT_FALSE(c->fixed_lengths);
   auto ms = CellMeasurements(*c, "run", 5);
   EXPECT_EQ(ms.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(ms.status().message().find("per-request"), std::string::npos)
-      << ms.status();
+  EXPECT_NE(ms.status().message().find("per-request"), std::string::npos) << ms.status();
 }
 
 }  // namespace

@@ -177,9 +177,11 @@ int RunCalibrate(const CalibrateFlags& f) {
   // The device's entry for this --software-build, else its "user" entry
   // (the set meant for a user's own bench files), else its first one.
   const servesim::proto::FitSpec* chosen = nullptr;
-  for (const std::string& build : {f.software_build, std::string("user"), std::string()}) {
+  for (const std::string& build :
+       {f.software_build, std::string("user"), std::string()}) {
     for (const auto& spec : shipped->fits()) {
-      if (spec.device() == f.device && (build.empty() || spec.software_build() == build)) {
+      if (spec.device() == f.device &&
+          (build.empty() || spec.software_build() == build)) {
         chosen = &spec;
         break;
       }
@@ -206,18 +208,18 @@ int RunCalibrate(const CalibrateFlags& f) {
   spec->clear_free_parameters();
   std::vector<std::string> dropped;
   for (const std::string& name : chosen->free_parameters()) {
-    const bool has = name == kApiOverheadParam ||
-                     (name != kParallelCallExtraParam &&
-                      predictor->base_params().Find(name) != nullptr);
+    const bool has =
+        name == kApiOverheadParam || (name != kParallelCallExtraParam &&
+                                      predictor->base_params().Find(name) != nullptr);
     if (has) {
       spec->add_free_parameters(name);
     } else {
       dropped.push_back(name);
     }
   }
-  std::fprintf(progress, "fit: %s / %s parameters of %s (%s)%s%s\n", chosen->device().c_str(),
-               chosen->software_build().c_str(), fit_config.c_str(),
-               absl::StrJoin(spec->free_parameters(), ", ").c_str(),
+  std::fprintf(progress, "fit: %s / %s parameters of %s (%s)%s%s\n",
+               chosen->device().c_str(), chosen->software_build().c_str(),
+               fit_config.c_str(), absl::StrJoin(spec->free_parameters(), ", ").c_str(),
                dropped.empty() ? "" : "; not in this deployment: ",
                absl::StrJoin(dropped, ", ").c_str());
   ValidateOptions options;

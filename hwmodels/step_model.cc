@@ -158,7 +158,8 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
   {
     const double e = prior("gemm_rows_exp", 0);
     ps.push_back({"gemm_rows_exp", e, 0.0, 0.6, e, 0.15, 0, "exponent",
-                  "GEMM FLOP efficiency grows as rows^exp up to gemm_rows_sat rows", src});
+                  "GEMM FLOP efficiency grows as rows^exp up to gemm_rows_sat rows",
+                  src});
     const double r = prior("gemm_rows_sat", 16384);
     ps.push_back({"gemm_rows_sat", r, 16.0, 1e6, r, 0.5 * r, 0, "rows",
                   "rows (tokens) from which GEMMs reach flops_eff_gemm", src});
@@ -205,18 +206,19 @@ double RooflineStepModel::OpNs(const Operator& op, const AggVector& v) const {
       peak = g.peak_flops_16();
   }
   double fl_scale = 1;
-  if (op.op_class == OpClass::kGemm)
-    fl_scale = RowsScale(v[GemmRowsIdx(op)]);
+  if (op.op_class == OpClass::kGemm) fl_scale = RowsScale(v[GemmRowsIdx(op)]);
   if (op.quantized) {
     ef *= quant_eff_;
     eb *= quant_eff_;
     peak = g.peak_flops_quant();
   }
-  return op.count * std::max(fl_scale * fl / (peak * ef), by / (g.bandwidth() * eb)) * 1e9;
+  return op.count * std::max(fl_scale * fl / (peak * ef), by / (g.bandwidth() * eb)) *
+         1e9;
 }
 
 double RooflineStepModel::GemmLinesNs(int rows_idx, double x, double scale) const {
-  const std::vector<double>& table = rows_idx == kAggTokens ? gemm_tokens_ns_ : gemm_seqs_ns_;
+  const std::vector<double>& table =
+      rows_idx == kAggTokens ? gemm_tokens_ns_ : gemm_seqs_ns_;
   const auto i = static_cast<size_t>(x);
   if (i < table.size() && static_cast<double>(i) == x) return table[i];
   double ns = 0;

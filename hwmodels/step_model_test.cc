@@ -196,9 +196,8 @@ TEST(StepModelTest, CompiledFormulaEqualsOperatorWalkWithGemmRowsFactor) {
         const StepBatch batch{pf, ctx};
         const double fast = static_cast<double>(rm->Cost(batch).device_ns);
         const double slow = static_cast<double>(rm->CostByWalk(batch).device_ns);
-        EXPECT_NEAR(fast, slow, 1e-9 * slow + 2)
-            << dev << " " << model << " exp " << exp << " sat " << sat << " trial "
-            << trial;
+        EXPECT_NEAR(fast, slow, 1e-9 * slow + 2) << dev << " " << model << " exp " << exp
+                                                 << " sat " << sat << " trial " << trial;
       }
     }
   }
