@@ -140,6 +140,12 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
             kRateRange));
     c.request_rate = rate.value_or(std::numeric_limits<double>::infinity());
   }
+  if (auto it = r.strings.find("ramp_up_strategy"); it != r.strings.end()) {
+    return OutOfRange(path, "ramp_up_strategy",
+                      absl::StrFormat("the string \"%s\"", it->second),
+                      "absent or null: a ramp-up run (its rate changes during the "
+                      "run) is not simulated");
+  }
   ASSIGN_OR_RETURN(std::optional<double> burstiness,
                    CheckedNumber(r, path, "burstiness", positive,
                                  "a finite number > 0 (Gamma shape; 1 = Poisson)"));
@@ -237,8 +243,15 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
                                                           const std::string& run_id,
                                                           double tolerance_pct) {
   const bool open_loop = std::isfinite(cell.request_rate);
+  // vLLM takes a request's start time after the concurrency semaphore: with
+  // a limit (closed loop, or an open loop with max_concurrency) the start
+  // times record when the measured server freed a slot, so replaying them
+  // would feed the measured speed into the prediction. Only an unlimited
+  // open loop's start times are the client's own schedule.
+  const bool replay_sends =
+      open_loop && cell.max_concurrency == 0 && !cell.start_times.empty();
   ClientMethod client;
-  if (!cell.fixed_lengths) {
+  if (!cell.fixed_lengths || (replay_sends && !cell.input_lens.empty())) {
     if (cell.input_lens.empty()) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "%s: request lengths vary (mean %.1f in / %.1f out) and the file has no "
@@ -256,7 +269,7 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
       if (i < cell.errors.size() && !cell.errors[i].empty()) continue;
       client.add_input_lens(cell.input_lens[i]);
       client.add_output_lens(cell.output_lens[i]);
-      if (!cell.start_times.empty()) {
+      if (replay_sends) {
         if (client.send_times_s_size() == 0) first_send = cell.start_times[i];
         client.add_send_times_s(cell.start_times[i] - first_send);
       }
@@ -273,7 +286,8 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
     client.set_input_tokens(std::max(1, static_cast<int32_t>(std::lround(in_sum / n))));
     client.set_output_tokens(std::max(1, static_cast<int32_t>(std::lround(out_sum / n))));
     client.set_dataset(absl::StrFormat(
-        "per-request lengths from the result file (%d requests%s)", n,
+        "per-request lengths%s from the result file (%d requests%s)",
+        replay_sends ? " and send times" : "", n,
         n < static_cast<int>(cell.input_lens.size())
             ? absl::StrFormat(", %d with an error or no output tokens left out",
                               cell.input_lens.size() - n)
@@ -319,8 +333,15 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
     m.set_rel_sigma(sigma);
     out.push_back(std::move(m));
   };
+  // An open loop whose arrivals are drawn (not replayed) has a duration that
+  // follows the draw: its throughput is known to ~1/sqrt(requests), and
+  // vLLM's newer clients also rescale the draw to end at N / rate.
+  const double throughput_sigma =
+      open_loop && client.send_times_s_size() == 0
+          ? std::max(0.03, 1.0 / std::sqrt(static_cast<double>(client.num_prompts())))
+          : 0.03;
   add(servesim::proto::OUTPUT_THROUGHPUT, cell.output_throughput, "tok/s",
-      "output_throughput", 0.03);
+      "output_throughput", throughput_sigma);
   add(servesim::proto::MEDIAN_TTFT_MS, cell.median_ttft_ms, "ms", "median_ttft_ms", 0.03);
   add(servesim::proto::MEDIAN_TPOT_MS, cell.median_tpot_ms, "ms", "median_tpot_ms", 0.03);
   return out;

@@ -51,8 +51,10 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path);
 // fit: true, tolerance_pct: `tolerance_pct`: a closed loop (request rate
 // inf) or an open loop (the file's request_rate and burstiness, with its
 // max_concurrency if any), of fixed lengths or of the file's per-request
-// lengths (requests with an error or 0 output tokens left out), sent at the
-// file's start_times when it has them (replayed exactly).
+// lengths (requests with an error or 0 output tokens left out). An open
+// loop without a concurrency limit is sent at the file's start_times when
+// it has them (replayed exactly); with a limit vLLM's start times follow
+// the measured server and are not used.
 // FailedPrecondition (with the reason) when the lengths vary by request
 // and the file has no per-request arrays to replay.
 absl::StatusOr<std::vector<servesim::proto::Measurement>> CellMeasurements(

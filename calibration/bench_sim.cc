@@ -138,7 +138,10 @@ absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& schedul
       cell.open_loop() && cell.send_times_s.empty() ? kOpenLoopRealizations : 1;
   BenchCellResult out;
   for (int k = 0; k < draws; ++k) {
-    ASSIGN_OR_RETURN(RunResult r, RunOnce(scheduler, kv_cache, model, cell, k));
+    // Draw seeds apart from servesim simulate's default seed 0, so a file it
+    // wrote is not reproduced by one of the draws.
+    ASSIGN_OR_RETURN(RunResult r,
+                     RunOnce(scheduler, kv_cache, model, cell, kOpenLoopSeedBase + k));
     if (r.completed == 0) {
       out = BenchCellResult{};
       out.feasible = false;

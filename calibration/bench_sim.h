@@ -32,8 +32,9 @@ struct BenchCell {
   double client_overhead_s = 0;
   // +inf: closed loop (all requests at once, max_concurrency in flight).
   // Finite: open loop with Gamma gaps of shape `burstiness`; the metrics
-  // are then the mean over kOpenLoopRealizations arrival draws (seeds 0,
-  // 1, ...), since the measured run's own draw is not in its result file.
+  // are then the mean over kOpenLoopRealizations arrival draws (seeds
+  // kOpenLoopSeedBase, +1, ...), since the measured run's own draw is not
+  // in its result file (unless send_times_s replays it).
   double request_rate = std::numeric_limits<double>::infinity();
   double burstiness = 1;
   // Per-request lengths in send order (both empty, or both num_prompts
@@ -49,6 +50,7 @@ struct BenchCell {
 };
 
 inline constexpr int kOpenLoopRealizations = 3;
+inline constexpr uint64_t kOpenLoopSeedBase = 1000;  // draws use seeds 1000, 1001, ...
 
 struct BenchCellResult {
   // False when the server rejects the cell's requests (e.g. input + output

@@ -232,6 +232,66 @@ TEST(BenchImportTest, OpenLoopFilesReplayTheirRateAndPerRequestLengths) {
   }
 }
 
+// A --save-detailed file written by hand: 4 requests of 100 in / 20 out.
+std::string DetailedFile(const std::string& name, const std::string& rate,
+                         const std::string& max_concurrency,
+                         const std::string& extra = "") {
+  const std::string path = ::testing::TempDir() + "/" + name + ".json";
+  std::ofstream(path, std::ios::binary)
+      << "{\"model_id\": \"gemma-4-e2b\", \"num_prompts\": 4, \"request_rate\": " << rate
+      << ", \"burstiness\": 1.0, \"max_concurrency\": " << max_concurrency
+      << ", \"duration\": 2.0, \"completed\": 4, \"total_input_tokens\": 400, "
+         "\"total_output_tokens\": 80, \"output_throughput\": 40.0, "
+         "\"median_ttft_ms\": 30.0, \"median_tpot_ms\": 10.0, "
+         "\"input_lens\": [100, 100, 100, 100], \"output_lens\": [20, 20, 20, 20], "
+         "\"start_times\": [5.0, 5.5, 5.6, 6.5], \"errors\": [\"\", \"\", \"\", \"\"]"
+      << extra << "}";
+  return path;
+}
+
+// vLLM stamps start_times after the concurrency semaphore: only an open loop
+// without a limit has start times that are the client's own schedule, and
+// only those are replayed (as offsets from the first).
+TEST(BenchImportTest, StartTimesAreReplayedOnlyForAnUnlimitedOpenLoop) {
+  struct Case {
+    const char* name;
+    const char* rate;
+    const char* max_concurrency;
+    bool replayed;
+  };
+  for (const Case& k :
+       {Case{"closed", "\"inf\"", "2", false}, Case{"open_limited", "4.0", "2", false},
+        Case{"open_unlimited", "4.0", "null", true}}) {
+    auto c = ImportBenchFile(DetailedFile(k.name, k.rate, k.max_concurrency));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_TRUE(c->fixed_lengths) << k.name;
+    auto ms = CellMeasurements(*c, "run", 5);
+    ASSERT_TRUE(ms.ok()) << ms.status();
+    const auto& client = ms->front().client();
+    if (k.replayed) {
+      ASSERT_EQ(client.send_times_s_size(), 4) << k.name;
+      EXPECT_EQ(client.send_times_s(0), 0);
+      EXPECT_DOUBLE_EQ(client.send_times_s(3), 1.5);
+      EXPECT_EQ(client.input_lens_size(), 4);
+    } else {
+      EXPECT_EQ(client.send_times_s_size(), 0) << k.name;
+    }
+    // Drawn open-loop arrivals: throughput known to ~1/sqrt(4) only.
+    const bool drawn = std::string(k.rate) != "\"inf\"" && !k.replayed;
+    EXPECT_EQ(ms->front().metric(), servesim::proto::OUTPUT_THROUGHPUT);
+    EXPECT_DOUBLE_EQ(ms->front().rel_sigma(), drawn ? 0.5 : 0.03) << k.name;
+  }
+}
+
+TEST(BenchImportTest, RampUpRunsAreRefusedNamingTheKey) {
+  const std::string path =
+      DetailedFile("ramp", "\"inf\"", "null", ", \"ramp_up_strategy\": \"linear\"");
+  auto c = ImportBenchFile(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("ramp_up_strategy"), std::string::npos);
+  EXPECT_NE(c.status().message().find(path), std::string::npos);
+}
+
 // Lengths that vary with no per-request arrays to replay cannot be
 // simulated faithfully: refused, saying what is missing.
 TEST(BenchImportTest, VaryingLengthsWithoutArraysAreRefused) {
