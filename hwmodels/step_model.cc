@@ -163,6 +163,11 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
     const double r = prior("gemm_rows_sat", 16384);
     ps.push_back({"gemm_rows_sat", r, 16.0, 1e6, r, 0.5 * r, 0, "rows",
                   "rows (tokens) from which GEMMs reach flops_eff_gemm", src});
+    const double f = prior("gemm_rows_floor", 512);
+    ps.push_back({"gemm_rows_floor", f, 1.0, 1e6, f, 0.5 * f, 0, "rows",
+                  "rows below which the rows factor stops falling (decode batches: "
+                  "their GEMMs stream weights, bandwidth bound)",
+                  src});
   }
   time("device_step_us", 300, 50000,
        "fixed device time per step (graph launch, synchronisation, small kernels)");
@@ -241,7 +246,7 @@ double RooflineStepModel::RowsScale(double rows) const {
   const auto i = static_cast<size_t>(std::max(rows, 1.0));
   if (i < rows_scale_.size() && static_cast<double>(i) == std::max(rows, 1.0))
     return rows_scale_[i];
-  return std::pow(gemm_sat_ / std::max(rows, 1.0), gemm_exp_);
+  return std::pow(gemm_sat_ / std::max(rows, gemm_floor_), gemm_exp_);
 }
 
 double RooflineStepModel::UnitNs(const Operator& op, const AggVector& v,
@@ -284,6 +289,7 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
   // it is set after the operator loop below.
   const double gemm_exp = std::max(0.0, ParamOr(params, "gemm_rows_exp", 0));
   m->gemm_sat_ = std::max(1.0, ParamOr(params, "gemm_rows_sat", 16384));
+  m->gemm_floor_ = std::clamp(ParamOr(params, "gemm_rows_floor", 512), 1.0, m->gemm_sat_);
   m->launch_ns_ = us("kernel_launch_us", 5);
   m->moe_routing_ns_ = us("moe_routing_us", 20) * g.num_moe_layers();
   m->eager_kernels_full_graph_ =
@@ -400,7 +406,8 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
   if (gemm_exp > 0) {
     m->rows_scale_.resize(static_cast<size_t>(std::min(m->gemm_sat_, 1025.0)));
     for (size_t i = 1; i < m->rows_scale_.size(); ++i)
-      m->rows_scale_[i] = std::pow(m->gemm_sat_ / static_cast<double>(i), gemm_exp);
+      m->rows_scale_[i] = std::pow(
+          m->gemm_sat_ / std::max(static_cast<double>(i), m->gemm_floor_), gemm_exp);
     // The GEMM lines' sums at whole row counts up to 1,024 (every decode
     // batch, small prefills): one lookup per step instead of the lines.
     for (auto [idx, table] : {std::pair{kAggTokens, &m->gemm_tokens_ns_},
@@ -483,7 +490,8 @@ std::string RooflineStepModel::Describe() const {
       "device_step + kernel_launch x eager kernels (0 for a captured decode-only batch, "
       "one per layer otherwise; all kernels without graph capture) + moe_routing x MoE "
       "layers + sum over operators of max(flops / (peak x flops_eff), bytes / (bandwidth "
-      "x bw_eff)) (GEMM flops_eff x min(1, (rows / gemm_rows_sat)^gemm_rows_exp), rows = "
+      "x bw_eff)) (GEMM flops_eff x min(1, (max(rows, gemm_rows_floor) / "
+      "gemm_rows_sat)^gemm_rows_exp), rows = "
       "tokens, sequences for the LM head; quantized GEMMs also x quant_kernel_eff; "
       "decode attention at least "
       "context bytes of one KV head / (attn_unit_gbs x min(decodes, attn_units / KV "

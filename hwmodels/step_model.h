@@ -157,7 +157,8 @@ class RooflineStepModel final : public StepTimeModel {
   static double EvalPwl(const std::vector<Segment>& segs, double x);
   double OpNs(const Operator& op, const AggVector& v) const;
   // 1 / (GEMM FLOP efficiency at `rows` relative to flops_eff_gemm):
-  // max(1, (gemm_rows_sat / rows)^gemm_rows_exp); 1 when the exponent is 0.
+  // max(1, (gemm_rows_sat / max(rows, gemm_rows_floor))^gemm_rows_exp); 1
+  // when the exponent is 0.
   double RowsScale(double rows) const;
   // The aggregate a GEMM's rows are counted in: sequences for an operator
   // with flops per sequence only (LM head), tokens otherwise.
@@ -202,7 +203,7 @@ class RooflineStepModel final : public StepTimeModel {
   double attn_unit_bw_ = 0, attn_units_ = 1;  // bytes/s per work unit (0: off); units
   // Overheads (ns).
   double host_step_ns_ = 0, host_seq_ns_ = 0, host_token_ns_ = 0;
-  double gemm_exp_ = 0, gemm_sat_ = 16384;
+  double gemm_exp_ = 0, gemm_sat_ = 16384, gemm_floor_ = 512;
   double device_step_ns_ = 0, launch_ns_ = 0, moe_routing_ns_ = 0;
   double eager_kernels_full_graph_ = 0, eager_kernels_piecewise_ = 0;
 };

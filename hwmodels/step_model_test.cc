@@ -302,6 +302,16 @@ TEST(StepModelTest, GemmEfficiencyGrowsWithRowsUpToSaturation) {
   EXPECT_EQ(prefill(*rising, 8192), prefill(*flat, 8192));
   // A one-sequence decode streams weights: bandwidth bound either way.
   EXPECT_EQ(DecodeCost(*rising, 1, 100).device_ns, DecodeCost(*flat, 1, 100).device_ns);
+  // Below gemm_rows_floor the factor stops falling: a 256-sequence decode
+  // (compute bound at this efficiency) costs less with the floor at 512
+  // than without one, and a 2,048-token prefill the same.
+  p.FindMutable("gemm_rows_floor")->value = 512;
+  auto floored = RebuildStepModel(b.d, p);
+  p.FindMutable("gemm_rows_floor")->value = 1;
+  auto unfloored = RebuildStepModel(b.d, p);
+  EXPECT_LT(DecodeCost(*floored, 256, 100).device_ns,
+            DecodeCost(*unfloored, 256, 100).device_ns);
+  EXPECT_EQ(prefill(*floored, 2048), prefill(*unfloored, 2048));
 }
 
 // MI300X decode attention has no KV split: one sequence's context is read
