@@ -1,5 +1,6 @@
 #include "calibration/bench_import.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -186,6 +187,28 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
       how.push_back("send times from start_times");
     }
     if (r.errors) c.errors = *r.errors;
+    // The arrays must agree with the summary the medians came from: vLLM
+    // sums output_lens into total_output_tokens (failed requests add 0) and
+    // counts the requests without an error as completed.
+    if (auto it = r.metrics.find("total_output_tokens"); it != r.metrics.end()) {
+      double sum = 0;
+      for (double x : *r.output_lens) sum += x;
+      if (sum != it->second) {
+        return OutOfRange(path, "output_lens",
+                          absl::StrFormat("entries summing to %.0f", sum),
+                          absl::StrFormat("entries summing to total_output_tokens (%s)",
+                                          JsonNumberText(it->second)));
+      }
+    }
+    if (r.errors) {
+      const auto ok = std::count(r.errors->begin(), r.errors->end(), std::string());
+      if (static_cast<double>(ok) != completed) {
+        return OutOfRange(
+            path, "errors", absl::StrFormat("%d empty (successful) entries", ok),
+            absl::StrFormat("one empty entry per completed request (completed %s)",
+                            JsonNumberText(completed)));
+      }
+    }
     c.input_tokens = Mean(*r.input_lens);
     c.output_tokens = Mean(*r.output_lens);
     c.fixed_lengths = AllEqual(*r.input_lens) && AllEqual(*r.output_lens);

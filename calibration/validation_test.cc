@@ -283,6 +283,36 @@ TEST(BenchImportTest, StartTimesAreReplayedOnlyForAnUnlimitedOpenLoop) {
   }
 }
 
+// Per-request arrays that disagree with the file's own summary are refused,
+// naming the key: the medians cannot be trusted to describe them.
+TEST(BenchImportTest, ArraysMustAgreeWithTheSummary) {
+  const std::string good = DetailedFile("agree", "4.0", "null");
+  ASSERT_TRUE(ImportBenchFile(good).ok());
+  auto rewrite = [&](const std::string& name, const std::string& from,
+                     const std::string& to) {
+    std::ifstream in(good);
+    std::stringstream buf;
+    buf << in.rdbuf();
+    std::string text = buf.str();
+    text.replace(text.find(from), from.size(), to);
+    const std::string path = ::testing::TempDir() + "/" + name + ".json";
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  };
+  auto sum = ImportBenchFile(
+      rewrite("sum", "\"total_output_tokens\": 80", "\"total_output_tokens\": 81"));
+  ASSERT_FALSE(sum.ok());
+  EXPECT_NE(sum.status().message().find("\"output_lens\""), std::string::npos)
+      << sum.status();
+  EXPECT_NE(sum.status().message().find("total_output_tokens (81)"), std::string::npos);
+  auto errs = ImportBenchFile(
+      rewrite("errs", "[\"\", \"\", \"\", \"\"]", "[\"\", \"timeout\", \"\", \"\"]"));
+  ASSERT_FALSE(errs.ok());
+  EXPECT_NE(errs.status().message().find("\"errors\""), std::string::npos)
+      << errs.status();
+  EXPECT_NE(errs.status().message().find("completed 4"), std::string::npos);
+}
+
 TEST(BenchImportTest, RampUpRunsAreRefusedNamingTheKey) {
   const std::string path =
       DetailedFile("ramp", "\"inf\"", "null", ", \"ramp_up_strategy\": \"linear\"");
