@@ -166,7 +166,9 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
     if (!path.empty()) {
       ASSIGN_OR_RETURN(proto::CalibrationProfile prof, LoadCalibrationProfile(path));
       const int n = ApplyProfile(prof, &d.params);
-      param_source = absl::StrCat("calibration profile ", path, " (", n, " parameters)");
+      param_source = absl::StrCat("calibration profile ", path, " (", n,
+                                  " step-model parameters; client-side ones such as "
+                                  "api_overhead_ms are applied by the client)");
     }
   }
   d.step_model = RooflineStepModel::Compile(d.graph, d.params);

@@ -99,18 +99,27 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
     auto it = device.param_priors().find(key);
     return it == device.param_priors().end() ? def : it->second;
   };
-  const std::string src =
-      absl::StrCat("prior: hwmodels/devices/", device.id(), ".textproto");
+  // Where a prior comes from: the device file when it sets the key, else the
+  // default written here.
+  const std::string device_file =
+      absl::StrCat("hwmodels/devices/", device.id(), ".textproto");
+  auto source = [&](const std::string& key) {
+    return device.param_priors().contains(key)
+               ? absl::StrCat("prior: ", device_file)
+               : absl::StrCat("prior: hwmodels/step_model.cc default (", key,
+                              " not set in ", device_file, ")");
+  };
   std::vector<Parameter> ps;
   auto frac = [&](const std::string& name, double def, double lo,
                   const std::string& meaning) {
     const double v = prior(name, def);
-    ps.push_back({name, v, lo, 1.0, v, 0.15, 0, "fraction", meaning, src});
+    ps.push_back({name, v, lo, 1.0, v, 0.15, 0, "fraction", meaning, source(name)});
   };
   auto time = [&](const std::string& name, double def, double hi,
                   const std::string& meaning) {
     const double v = prior(name, def);
-    ps.push_back({name, v, 0.0, hi, v, std::max(0.5 * v, 1.0), 0, "us", meaning, src});
+    ps.push_back(
+        {name, v, 0.0, hi, v, std::max(0.5 * v, 1.0), 0, "us", meaning, source(name)});
   };
   frac("bw_eff_weights", 0.8, 0.05,
        "achieved fraction of peak bandwidth streaming weights (GEMM/GEMV), embeddings, "
@@ -127,7 +136,7 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
         {"quant_kernel_eff", v, 0.02, 1.0, v, 0.2, 0, "fraction",
          absl::StrCat("efficiency of the ", format.kernel, " kernel (", format.id,
                       ") relative to 16-bit GEMM, multiplies bw and FLOP efficiency"),
-         absl::StrCat(src, " (", key, ")")});
+         absl::StrCat(source(key), " (", key, ")")});
   }
   // Decode attention kernels without split-KV (Triton unified attention on
   // ROCm and on the Turing-patched T4) give each (sequence, KV head) pair one
@@ -142,12 +151,12 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
                   "KV-read bandwidth of one (sequence, KV head) work unit of the decode "
                   "attention kernel; limits decode attention while sequences x KV heads "
                   "< attn_units",
-                  src});
+                  source("attn_unit_gbs")});
     const double units = prior("attn_units", 1);
     ps.push_back({"attn_units", units, 1.0, 1e6, units, 0, 0, "count",
                   "parallel units of the device (compute units / SMs) that decode "
                   "attention work units spread over",
-                  src});
+                  source("attn_units")});
   }
   time("host_step_us", 2000, 100000,
        "host time per step (scheduler, input prep, output processing)");
@@ -159,15 +168,16 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
     const double e = prior("gemm_rows_exp", 0);
     ps.push_back({"gemm_rows_exp", e, 0.0, 0.6, e, 0.15, 0, "exponent",
                   "GEMM FLOP efficiency grows as rows^exp up to gemm_rows_sat rows",
-                  src});
+                  source("gemm_rows_exp")});
     const double r = prior("gemm_rows_sat", 16384);
     ps.push_back({"gemm_rows_sat", r, 16.0, 1e6, r, 0.5 * r, 0, "rows",
-                  "rows (tokens) from which GEMMs reach flops_eff_gemm", src});
+                  "rows (tokens) from which GEMMs reach flops_eff_gemm",
+                  source("gemm_rows_sat")});
     const double f = prior("gemm_rows_floor", 512);
     ps.push_back({"gemm_rows_floor", f, 1.0, 1e6, f, 0.5 * f, 0, "rows",
                   "rows below which the rows factor stops falling (decode batches: "
                   "their GEMMs stream weights, bandwidth bound)",
-                  src});
+                  source("gemm_rows_floor")});
   }
   time("device_step_us", 300, 50000,
        "fixed device time per step (graph launch, synchronisation, small kernels)");
