@@ -299,18 +299,19 @@ TEST(BenchImportTest, ArraysMustAgreeWithTheSummary) {
     std::ofstream(path, std::ios::binary) << text;
     return path;
   };
-  auto sum = ImportBenchFile(
-      rewrite("sum", "\"total_output_tokens\": 80", "\"total_output_tokens\": 81"));
-  ASSERT_FALSE(sum.ok());
-  EXPECT_NE(sum.status().message().find("\"output_lens\""), std::string::npos)
-      << sum.status();
-  EXPECT_NE(sum.status().message().find("total_output_tokens (81)"), std::string::npos);
-  auto errs = ImportBenchFile(
-      rewrite("errs", "[\"\", \"\", \"\", \"\"]", "[\"\", \"timeout\", \"\", \"\"]"));
-  ASSERT_FALSE(errs.ok());
-  EXPECT_NE(errs.status().message().find("\"errors\""), std::string::npos)
-      << errs.status();
-  EXPECT_NE(errs.status().message().find("completed 4"), std::string::npos);
+  struct Case {
+    const char *name, *from, *to, *key, *detail;
+  };
+  for (const Case& k :
+       {Case{"sum", "\"total_output_tokens\": 80", "\"total_output_tokens\": 81",
+             "\"output_lens\"", "total_output_tokens (81)"},
+        Case{"errs", "[\"\", \"\", \"\", \"\"]", "[\"\", \"timeout\", \"\", \"\"]",
+             "\"errors\"", "completed 4"}}) {
+    auto c = ImportBenchFile(rewrite(k.name, k.from, k.to));
+    ASSERT_FALSE(c.ok()) << k.name;
+    EXPECT_NE(c.status().message().find(k.key), std::string::npos) << c.status();
+    EXPECT_NE(c.status().message().find(k.detail), std::string::npos) << c.status();
+  }
 }
 
 TEST(BenchImportTest, RampUpRunsAreRefusedNamingTheKey) {
