@@ -26,9 +26,7 @@ int32_t BenchCell::max_output() const {
   return m;
 }
 
-namespace {
-
-absl::Status CheckCell(const BenchCell& cell) {
+absl::Status ValidateBenchCell(const BenchCell& cell) {
   const bool open = cell.open_loop();
   if (cell.max_concurrency < (open ? 0 : 1) || cell.num_prompts < 1 ||
       cell.input_tokens < 1 || cell.output_tokens < 1 || !(cell.client_overhead_s >= 0)) {
@@ -75,6 +73,8 @@ absl::Status CheckCell(const BenchCell& cell) {
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
                                   const KvCacheSpec& kv_cache, const StepTimeModel& model,
@@ -131,7 +131,7 @@ absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& schedul
                                                   const KvCacheSpec& kv_cache,
                                                   const StepTimeModel& model,
                                                   const BenchCell& cell) {
-  RETURN_IF_ERROR(CheckCell(cell));
+  RETURN_IF_ERROR(ValidateBenchCell(cell));
   // A closed loop of fixed lengths does not depend on the seed; an open
   // loop's arrivals do: average over several draws.
   const int draws =

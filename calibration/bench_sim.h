@@ -67,7 +67,13 @@ struct BenchCellResult {
   int64_t num_preemptions = 0;
 };
 
-// REQUIRES: cell fields positive (errors name the field otherwise).
+// OK, or InvalidArgument naming the field and its allowed range: counts and
+// lengths >= 1 (max_concurrency >= 0 for an open loop), request_rate > 0,
+// burstiness in (0, inf), per-request arrays of num_prompts entries, send
+// times finite and nondecreasing.
+absl::Status ValidateBenchCell(const BenchCell& cell);
+
+// Errors: ValidateBenchCell's.
 absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& scheduler,
                                                   const KvCacheSpec& kv_cache,
                                                   const StepTimeModel& model,

@@ -52,7 +52,7 @@ std::vector<CellKey> CellsOf(const Measurement& m) {
       b.client_overhead_s = c.client_overhead_s();
       if (c.kind() == ClientMethod::BENCH_SERVE_OPEN_LOOP) {
         b.request_rate = c.request_rate();
-        b.burstiness = c.burstiness() > 0 ? c.burstiness() : 1.0;
+        b.burstiness = c.burstiness() == 0 ? 1.0 : c.burstiness();  // 0: unset
       }
       b.input_lens.assign(c.input_lens().begin(), c.input_lens().end());
       b.output_lens.assign(c.output_lens().begin(), c.output_lens().end());
@@ -117,42 +117,18 @@ absl::Status CheckMethod(const Measurement& m) {
         "measurement '%s': metric %s cannot be predicted from client method %s", m.id(),
         MetricName(metric), ClientMethod::Kind_Name(kind)));
   }
-  const ClientMethod& c = m.client();
-  if (kind == ClientMethod::BENCH_SERVE_CLOSED_LOOP ||
-      kind == ClientMethod::SAGEMAKER_PARALLEL_BATCH) {
-    if (c.max_concurrency() < 1 || c.input_tokens() < 1 || c.output_tokens() < 1) {
+  // The cells it simulates: one check, shared with SimulateBenchCell.
+  if (kind == ClientMethod::BENCH_SERVE_OPEN_LOOP &&
+      (!(m.client().request_rate() > 0) || std::isinf(m.client().request_rate()))) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("measurement '%s': open loop needs client request_rate in (0, "
+                        "inf), is %g",
+                        m.id(), m.client().request_rate()));
+  }
+  for (const CellKey& key : CellsOf(m)) {
+    if (absl::Status st = ValidateBenchCell(key.cell); !st.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrFormat("measurement '%s': client max_concurrency, input_tokens and "
-                          "output_tokens must be >= 1",
-                          m.id()));
-    }
-  }
-  if (kind == ClientMethod::BENCH_SERVE_OPEN_LOOP) {
-    if (!(c.request_rate() > 0) || std::isinf(c.request_rate()) || c.burstiness() < 0 ||
-        std::isinf(c.burstiness()) || c.max_concurrency() < 0 || c.input_tokens() < 1 ||
-        c.output_tokens() < 1) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "measurement '%s': open loop needs client request_rate in (0, inf) (is %g), "
-          "burstiness in [0, inf) (0: 1; is %g), max_concurrency >= 0 (0: no limit; is "
-          "%d), input_tokens and output_tokens >= 1",
-          m.id(), c.request_rate(), c.burstiness(), c.max_concurrency()));
-    }
-  }
-  if (c.input_lens_size() != c.output_lens_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("measurement '%s': %d input_lens but %d output_lens", m.id(),
-                        c.input_lens_size(), c.output_lens_size()));
-  }
-  if (c.send_times_s_size() > 0 && c.send_times_s_size() != c.input_lens_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("measurement '%s': %d send_times_s for %d input_lens", m.id(),
-                        c.send_times_s_size(), c.input_lens_size()));
-  }
-  for (int i = 0; i < c.input_lens_size(); ++i) {
-    if (c.input_lens(i) < 1 || c.output_lens(i) < 1) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "measurement '%s': request %d has %d input / %d output tokens (each >= 1)",
-          m.id(), i, c.input_lens(i), c.output_lens(i)));
+          absl::StrFormat("measurement '%s': %s", m.id(), st.message()));
     }
   }
   return absl::OkStatus();

@@ -85,5 +85,50 @@ TEST(PredictorTest, ParallelCallExtraCannotMakeTheCallCostNegative) {
   EXPECT_GT((*v)[0], 0);
 }
 
+// A measurement whose client cannot be simulated is refused when the
+// predictor is built, naming the measurement and the field (the check is
+// the simulator's own, ValidateBenchCell).
+TEST(PredictorTest, UnsimulatableClientIsRefusedNamingTheMeasurement) {
+  auto db = MeasurementDb::LoadDir(kRoot + "/calibration/data");
+  ASSERT_TRUE(db.ok()) << db.status();
+  struct Case {
+    const char* what;
+    void (*edit)(servesim::proto::ClientMethod*);
+  };
+  for (const Case& k : {
+           Case{"output_lens",
+                [](servesim::proto::ClientMethod* c) {
+                  c->add_input_lens(100);
+                  c->add_input_lens(100);
+                  c->add_output_lens(10);
+                }},
+           Case{"burstiness",
+                [](servesim::proto::ClientMethod* c) {
+                  c->set_kind(servesim::proto::ClientMethod::BENCH_SERVE_OPEN_LOOP);
+                  c->set_request_rate(2);
+                  c->set_burstiness(-1);
+                }},
+           Case{"request_rate",
+                [](servesim::proto::ClientMethod* c) {
+                  c->set_kind(servesim::proto::ClientMethod::BENCH_SERVE_OPEN_LOOP);
+                }},
+       }) {
+    servesim::proto::MeasurementSet set;
+    for (const auto& r : db->runs()) *set.add_runs() = r;
+    servesim::proto::Measurement m =
+        *db->FindMeasurement("mi300x/median_ttft_ms/in128/c1");
+    m.set_id("edited");
+    k.edit(m.mutable_client());
+    *set.add_measurements() = m;
+    auto edited = MeasurementDb::FromSets({set}, "test");
+    ASSERT_TRUE(edited.ok()) << edited.status();
+    auto p = Predictor::Create(*edited, {"edited"});
+    ASSERT_FALSE(p.ok()) << k.what;
+    EXPECT_NE(p.status().message().find("measurement 'edited'"), std::string::npos)
+        << p.status();
+    EXPECT_NE(p.status().message().find(k.what), std::string::npos) << p.status();
+  }
+}
+
 }  // namespace
 }  // namespace servesim
