@@ -134,6 +134,26 @@ TEST(CalibrateCliTest, OpenLoopDetailedFilesAreReplayedAndFitted) {
   EXPECT_TRUE(std::filesystem::exists(ProfileOut()));
 }
 
+TEST(CalibrateCliTest, ReportIsByteIdenticalWhateverTheJobs) {
+  CliRun one = Servesim(Calibrate("--json -j 1"));
+  CliRun two = Servesim(Calibrate("--json -j 3"));
+  ASSERT_TRUE(one.exit_code == 0 || one.exit_code == 3) << one.err;
+  EXPECT_EQ(two.exit_code, one.exit_code);
+  EXPECT_EQ(two.out, one.out);
+  EXPECT_THAT(one.out, HasSubstr("held_out"));
+}
+
+TEST(ValidateCliTest, ReportIsByteIdenticalWhateverTheJobs) {
+  CliRun one = Servesim("validate --device tpu-v6e -j 1");
+  CliRun two = Servesim("validate --device tpu-v6e -j 2");
+  EXPECT_EQ(two.exit_code, one.exit_code);
+  EXPECT_EQ(two.out, one.out);
+  EXPECT_THAT(one.out, HasSubstr("held-out"));
+  CliRun zero = Servesim("validate --device tpu-v6e -j 0");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_THAT(zero.err, HasSubstr("--jobs"));
+}
+
 TEST(ValidateCliTest, JsonStdoutIsExactlyOneObject) {
   CliRun r = Servesim("validate --json --no-held-out --device t4");
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;

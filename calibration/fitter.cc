@@ -1,9 +1,11 @@
 #include "calibration/fitter.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <thread>
 
 #include "Eigen/Dense"
 #include "absl/strings/str_format.h"
@@ -247,20 +249,44 @@ absl::StatusOr<std::vector<double>> LeaveOneGroupOut(
     return absl::InvalidArgumentError(absl::StrFormat("loo: %d group names for %d points",
                                                       group.size(), points.size()));
   }
-  // Ordered map: deterministic order of refits.
+  // Ordered map: the folds in a fixed order, whatever the thread count.
   std::map<std::string, std::vector<size_t>> members;
   for (size_t i = 0; i < points.size(); ++i) members[group[i]].push_back(i);
-
-  ASSIGN_OR_RETURN(FitResult all, FitParameters(start, points, predict, options));
-  std::vector<double> held_out = all.predicted;
+  std::vector<const std::vector<size_t>*> folds;
   for (const auto& [name, idx] : members) {
     bool any_used = false;
     for (size_t i : idx) any_used |= points[i].use;
-    if (!any_used) continue;
+    if (any_used) folds.push_back(&idx);
+  }
+  // Task 0 fits every used point; task t > 0 refits without fold t - 1.
+  // Each task writes only its own slot, so the results are the same on any
+  // number of threads.
+  const int num_tasks = static_cast<int>(folds.size()) + 1;
+  std::vector<absl::StatusOr<FitResult>> fits(num_tasks);
+  auto task = [&](int t) {
+    if (t == 0) {
+      fits[0] = FitParameters(start, points, predict, options);
+      return;
+    }
     std::vector<FitPoint> train = points;
-    for (size_t i : idx) train[i].use = false;
-    ASSIGN_OR_RETURN(FitResult fit, FitParameters(start, train, predict, options));
-    for (size_t i : idx) held_out[i] = fit.predicted[i];
+    for (size_t i : *folds[t - 1]) train[i].use = false;
+    fits[t] = FitParameters(start, train, predict, options);
+  };
+  std::atomic<int> next{0};
+  auto worker = [&] {
+    for (int t = next.fetch_add(1); t < num_tasks; t = next.fetch_add(1)) task(t);
+  };
+  std::vector<std::thread> threads;
+  for (int k = 1; k < std::min(std::max(options.jobs, 1), num_tasks); ++k) {
+    threads.emplace_back(worker);
+  }
+  worker();
+  for (std::thread& th : threads) th.join();
+
+  for (const absl::StatusOr<FitResult>& f : fits) RETURN_IF_ERROR(f.status());
+  std::vector<double> held_out = fits[0]->predicted;
+  for (size_t f = 0; f < folds.size(); ++f) {
+    for (size_t i : *folds[f]) held_out[i] = fits[f + 1]->predicted[i];
   }
   return held_out;
 }

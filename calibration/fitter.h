@@ -26,7 +26,8 @@
 namespace servesim {
 
 // Predicts every point for a parameter set (also the unused ones; the
-// fitter only reads those with `use`). Called many times: keep it pure.
+// fitter only reads those with `use`). Called many times: keep it pure
+// (and safe to call from several threads at once: see FitOptions::jobs).
 using PredictFn = std::function<absl::StatusOr<std::vector<double>>(const ParameterSet&)>;
 
 struct FitPoint {
@@ -41,6 +42,9 @@ struct FitOptions {
   double huber_delta = 1.0;  // in units of rel_sigma
   int max_iterations = 60;
   double derivative_step = 1e-3;  // in the transformed (z) space
+  // Threads for LeaveOneGroupOut's refits (the results do not depend on
+  // it); with more than one, `predict` is called concurrently.
+  int jobs = 1;
 };
 
 struct FitResult {
@@ -65,9 +69,9 @@ absl::StatusOr<FitResult> FitParameters(const ParameterSet& start,
 // Leave-one-group-out cross-validation. `group[i]` names the group of point
 // i (points measured in the same cell share a group); for each group that
 // holds a used point, refits without that group's points (starting from
-// `start`) and predicts them. Returns, for every point, the prediction of
-// the fit that did not see its group; points whose group holds no used
-// point get the prediction of the fit on all used points.
+// `start`) and predicts them. The refits run on options.jobs threads. Returns, for every
+// point, the prediction of the fit that did not see its group; points whose group holds
+// no used point get the prediction of the fit on all used points.
 absl::StatusOr<std::vector<double>> LeaveOneGroupOut(
     const ParameterSet& start, const std::vector<FitPoint>& points,
     const std::vector<std::string>& group, const PredictFn& predict,

@@ -197,6 +197,50 @@ TEST(LeaveOneOutTest, HeldOutPredictionIgnoresTheHeldOutMeasurement) {
   }
 }
 
+TEST(LeaveOneOutTest, ThreadCountDoesNotChangeAnyBit) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  const auto pts = Synthetic(model, Truth(), 0.03, 17);
+  std::vector<std::string> groups;
+  for (size_t i = 0; i < pts.size(); ++i)
+    groups.push_back("cell" + std::to_string(i / 3));
+  FitOptions one = Options();
+  one.jobs = 1;
+  auto serial = LeaveOneGroupOut(StartSet(), pts, groups, model, one);
+  ASSERT_TRUE(serial.ok()) << serial.status();
+  for (int jobs : {2, 3, 64}) {
+    FitOptions many = Options();
+    many.jobs = jobs;
+    auto parallel = LeaveOneGroupOut(StartSet(), pts, groups, model, many);
+    ASSERT_TRUE(parallel.ok()) << parallel.status();
+    ASSERT_EQ(parallel->size(), serial->size());
+    for (size_t i = 0; i < pts.size(); ++i) {
+      EXPECT_EQ((*parallel)[i], (*serial)[i]) << "jobs " << jobs << " point " << i;
+    }
+  }
+}
+
+TEST(LeaveOneOutTest, AFailingRefitIsReportedWhateverTheThreadCount) {
+  const auto designs = MakeDesigns();
+  const PredictFn good = MakeModel(designs);
+  const auto pts = Synthetic(good, Truth(), 0.03, 19);
+  std::vector<std::string> groups;
+  for (size_t i = 0; i < pts.size(); ++i) groups.push_back("cell" + std::to_string(i));
+  // The predictor fails once host_ms passes 2.9, which the fits reach on
+  // their way to the truth (3.0).
+  const PredictFn failing =
+      [&](const ParameterSet& ps) -> absl::StatusOr<std::vector<double>> {
+    if (ps.Get("host_ms") > 2.9) return absl::InvalidArgumentError("model failed");
+    return good(ps);
+  };
+  for (int jobs : {1, 4}) {
+    FitOptions o = Options();
+    o.jobs = jobs;
+    auto r = LeaveOneGroupOut(StartSet(), pts, groups, failing, o);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << "jobs " << jobs;
+  }
+}
+
 TEST(LeaveOneOutTest, GroupIsHeldOutTogether) {
   const auto designs = MakeDesigns();
   const PredictFn model = MakeModel(designs);

@@ -363,6 +363,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       g.pts.push_back(p);
       g.cells.push_back(CellKeyOf(m));
     }
+    g.fo.jobs = options.jobs;
     const FitSpec* spec = FindSpec(fit_config, g.device, g.build);
     if (spec != nullptr) {
       g.fo.free_parameters.assign(spec->free_parameters().begin(),

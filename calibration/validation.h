@@ -83,6 +83,9 @@ struct ValidateOptions {
   // Checks that only make sense on the shipped data (calibration/data):
   // the MI300X grid MAE and the published tables' consistency.
   bool shipped_data_checks = true;
+  // Threads for the leave-one-cell-out refits; the report does not depend
+  // on it.
+  int jobs = 1;
 };
 
 // Free parameters per (device, build): calibration/fit_config.textproto.

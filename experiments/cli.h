@@ -6,6 +6,9 @@
 #ifndef SERVESIM_EXPERIMENTS_CLI_H_
 #define SERVESIM_EXPERIMENTS_CLI_H_
 
+#include <algorithm>
+#include <thread>
+
 #include "CLI/CLI.hpp"
 
 namespace servesim::cli {
@@ -23,6 +26,12 @@ constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;  // bad flag, file or record
 constexpr int kExitCheckFailed =
     3;  // validate: a point missed; plan: no fleet meets the SLO
+
+// Default --jobs of the commands whose output does not depend on it: every
+// hardware thread (1 when unknown).
+inline int DefaultJobs() {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 }  // namespace servesim::cli
 

@@ -39,6 +39,7 @@ struct CalibrateFlags {
   double tolerance_pct = 5;
   std::string fit_config = kDefaultFitConfig;
   bool json = false;
+  int jobs = DefaultJobs();
 };
 
 std::string AllowedDeviceNamesForFit(const servesim::proto::FitConfig& c) {
@@ -224,6 +225,7 @@ int RunCalibrate(const CalibrateFlags& f) {
                absl::StrJoin(dropped, ", ").c_str());
   ValidateOptions options;
   options.shipped_data_checks = false;
+  options.jobs = f.jobs;
   auto report = RunValidation(*db, config, options);
   if (!report.ok()) {
     Err(std::string(report.status().message()));
@@ -282,6 +284,10 @@ void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--fit-config", f->fit_config, "free parameters per device")
       ->capture_default_str();
   cmd->add_flag("--json", f->json, "JSON report");
+  cmd->add_option("--jobs,-j", f->jobs,
+                  "threads for the held-out refits (default: all cores; the report is "
+                  "byte-identical whatever the count)")
+      ->check(CLI::Range(1, 1024));
   cmd->callback([f, exit_code] { *exit_code = RunCalibrate(*f); });
 }
 

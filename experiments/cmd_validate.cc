@@ -29,6 +29,7 @@ struct ValidateFlags {
   std::string fit_config = kDefaultFitConfig;
   std::string profiles_dir = kDefaultProfilesDir;
   bool device_given = false;  // --device was on the command line (even if empty)
+  int jobs = DefaultJobs();
 };
 
 void Err(const std::string& s) {
@@ -97,6 +98,7 @@ int RunValidate(const ValidateFlags& f) {
   ValidateOptions options;
   options.device = f.device;
   options.skip_loo = f.no_held_out;
+  options.jobs = f.jobs;
   auto report = RunValidation(*db, *config, options);
   if (!report.ok()) {
     Err(std::string(report.status().message()));
@@ -149,6 +151,10 @@ void RegisterValidateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--profiles-dir", flags->profiles_dir, "where --refit writes profiles")
       ->capture_default_str();
+  cmd->add_option("--jobs,-j", flags->jobs,
+                  "threads for the held-out refits (default: all cores; the report is "
+                  "byte-identical whatever the count)")
+      ->check(CLI::Range(1, 1024));
   cmd->callback([flags, device, exit_code] {
     flags->device_given = device->count() > 0;
     *exit_code = RunValidate(*flags);
