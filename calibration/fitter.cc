@@ -1,14 +1,14 @@
 #include "calibration/fitter.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <map>
-#include <thread>
 
 #include "Eigen/Dense"
 #include "absl/strings/str_format.h"
+#include "sim/parallel.h"
 #include "sim/status_macros.h"
 
 namespace servesim {
@@ -263,25 +263,20 @@ absl::StatusOr<std::vector<double>> LeaveOneGroupOut(
   // number of threads.
   const int num_tasks = static_cast<int>(folds.size()) + 1;
   std::vector<absl::StatusOr<FitResult>> fits(num_tasks);
-  auto task = [&](int t) {
-    if (t == 0) {
-      fits[0] = FitParameters(start, points, predict, options);
-      return;
+  ParallelFor(num_tasks, options.jobs, [&](int t) {
+    try {
+      if (t == 0) {
+        fits[0] = FitParameters(start, points, predict, options);
+        return;
+      }
+      std::vector<FitPoint> train = points;
+      for (size_t i : *folds[t - 1]) train[i].use = false;
+      fits[t] = FitParameters(start, train, predict, options);
+    } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not a crash
+      fits[t] = absl::InternalError(
+          absl::StrFormat("fit %d of %d: %s", t, num_tasks, e.what()));
     }
-    std::vector<FitPoint> train = points;
-    for (size_t i : *folds[t - 1]) train[i].use = false;
-    fits[t] = FitParameters(start, train, predict, options);
-  };
-  std::atomic<int> next{0};
-  auto worker = [&] {
-    for (int t = next.fetch_add(1); t < num_tasks; t = next.fetch_add(1)) task(t);
-  };
-  std::vector<std::thread> threads;
-  for (int k = 1; k < std::min(std::max(options.jobs, 1), num_tasks); ++k) {
-    threads.emplace_back(worker);
-  }
-  worker();
-  for (std::thread& th : threads) th.join();
+  });
 
   for (const absl::StatusOr<FitResult>& f : fits) RETURN_IF_ERROR(f.status());
   std::vector<double> held_out = fits[0]->predicted;

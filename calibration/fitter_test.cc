@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <random>
 
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 
 namespace servesim {
@@ -221,23 +222,52 @@ TEST(LeaveOneOutTest, ThreadCountDoesNotChangeAnyBit) {
 }
 
 TEST(LeaveOneOutTest, AFailingRefitIsReportedWhateverTheThreadCount) {
+  // Only host_ms free, started at 8. Group "pull" (8 points) was measured
+  // with host 9, the rest with host 3: every fit that sees "pull" stays
+  // above 3.5, the refit without it heads for 3 and the predictor fails
+  // there. The all-points fit succeeds, so a LeaveOneGroupOut that dropped
+  // refit errors would return OK.
   const auto designs = MakeDesigns();
-  const PredictFn good = MakeModel(designs);
-  const auto pts = Synthetic(good, Truth(), 0.03, 19);
+  const PredictFn model = MakeModel(designs);
+  ParameterSet pulled = Truth();
+  pulled.FindMutable("host_ms")->value = 9.0;
+  auto pts = Synthetic(model, Truth(), 0, 23);
+  const auto pull = Synthetic(model, pulled, 0, 23);
   std::vector<std::string> groups;
-  for (size_t i = 0; i < pts.size(); ++i) groups.push_back("cell" + std::to_string(i));
-  // The predictor fails once host_ms passes 2.9, which the fits reach on
-  // their way to the truth (3.0).
-  const PredictFn failing =
-      [&](const ParameterSet& ps) -> absl::StatusOr<std::vector<double>> {
-    if (ps.Get("host_ms") > 2.9) return absl::InvalidArgumentError("model failed");
-    return good(ps);
+  for (size_t i = 0; i < pts.size(); ++i) {
+    if (i < 8) pts[i] = pull[i];
+    pts[i].rel_sigma = 1.0;  // inside the Huber threshold: every point pulls fully
+    groups.push_back(i < 8 ? "pull" : "cell" + std::to_string(i));
+  }
+  ParameterSet start = Truth();
+  start.FindMutable("host_ms")->value = 8.0;
+  FitOptions o = Options();
+  o.free_parameters = {"host_ms"};
+  auto failing_below = [&](double floor) -> PredictFn {
+    return [&model,
+            floor](const ParameterSet& ps) -> absl::StatusOr<std::vector<double>> {
+      if (ps.Get("host_ms") < floor) {
+        return absl::InvalidArgumentError(absl::StrFormat("model fails below %g", floor));
+      }
+      return model(ps);
+    };
   };
+  // Control: with the floor out of the way every fit succeeds; the
+  // all-points fit stays above 3.5 and the refit without "pull" does not.
+  auto all = FitParameters(start, pts, failing_below(0.5), o);
+  ASSERT_TRUE(all.ok()) << all.status();
+  std::vector<FitPoint> without_pull = pts;
+  for (size_t i = 0; i < 8; ++i) without_pull[i].use = false;
+  auto refit = FitParameters(start, without_pull, failing_below(0.5), o);
+  ASSERT_TRUE(refit.ok()) << refit.status();
+  ASSERT_LT(refit->params.Get("host_ms"), 3.5);
+  ASSERT_GT(all->params.Get("host_ms"), 3.5);
+  ASSERT_TRUE(LeaveOneGroupOut(start, pts, groups, failing_below(0.5), o).ok());
   for (int jobs : {1, 4}) {
-    FitOptions o = Options();
     o.jobs = jobs;
-    auto r = LeaveOneGroupOut(StartSet(), pts, groups, failing, o);
+    auto r = LeaveOneGroupOut(start, pts, groups, failing_below(3.5), o);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << "jobs " << jobs;
+    EXPECT_EQ(r.status().message(), "model fails below 3.5") << "jobs " << jobs;
   }
 }
 

@@ -27,8 +27,9 @@ constexpr int kExitBadInput = 2;  // bad flag, file or record
 constexpr int kExitCheckFailed =
     3;  // validate: a point missed; plan: no fleet meets the SLO
 
-// Default --jobs of the commands whose output does not depend on it: every
-// hardware thread (1 when unknown).
+// Default --jobs of `validate` and `calibrate` (their reports do not depend
+// on it): every hardware thread, 1 when unknown. (It ignores container CPU
+// limits.) `sweep` and `plan` default to 1.
 inline int DefaultJobs() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }

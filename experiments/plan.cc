@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <thread>
 #include <tuple>
 
 #include "absl/strings/ascii.h"
@@ -13,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "sim/json_writer.h"
+#include "sim/parallel.h"
 #include "sim/status_macros.h"
 
 namespace servesim {
@@ -327,19 +327,6 @@ GroupWork SearchPair(const PlanOptions& o, const PointRunner& runner, const Plan
           ? "no mixed fleet is cheaper than both devices' own choices"
           : "no mixed fleet cheaper than both devices' own choices meets the SLO";
   return w;
-}
-
-// Runs `n` tasks on up to `jobs` threads; task i writes only out[i].
-template <typename F>
-void ParallelFor(int n, int jobs, F f) {
-  std::atomic<int> next{0};
-  auto worker = [&] {
-    for (int i = next.fetch_add(1); i < n; i = next.fetch_add(1)) f(i);
-  };
-  std::vector<std::thread> threads;
-  for (int t = 1; t < std::min(jobs, n); ++t) threads.emplace_back(worker);
-  worker();
-  for (auto& t : threads) t.join();
 }
 
 }  // namespace

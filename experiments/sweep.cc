@@ -10,7 +10,6 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -27,6 +26,7 @@
 #include "google/protobuf/text_format.h"
 #include "proto/text_format.h"
 #include "sim/json_writer.h"
+#include "sim/parallel.h"
 #include "sim/status_macros.h"
 
 namespace servesim {
@@ -726,11 +726,7 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
         }
       }
     };
-    const int jobs = std::max(1, options.jobs);
-    std::vector<std::thread> threads;
-    for (int t = 1; t < jobs; ++t) threads.emplace_back(worker);
-    worker();
-    for (auto& t : threads) t.join();
+    RunOnThreads(std::max(1, options.jobs), worker);
     if (progress) std::fputc('\n', stderr);
     std::fclose(jf);
     std::fclose(cf);
