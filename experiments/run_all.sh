@@ -178,6 +178,9 @@ plot whatif_26b_a4b_on_l4 "
   plot for [L in '128 1024 4096'] '$OUT/whatif_26b_a4b_on_l4.csv' using (\$1 == L+0 ? \$2 : NaN):3 with linespoints title L.' input tokens'"
 
 sweep whatif_e2b_azure_conv
+# The replayed 3,000 requests' own mean rate (the row label of rate 0).
+TRACE_RATE=$("$BIN" trace stats --max-requests 3000 ../shared/data/traces/AzureLLMInferenceTrace_conv.csv \
+  | awk '/^mean rate:/ { printf "%.1f", $3 }')
 {
   echo "device,rate_rps,usd_per_hour,completed,failed,p99_ttft_ms,p99_tpot_ms,output_tok_s,usd_per_m_output"
   for d in t4 l4 mi300x tpu-v5e tpu-v6e; do echo "$d $(price $d on-demand)"; done \
@@ -186,11 +189,11 @@ sweep whatif_e2b_azure_conv
       FNR == 1 { hdr(); next }
       v("status") != "ok" { print v("device") "," v("rate_rps") ",error"; next }
       { d = v("device"); p = v("output_throughput")
-        print d "," (v("rate_rps") == 0 ? "trace (~5.4)" : v("rate_rps")) "," pr[d] "," v("completed") "," v("failed") "," f(v("p99_ttft_ms"), 1) "," f(v("p99_tpot_ms"), 2) "," f(p, 1) "," f(pr[d] / (p * 3600) * 1e6, 3) }
-    ' - "$OUT/whatif_e2b_azure_conv/results.csv"
+        print d "," (v("rate_rps") == 0 ? "trace (" rate ")" : v("rate_rps")) "," pr[d] "," v("completed") "," v("failed") "," f(v("p99_ttft_ms"), 1) "," f(v("p99_tpot_ms"), 2) "," f(p, 1) "," f(pr[d] / (p * 3600) * 1e6, 3) }
+    ' rate="$TRACE_RATE" - "$OUT/whatif_e2b_azure_conv/results.csv"
 } > "$OUT/whatif_e2b_azure_conv.csv"
 {
-  echo "Gemma 4 E2B, one replica per device, Azure conversation trace (first 3,000 requests; own timeline, then rescaled to 10.8 req/s). On-demand prices. Predicted only."
+  echo "Gemma 4 E2B, one replica per device, Azure conversation trace (first 3,000 requests, whose own mean rate is $TRACE_RATE req/s; own timeline, then rescaled to 10.8 req/s). On-demand prices. Predicted only."
   echo
   echo "| device | rate req/s | \$/h | completed | failed | p99 TTFT ms | p99 TPOT ms | output tok/s | \$/1M output |"
   echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"

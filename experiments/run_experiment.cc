@@ -1,6 +1,7 @@
 #include "experiments/run_experiment.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -91,7 +92,10 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenRequestSource(
   t.format = cl.trace_format();
   t.seed = cl.has_seed() ? cl.seed() : 0;
   t.max_requests = cl.num_prompts();
-  if (cl.request_rate() > 0) t.target_rate_per_s = cl.request_rate();
+  // inf (the --request-rate default) replays the trace's own times.
+  if (cl.request_rate() > 0 && std::isfinite(cl.request_rate())) {
+    t.target_rate_per_s = cl.request_rate();
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<RequestSource> src, OpenTrace(t));
   if (cl.num_prompts() <= 0) return src;  // the whole trace
   return RequireCount(

@@ -111,5 +111,32 @@ TEST(TraceCliTest, GoodFlagsConvertAndGenerateExactlyWhatWasAsked) {
   EXPECT_THAT(r.out, HasSubstr("arrivals gamma"));
 }
 
+// `--request-rate` defaults to inf, which with --trace means "replay the
+// trace's own times": saying so explicitly must do the same, not fail.
+TEST(SimulateTraceCliTest, RequestRateInfReplaysTheTraceAsTheDefaultDoes) {
+  const std::string base =
+      "simulate --device l4 --model gemma-4-e2b --max-model-len 4096 "
+      "--json --trace '" +
+      SmallTrace() + "'";
+  const CliRun plain = Servesim(base);
+  const CliRun inf = Servesim(base + " --request-rate inf");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(inf.exit_code, 0) << inf.err;
+  // The same run; only the recorded config says request_rate: inf.
+  auto without_config = [](const std::string& json) {
+    std::istringstream in(json);
+    std::string line, out;
+    while (std::getline(in, line)) {
+      if (line.find("\"resolved_config\"") == std::string::npos) out += line + "\n";
+    }
+    return out;
+  };
+  EXPECT_EQ(without_config(inf.out), without_config(plain.out));
+  EXPECT_THAT(inf.out, HasSubstr("arrivals: replayed from the trace"));
+  const CliRun fast = Servesim(base + " --request-rate 4");
+  ASSERT_EQ(fast.exit_code, 0) << fast.err;
+  EXPECT_NE(fast.out, plain.out);  // a finite rate rescales the 1 req/s trace
+}
+
 }  // namespace
 }  // namespace servesim

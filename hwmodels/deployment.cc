@@ -133,6 +133,15 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   s.max_num_batched_tokens =
       spec.max_num_batched_tokens > 0 ? spec.max_num_batched_tokens : def_batched;
   s.max_num_seqs = spec.max_num_seqs > 0 ? spec.max_num_seqs : def_seqs;
+  // vLLM's SchedulerConfig refuses a step budget below the sequence limit.
+  if (s.max_num_batched_tokens < s.max_num_seqs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-num-batched-tokens: ", s.max_num_batched_tokens, " is below max_num_seqs ",
+        s.max_num_seqs,
+        spec.max_num_seqs > 0 ? " (--max-num-seqs)"
+                              : absl::StrCat(" (vLLM's default on ", d.device.id(), ")"),
+        "; vLLM refuses it: allowed >= ", s.max_num_seqs, ", or lower --max-num-seqs"));
+  }
   const int64_t model_limit = d.model.max_position_embeddings;
   if (spec.max_model_len > 0 && model_limit > 0 && spec.max_model_len > model_limit) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -165,6 +174,17 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
     if (path.empty()) path = DefaultProfilePath(d.device.id());
     if (!path.empty()) {
       ASSIGN_OR_RETURN(proto::CalibrationProfile prof, LoadCalibrationProfile(path));
+      // A profile fitted on one device says nothing about another.
+      if (!prof.device().empty()) {
+        auto of = FindDevice(prof.device());
+        if (!of.ok() || of->id() != d.device.id()) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "--calibration %s: the profile was fitted on device '%s' (its device "
+              "field), not on '%s'; fit one for %s with `servesim calibrate --device %s "
+              "--bench FILE...` or leave --calibration out for the shipped profile",
+              path, prof.device(), d.device.id(), d.device.id(), d.device.id()));
+        }
+      }
       const int n = ApplyProfile(prof, &d.params);
       param_source = absl::StrCat("calibration profile ", path, " (", n,
                                   " step-model parameters; client-side ones such as "

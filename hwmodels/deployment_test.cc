@@ -117,6 +117,47 @@ TEST(DeploymentTest, ParametersComeFromOverrideThenProfileThenPriors) {
   EXPECT_NE(d3.status().message().find("servesim_missing_profile"), std::string::npos);
 }
 
+TEST(DeploymentTest, BatchedTokensBelowMaxNumSeqsIsRefusedAsVllmDoes) {
+  ServerSpec s = Spec("l4", "gemma-4-e2b", "none");
+  s.max_num_batched_tokens = 1;
+  auto d = BuildDeployment(s);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(
+      d.status().message().find("--max-num-batched-tokens: 1 is below max_num_seqs 256"),
+      std::string::npos)
+      << d.status();
+  s.max_num_seqs = 1;  // lowering the sequence limit makes it valid
+  EXPECT_TRUE(BuildDeployment(s).ok());
+  s.max_num_seqs = 2;
+  EXPECT_NE(BuildDeployment(s).status().message().find("(--max-num-seqs)"),
+            std::string::npos);
+}
+
+TEST(DeploymentTest, ProfileOfAnotherDeviceIsRefusedNamingBoth) {
+  ServerSpec s = Spec("l4", "gemma-4-e2b", "none");
+  auto prior = DefaultParameters(s);
+  ASSERT_TRUE(prior.ok());
+  const std::string path = ::testing::TempDir() + "/servesim_profile_mi300x.textproto";
+  for (const char* device : {"mi300x", "MI300X-alias-unknown"}) {
+    proto::CalibrationProfile prof = ProfileFromParameters(device, *prior);
+    ASSERT_TRUE(SaveCalibrationProfile(prof, path).ok());
+    s.calibration_profile = path;
+    auto d = BuildDeployment(s);
+    ASSERT_FALSE(d.ok()) << device;
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(d.status().message().find(std::string("device '") + device + "'"),
+              std::string::npos)
+        << d.status();
+    EXPECT_NE(d.status().message().find("not on 'l4'"), std::string::npos) << d.status();
+  }
+  // The same profile under an alias of the right device is accepted.
+  proto::CalibrationProfile prof = ProfileFromParameters("nvidia-l4", *prior);
+  ASSERT_TRUE(SaveCalibrationProfile(prof, path).ok());
+  EXPECT_TRUE(BuildDeployment(s).ok());
+  std::remove(path.c_str());
+}
+
 TEST(DeploymentTest, RebuildKeepsUnlistedParameters) {
   auto d = BuildDeployment(Spec("mi300x", "gemma-4-e2b"));
   ASSERT_TRUE(d.ok());

@@ -119,6 +119,10 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenTrace(const TraceOptions& opt
   TimeScaleOrigin origin{"--rate-scale", 1.0};
   if (opts.target_rate_per_s > 0) {
     ASSIGN_OR_RETURN(auto first, OpenOnePass(opts, 1.0, origin));
+    // The rate of what is replayed: the first max_requests requests when
+    // the replay stops there (a trace's opening stretch can run at another
+    // rate than the whole file).
+    if (opts.max_requests > 0) first = Limit(std::move(first), opts.max_requests);
     ASSIGN_OR_RETURN(SourceSpan span, MeasureSpan(*first));
     const double rate = span.MeanRatePerS();
     if (rate <= 0) {

@@ -53,10 +53,10 @@ struct TraceOptions {
   LengthFilter lengths;
   // 4. time scaling: target_rate_per_s > 0 rescales time so the mean rate
   //    over the span becomes this (measured in a first pass over the
-  //    file); otherwise arrivals are divided by rate_scale (2 = twice as
-  //    many requests per second). A file without timestamps and with
-  //    `arrivals` left at all-at-once gets Poisson arrivals at
-  //    target_rate_per_s instead;
+  //    file, over its first max_requests requests when max_requests > 0,
+  //    i.e. over what is replayed); otherwise arrivals are divided by rate_scale (2 =
+  //    twice as many requests per second). A file without timestamps and with `arrivals`
+  //    left at all-at-once gets Poisson arrivals at target_rate_per_s instead;
   double rate_scale = 1.0;
   double target_rate_per_s = 0;
   // 5. loop the result to this many requests (0 = no loop);

@@ -63,6 +63,22 @@ TEST(OpenTraceTest, TargetRateRescalesTheSpan) {
   EXPECT_NEAR(span->MeanRatePerS(), 10.0, 1e-6);
 }
 
+TEST(OpenTraceTest, TargetRateHoldsForTheRequestsReplayed) {
+  // The conversation trace opens slower (first 300 rows at ~3.6 req/s)
+  // than its mean (~5.5): scaling by the whole file would replay the first
+  // 300 at ~12.9 req/s when 20 was asked.
+  TraceOptions o;
+  o.path = kData + "AzureLLMInferenceTrace_conv.csv";
+  o.target_rate_per_s = 20;
+  o.max_requests = 300;
+  auto s = OpenTrace(o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto span = MeasureSpan(**s);
+  ASSERT_TRUE(span.ok());
+  EXPECT_EQ(span->requests, 300);
+  EXPECT_NEAR(span->MeanRatePerS(), 20.0, 1e-6);
+}
+
 TEST(OpenTraceTest, RateScaleTwoHalvesTheSpan) {
   TraceOptions o;
   o.path = kData + "AzureLLMInferenceTrace_conv.csv";
