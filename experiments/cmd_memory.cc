@@ -191,7 +191,8 @@ void RegisterMemoryCommand(CLI::App& app, int* exit_code) {
                 "two batches in flight (default on)");
   cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching",
                 s.enable_prefix_caching, "(default on)");
-  cmd->add_option("--calibration-profile", s.calibration_profile);
+  cmd->add_option("--calibration,--calibration-profile", s.calibration_profile,
+                  "calibration profile (as simulate --calibration)");
   cmd->add_option("--measured-weights-gib", f->measured_weights_gib,
                   "from the server log");
   cmd->add_option("--measured-non-torch-gib", f->measured_non_torch_gib,

@@ -172,7 +172,7 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--trace", f->trace, "workload: replay this trace");
   cmd->add_option("--trace-format", f->trace_format, "trace format (empty: detect)");
   cmd->add_option(
-      "--rate", f->rate,
+      "--rate,--request-rate", f->rate,
       "workload: Poisson arrivals at R requests/s; with --trace, the trace's\n"
       "timeline rescaled to a mean of R requests/s");
   cmd->add_option("--num-prompts", f->num_prompts,

@@ -133,7 +133,7 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(
             absl::StrJoin(metric_names, ", ")));
       }
     }
-    // Threshold with an optional time unit.
+    // A time threshold needs its unit: a bare 1 could mean 1 s or 1 ms.
     double scale = 1;
     const bool is_ms = absl::EndsWith(term.metric, "_ms");
     if (is_ms) {
@@ -145,6 +145,11 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(
       } else if (absl::EndsWith(value, "s")) {
         value.resize(value.size() - 1);
         scale = 1e3;
+      } else if (double bare; absl::SimpleAtod(value, &bare)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--slo term '", t, "': the time '", value,
+                         "' has no unit; write it with us, ms or s (e.g. ", value,
+                         "ms or ", value, "s)"));
       }
     }
     double v;

@@ -15,7 +15,7 @@ const std::vector<std::string> kNames = {"output_throughput", "total_token_throu
 
 TEST(ParseSloTest, ParsesTermsUnitsAndAliases) {
   auto slo = ParseSlo(
-      "ttft_p99<=0.5s, tpot_p99<50ms,ttft_p50<=200,output_throughput>=100", kNames);
+      "ttft_p99<=0.5s, tpot_p99<50ms,ttft_p50<=200ms,output_throughput>=100", kNames);
   ASSERT_TRUE(slo.ok()) << slo.status();
   ASSERT_EQ(slo->size(), 4u);
   EXPECT_EQ((*slo)[0].metric, "p99_ttft_ms");
@@ -27,6 +27,15 @@ TEST(ParseSloTest, ParsesTermsUnitsAndAliases) {
   EXPECT_EQ((*slo)[2].threshold, 200);
   EXPECT_EQ((*slo)[3].metric, "output_throughput");
   EXPECT_EQ((*slo)[3].op, SloTerm::Op::kGe);
+}
+
+TEST(ParseSloTest, ATimeWithoutUnitIsAnError) {
+  auto slo = ParseSlo("ttft_p99<=1", kNames);
+  EXPECT_EQ(slo.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(slo.status().message(), HasSubstr("has no unit"));
+  EXPECT_THAT(slo.status().message(), HasSubstr("1ms or 1s"));
+  // Throughputs have no time unit.
+  EXPECT_TRUE(ParseSlo("output_throughput>=100", kNames).ok());
 }
 
 TEST(ParseSloTest, BoundaryValueMeetsOnlyInclusiveTerms) {
