@@ -4,7 +4,9 @@
 // optional files (--save-result, --requests-csv, --chrome-trace).
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +28,12 @@ namespace {
 struct SimulateArgs {
   ExperimentFlags flags;
   bool json = false;
+  // As `vllm bench serve`: --save-result switches the result file on; it
+  // goes to --result-dir / --result-filename, or vLLM's default name. A
+  // path right after --save-result (a servesim extension) names the file.
+  bool save_result_given = false;
   std::string save_result;
+  std::string result_dir, result_filename;
   bool save_detailed = false;
   std::string requests_csv;
   std::string chrome_trace;
@@ -46,13 +53,65 @@ absl::Status WriteFile(const std::string& path, const std::string& text,
   return absl::OkStatus();
 }
 
+// vLLM's request-rate text in its default file name: Python's str(float).
+std::string PythonFloat(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == std::floor(v) && std::abs(v) < 1e16) return absl::StrFormat("%.1f", v);
+  return absl::StrFormat("%.17g", v);
+}
+
+// Where --save-result writes: the explicit path, else --result-dir /
+// (--result-filename or vLLM's "<label>-<rate>qps[-concurrency<c>]-<model>-<date>.json").
+std::string ResultPath(const SimulateArgs& args, const proto::ExperimentConfig& config) {
+  if (!args.save_result.empty()) return args.save_result;
+  std::string name = args.result_filename;
+  if (name.empty()) {
+    const proto::ClientConfig& c = config.client();
+    std::string model = config.fleet().replicas_size() > 0
+                            ? config.fleet().replicas(0).server().model()
+                            : config.server().model();
+    if (const size_t slash = model.rfind('/'); slash != std::string::npos) {
+      model = model.substr(slash + 1);
+    }
+    // 0 (unset) is the client default, inf.
+    const double rate =
+        c.request_rate() > 0 ? c.request_rate() : std::numeric_limits<double>::infinity();
+    name = absl::StrCat("vllm-", PythonFloat(rate), "qps",
+                        c.max_concurrency() > 0
+                            ? absl::StrCat("-concurrency", c.max_concurrency())
+                            : std::string(),
+                        "-", model, "-", args.date, ".json");
+  }
+  if (args.result_dir.empty()) return name;
+  return (std::filesystem::path(args.result_dir) / name).string();
+}
+
 // Returns the process exit code; prints errors to stderr.
-int RunSimulate(const SimulateArgs& args) {
+int RunSimulate(SimulateArgs& args) {
   auto fail = [](const absl::Status& st) {
     std::fprintf(stderr, "servesim simulate: error: %s\n",
                  std::string(st.message()).c_str());
     return kExitBadInput;
   };
+  if (!args.save_result_given &&
+      (!args.result_dir.empty() || !args.result_filename.empty())) {
+    return fail(absl::InvalidArgumentError(
+        "--result-dir / --result-filename: given without --save-result (as in vllm "
+        "bench serve, they place the file --save-result writes)"));
+  }
+  absl::StatusOr<proto::ExperimentConfig> resolved_early = args.flags.Resolve();
+  if (!resolved_early.ok()) return fail(resolved_early.status());
+  if (args.save_result_given) {
+    args.save_result = ResultPath(args, *resolved_early);
+    if (!args.result_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(args.result_dir, ec);
+      if (ec) {
+        return fail(absl::InvalidArgumentError(absl::StrFormat(
+            "--result-dir: cannot create %s (%s)", args.result_dir, ec.message())));
+      }
+    }
+  }
   // Two outputs to one path would silently keep only the last written.
   const std::pair<const char*, std::string> outputs[] = {
       {"--save-result", args.save_result},
@@ -74,9 +133,7 @@ int RunSimulate(const SimulateArgs& args) {
         "--save-detailed: given without --save-result (it adds per-request arrays to "
         "that file)"));
   }
-  absl::StatusOr<proto::ExperimentConfig> resolved = args.flags.Resolve();
-  if (!resolved.ok()) return fail(resolved.status());
-  proto::ExperimentConfig config = *std::move(resolved);
+  proto::ExperimentConfig config = *std::move(resolved_early);
   if (!args.router.empty()) config.mutable_fleet()->set_router(args.router);
 
   EngineOptions opts;
@@ -165,9 +222,17 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       "--router", args->router,
       "fleet router: round-robin | least-outstanding | kv-aware | prefix-aware");
   cmd->add_flag("--json", args->json, "print the result JSON instead of the summary");
-  cmd->add_option(
+  CLI::Option* save = cmd->add_option(
       "--save-result", args->save_result,
-      "write the result JSON (vllm bench serve keys) and FILE.config.textproto");
+      "write the result JSON (vllm bench serve keys) and <file>.config.textproto: to\n"
+      "--result-dir/--result-filename or vLLM's default name, or to the path given\n"
+      "right after the flag");
+  save->expected(0, 1);
+  cmd->add_option("--result-dir", args->result_dir,
+                  "folder for the --save-result file (created if missing)");
+  cmd->add_option("--result-filename", args->result_filename,
+                  "name of the --save-result file (default: vLLM's "
+                  "<label>-<rate>qps[-concurrency<c>]-<model>-<date>.json)");
   cmd->add_flag("--save-detailed", args->save_detailed,
                 "add per-request arrays (input_lens, ttfts, itls, ...) to the JSON");
   cmd->add_option("--requests-csv", args->requests_csv,
@@ -177,7 +242,10 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option(
       "--date", args->date,
       "value of the JSON \"date\" key (fixed by default for reproducible output)");
-  cmd->callback([args, exit_code] { *exit_code = RunSimulate(*args); });
+  cmd->callback([args, save, exit_code] {
+    args->save_result_given = save->count() > 0;
+    *exit_code = RunSimulate(*args);
+  });
 }
 
 }  // namespace servesim::cli

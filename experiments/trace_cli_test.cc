@@ -138,5 +138,44 @@ TEST(SimulateTraceCliTest, RequestRateInfReplaysTheTraceAsTheDefaultDoes) {
   EXPECT_NE(fast.out, plain.out);  // a finite rate rescales the 1 req/s trace
 }
 
+// --save-result as `vllm bench serve` has it: a switch, placed by
+// --result-dir / --result-filename, else vLLM's default file name.
+TEST(SimulateCliTest, SaveResultIsASwitchPlacedLikeVllmBenchServe) {
+  const std::string dir = Scratch("results");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string base =
+      "simulate --device l4 --model google/gemma-4-E2B-it --num-prompts 4 "
+      "--max-concurrency 2";
+  // The flag right before another flag takes no value (it used to write a
+  // file named "--save-detailed").
+  CliRun r = Servesim(base + " --save-result --save-detailed", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/--save-detailed"));
+  const std::string by_default =
+      dir + "/vllm-infqps-concurrency2-gemma-4-E2B-it-19700101-000000.json";
+  ASSERT_TRUE(std::filesystem::exists(by_default));
+  EXPECT_THAT(ReadText(by_default), HasSubstr("\"input_lens\""));
+  EXPECT_TRUE(std::filesystem::exists(by_default + ".config.textproto"));
+
+  r = Servesim(base + " --request-rate 2.5 --save-result --result-dir '" + dir +
+               "/sub/deeper' --result-filename r.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/sub/deeper/r.json"));
+  r = Servesim(base + " --request-rate 2.5 --save-result", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(
+      dir + "/vllm-2.5qps-concurrency2-gemma-4-E2B-it-19700101-000000.json"));
+
+  // A path right after the flag still names the file.
+  r = Servesim(base + " --save-result '" + dir + "/named.json'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/named.json"));
+
+  r = Servesim(base + " --result-dir '" + dir + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("given without --save-result"));
+}
+
 }  // namespace
 }  // namespace servesim
