@@ -154,6 +154,17 @@ TEST(ValidateCliTest, ReportIsByteIdenticalWhateverTheJobs) {
   EXPECT_THAT(zero.err, HasSubstr("--jobs"));
 }
 
+TEST(CalibrateCliTest, UnknownModelFromTheFilesIsNamedAsTheFilesNotAFlag) {
+  const std::string dstack = std::string(SERVESIM_SHARED_DIR) +
+                             "/data/bench/dstack-llama405b/mi300x8-16qps.json.gz";
+  CliRun r = Servesim("calibrate --device mi300x --bench '" + dstack + "' --out '" +
+                      ProfileOut() + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err,
+              HasSubstr("the result files' model_id 'meta-llama/Llama-3.1-405B-FP8'"));
+  EXPECT_THAT(r.err, HasSubstr("pass --model"));
+}
+
 TEST(ValidateCliTest, JsonStdoutIsExactlyOneObject) {
   CliRun r = Servesim("validate --json --no-held-out --device t4");
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;

@@ -18,6 +18,7 @@
 #include "calibration/predictor.h"
 #include "calibration/validation.h"
 #include "experiments/cli.h"
+#include "hwmodels/catalog.h"
 
 namespace servesim::cli {
 namespace {
@@ -134,6 +135,16 @@ int RunCalibrate(const CalibrateFlags& f) {
   if (model.empty()) {
     Err("--model is required (the result files name no model_id)");
     return kExitBadInput;
+  }
+  if (f.model.empty()) {
+    // The name came from the files, not from a flag: say so.
+    if (auto known = FindModel(model); !known.ok()) {
+      Err(absl::StrFormat(
+          "the result files' model_id '%s' is not a model servesim knows (%s); pass "
+          "--model with one of its ids, or a Hugging Face config.json path",
+          model, known.status().message()));
+      return kExitBadInput;
+    }
   }
   run->set_model(model);
   run->set_dtype(f.dtype);

@@ -193,7 +193,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-replicas", f->max_replicas, "largest fleet to try")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--router", f->router,
-                  "round-robin|least-outstanding|kv-aware|prefix-aware");
+                  "round-robin|least-outstanding|kv-aware|prefix-aware (default "
+                  "least-outstanding; simulate's default is round-robin)");
   cmd->add_flag("--no-mixed", f->no_mixed, "do not try mixed pairs of devices");
   cmd->add_option("--jobs,-j", f->jobs, "devices searched in parallel")
       ->check(CLI::Range(1, 256));
