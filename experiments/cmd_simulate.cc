@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "experiments/cli.h"
+#include "experiments/cost.h"
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
 #include "sim/engine.h"
@@ -168,6 +169,38 @@ int RunSimulate(SimulateArgs& args) {
         "ignore_eos=false: simulated outputs still have exactly the requested lengths");
   }
   ctx.resolved_config = config_text;
+  // What the fleet costs per 1M output tokens at its devices' first
+  // published on-demand and spot prices (experiments/cost.h SelectOffer; a
+  // tier is left out when a device lacks it).
+  for (const char* tier : {"on-demand", "spot"}) {
+    ReportContext::Cost cost;
+    cost.tier = tier;
+    bool complete = true;
+    for (size_t k = 0; k < run->fleet.deployments.size() && complete; ++k) {
+      const proto::Device& device = run->fleet.deployments[k].device;
+      const int count =
+          config.fleet().replicas_size() > 0
+              ? std::max(1, config.fleet().replicas(static_cast<int>(k)).count())
+              : 1;
+      std::string note;
+      auto offer = SelectOffer(OffersFromDevice(device), device.id(), tier, &note);
+      if (!offer.ok() || !note.empty()) {
+        complete = false;
+        break;
+      }
+      cost.usd_per_hour += count * offer->usd_per_hour;
+      absl::StrAppend(&cost.offers, cost.offers.empty() ? "" : " + ", count, "x ",
+                      device.id(), " ", offer->provider, " ", offer->instance,
+                      offer->region.empty() ? "" : absl::StrCat(" ", offer->region),
+                      absl::StrFormat(" $%g/h", offer->usd_per_hour));
+    }
+    if (!complete || cost.usd_per_hour <= 0 || !(result.output_throughput > 0)) continue;
+    cost.usd_per_m_output_tokens =
+        UsdPerMillionTokens(cost.usd_per_hour, result.output_throughput);
+    cost.output_tok_s_per_usd_hour =
+        TokensPerSecondPerUsdHour(result.output_throughput, cost.usd_per_hour);
+    ctx.costs.push_back(std::move(cost));
+  }
 
   const auto& records = engine->records();
   if (!args.save_result.empty()) {

@@ -3,6 +3,7 @@
 // and nothing is written. Good flags convert and generate as asked.
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@ namespace servesim {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using servesim::cli_test::CliRun;
 using servesim::cli_test::ReadText;
@@ -175,6 +177,31 @@ TEST(SimulateCliTest, SaveResultIsASwitchPlacedLikeVllmBenchServe) {
   r = Servesim(base + " --result-dir '" + dir + "'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("given without --save-result"));
+}
+
+// The fleet's cost per 1M output tokens at its devices' published prices.
+TEST(SimulateCliTest, ReportsCostPerMillionOutputTokensPerPriceTier) {
+  CliRun r = Servesim(
+      "simulate --device mi300x --model gemma-4-e2b --num-prompts 16 --max-concurrency 8 "
+      "--json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto number = [&](const std::string& key, size_t from = 0) {
+    const size_t at = r.out.find("\"" + key + "\": ", from);
+    EXPECT_NE(at, std::string::npos) << key;
+    return at == std::string::npos ? std::nan("")
+                                   : std::atof(r.out.c_str() + at + key.size() + 4);
+  };
+  const double tok_s = number("output_throughput");
+  const size_t cost = r.out.find("\"cost\"");
+  ASSERT_NE(cost, std::string::npos);
+  EXPECT_THAT(r.out.substr(cost, 200), HasSubstr("\"tier\": \"on-demand\""));
+  const double usd_h = number("usd_per_hour", cost);
+  EXPECT_NEAR(usd_h, 1.99, 1e-12);  // hwmodels/devices/mi300x.textproto
+  EXPECT_NEAR(number("usd_per_m_output_tokens", cost), usd_h / (tok_s * 3600) * 1e6,
+              1e-9);
+  EXPECT_NEAR(number("output_tok_s_per_usd_hour", cost), tok_s / usd_h, 1e-6);
+  // The MI300X has no spot offer: no spot row (not the on-demand price again).
+  EXPECT_THAT(r.out, Not(HasSubstr("\"tier\": \"spot\"")));
 }
 
 }  // namespace

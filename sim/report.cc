@@ -128,6 +128,19 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
   w.EndArray();
   w.EndObject();
   w.KV("itl_exact", r.itl.exact);
+  if (!ctx.costs.empty()) {
+    w.Key("cost").BeginArray();
+    for (const ReportContext::Cost& c : ctx.costs) {
+      w.BeginObject()
+          .KV("tier", c.tier)
+          .KV("offers", c.offers)
+          .KV("usd_per_hour", c.usd_per_hour)
+          .KV("usd_per_m_output_tokens", c.usd_per_m_output_tokens)
+          .KV("output_tok_s_per_usd_hour", c.output_tok_s_per_usd_hour)
+          .EndObject();
+    }
+    w.EndArray();
+  }
   if (!r.itl.exact) {
     w.KV("itl_note",
          "pooled ITL exceeded the exact cap: percentiles from a log histogram (1024 bins "
@@ -229,6 +242,15 @@ std::string SummaryText(const RunResult& r, const ReportContext& ctx) {
   line("Mean tokens per step:", r.tokens_per_step[0]);
   line("KV cache occupancy, mean (%):", 100 * r.kv_occupancy_mean);
   line("KV cache occupancy, max (%):", 100 * r.kv_occupancy_max);
+  for (const ReportContext::Cost& c : ctx.costs) {
+    absl::StrAppend(
+        &s, absl::StrFormat("%-40s %-10.3f\n",
+                            absl::StrCat("$ per 1M output tokens (", c.tier, "):"),
+                            c.usd_per_m_output_tokens));
+  }
+  for (const ReportContext::Cost& c : ctx.costs) {
+    absl::StrAppend(&s, "  ", c.tier, ": ", c.offers, "\n");
+  }
   absl::StrAppend(&s, std::string(50, '='), "\n");
   return s;
 }

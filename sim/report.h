@@ -37,6 +37,16 @@ struct ReportContext {
   std::vector<std::string> provenance;
   // Resolved experiment config (text format), embedded when non-empty.
   std::string resolved_config;
+  // What the simulated fleet costs at a price tier, from its devices'
+  // published prices (filled by the caller; empty: no cost lines).
+  struct Cost {
+    std::string tier;    // "on-demand", "spot", ...
+    std::string offers;  // "1x aws-sagemaker ml.g4dn.xlarge $0.736/h", ...
+    double usd_per_hour = 0;
+    double usd_per_m_output_tokens = 0;  // usd_per_hour / (output tok/s x 3600) x 1e6
+    double output_tok_s_per_usd_hour = 0;
+  };
+  std::vector<Cost> costs;
 };
 
 // REQUIRES for detailed: request_itls has one list per record (empty lists
