@@ -59,7 +59,7 @@ TEST(KvLayoutTest, E2bPagesEqualisedToSlidingBlockSize32InGroupsOfThree) {
 // max_num_seqs, the forward pass with max_num_batched_tokens.
 TEST(MemoryPlannerTest, NoKvMemoryNamesTheFlagThatDominatesTheActivationPeak) {
   ServerSpec seqs = Gemma12bW4("t4");
-  seqs.max_num_seqs = 1'000'000;  // logits: 1e6 x 262,144 x fp32
+  seqs.max_num_seqs = 1'000'000;            // logits: 1e6 x 262,144 x fp32
   seqs.max_num_batched_tokens = 1'000'000;  // vLLM needs >= max_num_seqs
   auto a = BuildDeployment(seqs);
   ASSERT_TRUE(a.ok()) << a.status();
