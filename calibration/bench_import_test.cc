@@ -14,8 +14,8 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-const std::string kCell = std::string(SERVESIM_SHARED_DIR) +
-                          "/data/bench/mi300x-gemma4-e2b-2026-09-17/c1-in128-out128.json";
+const std::string kCell = std::string(SERVESIM_DATA_DIR) +
+                          "/bench/mi300x-gemma4-e2b-2026-09-17/c1-in128-out128.json";
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);

@@ -21,7 +21,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 const std::string kCells =
-    std::string(SERVESIM_SHARED_DIR) + "/data/bench/mi300x-gemma4-e2b-2026-09-17";
+    std::string(SERVESIM_DATA_DIR) + "/bench/mi300x-gemma4-e2b-2026-09-17";
 
 using servesim::cli_test::CliRun;
 using servesim::cli_test::ReadText;
@@ -155,8 +155,8 @@ TEST(ValidateCliTest, ReportIsByteIdenticalWhateverTheJobs) {
 }
 
 TEST(CalibrateCliTest, UnknownModelFromTheFilesIsNamedAsTheFilesNotAFlag) {
-  const std::string dstack = std::string(SERVESIM_SHARED_DIR) +
-                             "/data/bench/dstack-llama405b/mi300x8-16qps.json.gz";
+  const std::string dstack = std::string(SERVESIM_DATA_DIR) +
+                             "/bench/dstack-llama405b/mi300x8-16qps.json.gz";
   CliRun r = Servesim("calibrate --device mi300x --bench '" + dstack + "' --out '" +
                       ProfileOut() + "'");
   EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -9,7 +9,7 @@ endfunction()
 
 # servesim_test(NAME SOURCES... LIBS ...): one GoogleTest binary, registered
 # with CTest. Tests run with the repository root as working directory so
-# they can read ../shared data through SERVESIM_SHARED_DIR.
+# they can read the repository's data/ folder through SERVESIM_DATA_DIR.
 function(servesim_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
@@ -17,7 +17,7 @@ function(servesim_test name)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   target_compile_definitions(${name} PRIVATE
     SERVESIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    SERVESIM_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+    SERVESIM_DATA_DIR="${PROJECT_SOURCE_DIR}/data")
   gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
                        DISCOVERY_TIMEOUT 60)
 endfunction()
@@ -33,5 +33,5 @@ function(servesim_benchmark name)
   target_link_libraries(${name} PRIVATE ${B_LIBS} benchmark::benchmark benchmark::benchmark_main)
   target_compile_definitions(${name} PRIVATE
     SERVESIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    SERVESIM_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+    SERVESIM_DATA_DIR="${PROJECT_SOURCE_DIR}/data")
 endfunction()

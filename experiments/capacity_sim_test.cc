@@ -98,8 +98,8 @@ TEST(SimulatorPlanTest, AzureConversationPlanMeetsAndOneFewerMisses) {
   PlanOptions o;
   o.base.mutable_server()->set_model("gemma-4-e2b");
   o.base.mutable_server()->set_max_model_len(16384);
-  o.base.mutable_client()->set_trace(SERVESIM_SHARED_DIR
-                                     "/data/traces/AzureLLMInferenceTrace_conv.csv");
+  o.base.mutable_client()->set_trace(SERVESIM_DATA_DIR
+                                     "/traces/AzureLLMInferenceTrace_conv.csv.gz");
   o.base.mutable_client()->set_num_prompts(600);
   o.base.mutable_client()->set_request_rate(12);
   o.base.mutable_fleet()->set_router("least-outstanding");

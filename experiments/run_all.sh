@@ -179,7 +179,7 @@ plot whatif_26b_a4b_on_l4 "
 
 sweep whatif_e2b_azure_conv
 # The replayed 3,000 requests' own mean rate (the row label of rate 0).
-TRACE_RATE=$("$BIN" trace stats --max-requests 3000 ../shared/data/traces/AzureLLMInferenceTrace_conv.csv \
+TRACE_RATE=$("$BIN" trace stats --max-requests 3000 data/traces/AzureLLMInferenceTrace_conv.csv.gz \
   | awk '/^mean rate:/ { printf "%.1f", $3 }')
 {
   echo "device,rate_rps,usd_per_hour,completed,failed,p99_ttft_ms,p99_tpot_ms,output_tok_s,usd_per_m_output"

@@ -2,7 +2,7 @@
 // requested = total x gpu_memory_utilization; KV = requested - weights -
 // non-torch - activation peak of a profiling step; pages equalised across
 // attention types; layers split into equal groups sharing one block pool.
-// See /work/shared/reference/hardware-and-models.md for the worked checks.
+// See docs/reference/hardware-and-models.md for the worked checks.
 // Pure functions; thread-safe.
 #ifndef SERVESIM_HWMODELS_MEMORY_PLANNER_H_
 #define SERVESIM_HWMODELS_MEMORY_PLANNER_H_

@@ -40,7 +40,7 @@ void BM_AzureConvLoopedOneMillion(benchmark::State& state) {
   for (auto _ : state) {
     TraceOptions t;
     t.path =
-        std::string(SERVESIM_SHARED_DIR) + "/data/traces/AzureLLMInferenceTrace_conv.csv";
+        std::string(SERVESIM_DATA_DIR) + "/traces/AzureLLMInferenceTrace_conv.csv.gz";
     t.target_rate_per_s = rate;
     t.loop_to_requests = num_requests;
     auto source = OpenTrace(t);

@@ -12,7 +12,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kBench = std::string(SERVESIM_SHARED_DIR) + "/data/bench/";
+const std::string kBench = std::string(SERVESIM_DATA_DIR) + "/bench/";
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + "/" + name;

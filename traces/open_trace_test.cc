@@ -18,7 +18,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const std::string kData = std::string(SERVESIM_SHARED_DIR) + "/data/traces/";
+const std::string kData = std::string(SERVESIM_DATA_DIR) + "/traces/";
 const std::string kFixtures =
     std::string(SERVESIM_SOURCE_DIR) + "/tests/testdata/traces/";
 
@@ -43,7 +43,7 @@ std::vector<RequestSpec> Open(const TraceOptions& o) {
 
 TEST(OpenTraceTest, DetectsFormatAndReadsTheWholeTrace) {
   TraceOptions o;
-  o.path = kData + "mooncake_synthetic_trace.jsonl";
+  o.path = kData + "mooncake_synthetic_trace.jsonl.gz";
   auto r = Open(o);
   EXPECT_EQ(r.size(), 3993u);
   auto s = OpenTrace(o);
@@ -53,7 +53,7 @@ TEST(OpenTraceTest, DetectsFormatAndReadsTheWholeTrace) {
 
 TEST(OpenTraceTest, TargetRateRescalesTheSpan) {
   TraceOptions o;
-  o.path = kData + "AzureLLMInferenceTrace_code.csv";
+  o.path = kData + "AzureLLMInferenceTrace_code.csv.gz";
   o.target_rate_per_s = 10;
   auto s = OpenTrace(o);
   ASSERT_TRUE(s.ok()) << s.status();
@@ -68,7 +68,7 @@ TEST(OpenTraceTest, TargetRateHoldsForTheRequestsReplayed) {
   // than its mean (~5.5): scaling by the whole file would replay the first
   // 300 at ~12.9 req/s when 20 was asked.
   TraceOptions o;
-  o.path = kData + "AzureLLMInferenceTrace_conv.csv";
+  o.path = kData + "AzureLLMInferenceTrace_conv.csv.gz";
   o.target_rate_per_s = 20;
   o.max_requests = 300;
   auto s = OpenTrace(o);
@@ -81,7 +81,7 @@ TEST(OpenTraceTest, TargetRateHoldsForTheRequestsReplayed) {
 
 TEST(OpenTraceTest, RateScaleTwoHalvesTheSpan) {
   TraceOptions o;
-  o.path = kData + "AzureLLMInferenceTrace_conv.csv";
+  o.path = kData + "AzureLLMInferenceTrace_conv.csv.gz";
   auto base = Open(o);
   o.rate_scale = 2;
   auto fast = Open(o);
@@ -92,7 +92,7 @@ TEST(OpenTraceTest, RateScaleTwoHalvesTheSpan) {
 
 TEST(OpenTraceTest, WindowThenLoopThenLimit) {
   TraceOptions o;
-  o.path = kData + "AzureLLMInferenceTrace_code.csv";
+  o.path = kData + "AzureLLMInferenceTrace_code.csv.gz";
   auto full = Open(o);
   size_t inside = 0;
   for (const auto& r : full)
@@ -115,7 +115,7 @@ TEST(OpenTraceTest, WindowThenLoopThenLimit) {
 
 TEST(OpenTraceTest, LengthTableGetsTheRequestedArrivalProcess) {
   TraceOptions o;
-  o.path = kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv";
+  o.path = kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv.gz";
   o.arrivals.kind = ArrivalSpec::Kind::kPoisson;
   o.arrivals.rate_per_s = 8;
   o.seed = 3;
@@ -128,7 +128,7 @@ TEST(OpenTraceTest, LengthTableGetsTheRequestedArrivalProcess) {
 
 TEST(OpenTraceTest, TargetRateOnALengthTableMeansPoissonAtThatRate) {
   TraceOptions o;
-  o.path = kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv";
+  o.path = kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv.gz";
   o.target_rate_per_s = 20;
   o.max_requests = 4000;
   auto r = Open(o);
@@ -138,7 +138,7 @@ TEST(OpenTraceTest, TargetRateOnALengthTableMeansPoissonAtThatRate) {
 
 TEST(OpenTraceTest, BadOptionsNameTheField) {
   TraceOptions o;
-  o.path = kData + "AzureLLMInferenceTrace_code.csv";
+  o.path = kData + "AzureLLMInferenceTrace_code.csv.gz";
   o.sample_fraction = 1.5;
   auto s = OpenTrace(o);
   ASSERT_FALSE(s.ok());
@@ -154,7 +154,7 @@ class ConvertTest : public ::testing::TestWithParam<OutputFormat> {};
 
 TEST_P(ConvertTest, RoundTripKeepsTimesLengthsSessionsAndSharing) {
   TraceOptions o;
-  o.path = kData + "mooncake_conversation_trace.jsonl";
+  o.path = kData + "mooncake_conversation_trace.jsonl.gz";
   o.max_requests = 2000;
   auto src = OpenTrace(o);
   ASSERT_TRUE(src.ok());
@@ -345,7 +345,7 @@ TEST(ConvertTest, BinaryHeaderRecordsTheSourceCountsAfterReading) {
 
 TEST(TraceStatsTest, AzureCodeStatsMatchTheReadme) {
   TraceOptions o;
-  o.path = kData + "AzureLLMInferenceTrace_code.csv";
+  o.path = kData + "AzureLLMInferenceTrace_code.csv.gz";
   auto reader = OpenTraceReaderFor(o);
   ASSERT_TRUE(reader.ok());
   auto st = ComputeTraceStats(**reader);

@@ -17,7 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const std::string kData = std::string(SERVESIM_SHARED_DIR) + "/data/traces/";
+const std::string kData = std::string(SERVESIM_DATA_DIR) + "/traces/";
 const std::string kFixtures =
     std::string(SERVESIM_SOURCE_DIR) + "/tests/testdata/traces/";
 
@@ -104,13 +104,13 @@ TEST_P(AzureRealTraceTest, RowCountMediansAndTimeSpanMatchReadme) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, AzureRealTraceTest,
-                         ::testing::Values(AzureCase{"AzureLLMInferenceTrace_code.csv",
+                         ::testing::Values(AzureCase{"AzureLLMInferenceTrace_code.csv.gz",
                                                      8819, 1469, 13, 7437, 1899},
-                                           AzureCase{"AzureLLMInferenceTrace_conv.csv",
+                                           AzureCase{"AzureLLMInferenceTrace_conv.csv.gz",
                                                      19366, 1020, 129, 14050, 1000}));
 
 TEST(AzureReaderTest, ArrivalsAreExactDifferencesOfTheTimestamps) {
-  ReadAll r = Read(TraceFormat::kAzure, kData + "AzureLLMInferenceTrace_code.csv");
+  ReadAll r = Read(TraceFormat::kAzure, kData + "AzureLLMInferenceTrace_code.csv.gz");
   ASSERT_TRUE(r.status.ok());
   // First rows: 18:17:03.9799600 and 18:17:04.0319600; last 19:14:19.9280160.
   EXPECT_EQ(r.requests[1].arrival_ns, 52'000'000);
@@ -155,11 +155,11 @@ TEST_P(MooncakeRealTraceTest, RowCountAndHashesCoverThePrompt) {
 
 INSTANTIATE_TEST_SUITE_P(
     Files, MooncakeRealTraceTest,
-    ::testing::Values(MooncakeCase{"mooncake_conversation_trace.jsonl", 12031},
-                      MooncakeCase{"mooncake_synthetic_trace.jsonl", 3993}));
+    ::testing::Values(MooncakeCase{"mooncake_conversation_trace.jsonl.gz", 12031},
+                      MooncakeCase{"mooncake_synthetic_trace.jsonl.gz", 3993}));
 
 TEST(MooncakeReaderTest, SharedHashIdsGiveSharedChainedPrefixes) {
-  ReadAll r = Read(TraceFormat::kMooncake, kData + "mooncake_conversation_trace.jsonl");
+  ReadAll r = Read(TraceFormat::kMooncake, kData + "mooncake_conversation_trace.jsonl.gz");
   ASSERT_TRUE(r.status.ok());
   // Rows 0-4 all start with hash id 0: the same first block...
   for (int i = 1; i <= 4; ++i) {
@@ -184,7 +184,7 @@ TEST(MooncakeReaderTest, EqualIdsAfterADifferentBlockAreNotASharedPrefix) {
 
 TEST(LengthsReaderTest, ShareGptStatsHaveAllRowsAndNoArrivalTimes) {
   ReaderOptions opts;
-  opts.path = kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv";
+  opts.path = kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv.gz";
   auto reader = OpenTraceReader(TraceFormat::kLengths, opts);
   ASSERT_TRUE(reader.ok()) << reader.status();
   EXPECT_FALSE((*reader)->HasArrivalTimes());
@@ -197,16 +197,16 @@ TEST(LengthsReaderTest, ShareGptStatsHaveAllRowsAndNoArrivalTimes) {
 }
 
 TEST(DetectTraceFormatTest, DetectsEveryShippedFile) {
-  EXPECT_EQ(*DetectTraceFormat(kData + "AzureLLMInferenceTrace_code.csv"),
+  EXPECT_EQ(*DetectTraceFormat(kData + "AzureLLMInferenceTrace_code.csv.gz"),
             TraceFormat::kAzure);
-  EXPECT_EQ(*DetectTraceFormat(kData + "mooncake_synthetic_trace.jsonl"),
+  EXPECT_EQ(*DetectTraceFormat(kData + "mooncake_synthetic_trace.jsonl.gz"),
             TraceFormat::kMooncake);
-  EXPECT_EQ(*DetectTraceFormat(kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv"),
+  EXPECT_EQ(*DetectTraceFormat(kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv.gz"),
             TraceFormat::kLengths);
   EXPECT_EQ(*DetectTraceFormat(kFixtures + "burstgpt_v3.csv"), TraceFormat::kBurstGpt);
   EXPECT_EQ(*DetectTraceFormat(kFixtures + "bailian_good.jsonl"), TraceFormat::kBailian);
-  EXPECT_EQ(*DetectTraceFormat(std::string(SERVESIM_SHARED_DIR) +
-                               "/data/bench/dstack-llama405b/h100x8-16qps.json.gz"),
+  EXPECT_EQ(*DetectTraceFormat(std::string(SERVESIM_DATA_DIR) +
+                               "/bench/dstack-llama405b/h100x8-16qps.json.gz"),
             TraceFormat::kVllmBench);
   EXPECT_FALSE(DetectTraceFormat(kFixtures + "empty.csv").ok());
 }
@@ -259,8 +259,8 @@ TEST(BailianReaderTest, TurnsJoinTheirRootChatSessionAndShareHashes) {
 }
 
 TEST(VllmBenchReaderTest, ReplaysPerRequestLengthsAndSkipsEmptyAnswers) {
-  const std::string path = std::string(SERVESIM_SHARED_DIR) +
-                           "/data/bench/dstack-llama405b/h100x8-16qps.json.gz";
+  const std::string path = std::string(SERVESIM_DATA_DIR) +
+                           "/bench/dstack-llama405b/h100x8-16qps.json.gz";
   auto bench = ReadBenchResult(path);
   ASSERT_TRUE(bench.ok());
   size_t nonzero = 0;
@@ -285,8 +285,8 @@ TEST(VllmBenchReaderTest, ReplaysPerRequestLengthsAndSkipsEmptyAnswers) {
 
 TEST(VllmBenchReaderTest, SummaryOnlyFileCannotBeReplayed) {
   ReadAll r = Read(TraceFormat::kVllmBench,
-                   std::string(SERVESIM_SHARED_DIR) +
-                       "/data/bench/mi300x-gemma4-e2b-2026-09-17/c1-in128-out128.json");
+                   std::string(SERVESIM_DATA_DIR) +
+                       "/bench/mi300x-gemma4-e2b-2026-09-17/c1-in128-out128.json");
   EXPECT_THAT(r.status.message(), HasSubstr("input_lens"));
 }
 
