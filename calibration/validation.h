@@ -90,6 +90,10 @@ struct ValidateOptions {
 
 // Free parameters per (device, build): calibration/fit_config.textproto.
 absl::StatusOr<servesim::proto::FitConfig> LoadFitConfig(const std::string& path);
+// `path` == kDefaultFitConfig: the shipped fit configuration embedded in the
+// binary (never a file of that name in the current directory); anything
+// else: LoadFitConfig(path).
+absl::StatusOr<servesim::proto::FitConfig> LoadNamedFitConfig(const std::string& path);
 // Joint fits: >= 2 members, each with a `fits` entry, none listed twice,
 // at least one shared parameter, free in every member. Messages name
 // `path` and the entry.

@@ -18,23 +18,15 @@
 #include "calibration/predictor.h"
 #include "calibration/validation.h"
 #include "experiments/cli.h"
+#include "experiments/server_flags.h"
 #include "hwmodels/catalog.h"
 
 namespace servesim::cli {
 namespace {
 
 struct CalibrateFlags {
-  std::string device;
+  ServerFlags server;  // the server the files were measured on
   std::vector<std::string> bench;
-  std::string model;
-  std::string quantization = "none";
-  std::string dtype = "auto";
-  int32_t max_model_len = 0;
-  double gpu_memory_utilization = 0.90;
-  int32_t max_num_seqs = 0;
-  int32_t max_num_batched_tokens = 0;
-  bool no_async_scheduling = false;
-  bool no_prefix_caching = false;
   std::string software_build = "user";
   std::string out;
   double tolerance_pct = 5;
@@ -80,6 +72,25 @@ std::vector<std::string> ExpandPaths(const std::vector<std::string>& in) {
 }
 
 int RunCalibrate(const CalibrateFlags& f) {
+  proto::ServerConfig server;
+  if (absl::Status st = f.server.ApplyTo(server); !st.ok()) {
+    Err(std::string(st.message()));
+    return kExitBadInput;
+  }
+  for (const std::string& name : f.server.GivenNames()) {
+    // A measurement run records neither (the fit starts from the device's
+    // priors and assumes vLLM's 16-token blocks).
+    if (name == "--calibration" || name == "--block-size") {
+      Err(absl::StrFormat(
+          "%s: does not apply to calibrate (it fits a new profile from the device's "
+          "priors, for servers with vLLM's default 16-token KV blocks)",
+          name));
+      return kExitBadInput;
+    }
+  }
+  const std::string model_flag = server.model();
+  ApplyServerDefaults(server);
+  const std::string& device = server.device();
   // 0 or NaN would turn every per-point check off ("0 checks, 0 missed").
   if (!(std::isfinite(f.tolerance_pct) && f.tolerance_pct > 0 &&
         f.tolerance_pct <= kMaxTolerancePct)) {
@@ -125,8 +136,8 @@ int RunCalibrate(const CalibrateFlags& f) {
   servesim::proto::MeasurementSet set;
   auto* run = set.add_runs();
   run->set_id("user-run");
-  run->set_device(f.device);
-  std::string model = f.model;
+  run->set_device(device);
+  std::string model = model_flag;
   if (model.empty()) {
     for (const ImportedCell& c : cells) {
       if (!c.model_id.empty()) model = c.model_id;
@@ -136,7 +147,7 @@ int RunCalibrate(const CalibrateFlags& f) {
     Err("--model is required (the result files name no model_id)");
     return kExitBadInput;
   }
-  if (f.model.empty()) {
+  if (model_flag.empty()) {
     // The name came from the files, not from a flag: say so.
     if (auto known = FindModel(model); !known.ok()) {
       Err(absl::StrFormat(
@@ -147,15 +158,15 @@ int RunCalibrate(const CalibrateFlags& f) {
     }
   }
   run->set_model(model);
-  run->set_dtype(f.dtype);
-  run->set_quantization(f.quantization);
+  run->set_dtype(server.dtype());
+  run->set_quantization(server.quantization());
   run->set_software_build(f.software_build);
-  run->set_max_model_len(f.max_model_len);
-  run->set_gpu_memory_utilization(f.gpu_memory_utilization);
-  run->set_max_num_seqs(f.max_num_seqs);
-  run->set_max_num_batched_tokens(f.max_num_batched_tokens);
-  run->set_async_scheduling(!f.no_async_scheduling);
-  run->set_enable_prefix_caching(!f.no_prefix_caching);
+  run->set_max_model_len(server.max_model_len());
+  run->set_gpu_memory_utilization(server.gpu_memory_utilization());
+  run->set_max_num_seqs(server.max_num_seqs());
+  run->set_max_num_batched_tokens(server.max_num_batched_tokens());
+  run->set_async_scheduling(server.async_scheduling());
+  run->set_enable_prefix_caching(server.enable_prefix_caching());
   std::vector<std::string> refused;
   for (const ImportedCell& c : cells) {
     auto ms = CellMeasurements(c, run->id(), f.tolerance_pct);
@@ -175,9 +186,7 @@ int RunCalibrate(const CalibrateFlags& f) {
     Err(std::string(db.status().message()));
     return kExitBadInput;
   }
-  const std::string fit_config =
-      f.fit_config == kDefaultFitConfig ? ResolveRepoPath(f.fit_config) : f.fit_config;
-  auto shipped = LoadFitConfig(fit_config);
+  auto shipped = LoadNamedFitConfig(f.fit_config);
   if (!shipped.ok()) {
     std::error_code ec;
     Err(absl::StrFormat(
@@ -192,8 +201,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   for (const std::string& build :
        {f.software_build, std::string("user"), std::string()}) {
     for (const auto& spec : shipped->fits()) {
-      if (spec.device() == f.device &&
-          (build.empty() || spec.software_build() == build)) {
+      if (spec.device() == device && (build.empty() || spec.software_build() == build)) {
         chosen = &spec;
         break;
       }
@@ -202,7 +210,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   }
   if (chosen == nullptr) {
     Err(absl::StrFormat("device '%s' has no fit specification in %s (devices: %s)",
-                        f.device, fit_config, AllowedDeviceNamesForFit(*shipped)));
+                        device, f.fit_config, AllowedDeviceNamesForFit(*shipped)));
     return kExitBadInput;
   }
   servesim::proto::FitConfig config;
@@ -231,7 +239,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   }
   std::fprintf(progress, "fit: %s / %s parameters of %s (%s)%s%s\n",
                chosen->device().c_str(), chosen->software_build().c_str(),
-               fit_config.c_str(), absl::StrJoin(spec->free_parameters(), ", ").c_str(),
+               f.fit_config.c_str(), absl::StrJoin(spec->free_parameters(), ", ").c_str(),
                dropped.empty() ? "" : "; not in this deployment: ",
                absl::StrJoin(dropped, ", ").c_str());
   ValidateOptions options;
@@ -245,7 +253,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   const std::string text = f.json ? FormatReportJson(*report) : FormatReportText(*report);
   std::fwrite(text.data(), 1, text.size(), stdout);
   const std::string out =
-      f.out.empty() ? absl::StrFormat("%s@%s.textproto", f.device, f.software_build)
+      f.out.empty() ? absl::StrFormat("%s@%s.textproto", device, f.software_build)
                     : f.out;
   auto st = WriteProfile(MakeProfile(report->groups.front(), report->points), out);
   if (!st.ok()) {
@@ -268,24 +276,12 @@ void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
                                      "lengths from --save-detailed files), report "
                                      "in-sample and leave-one-out errors, save the "
                                      "profile.");
-  cmd->add_option("--device", f->device, "device the files were measured on")->required();
+  f->server.Register(cmd);  // the flags the measured server ran with
+  f->server.device()->required();
   cmd->add_option("--bench", f->bench,
                   "result files (.json, .json.gz) or folders of them")
       ->required()
       ->expected(1, -1);
-  cmd->add_option("--model", f->model, "model (default: the files' model_id)");
-  cmd->add_option("--quantization", f->quantization, "none|fp8|w8a8|w4a16|w4a16-emb4")
-      ->capture_default_str();
-  cmd->add_option("--dtype", f->dtype, "bf16|fp16|auto")->capture_default_str();
-  cmd->add_option("--max-model-len", f->max_model_len, "server flag (0: model limit)");
-  cmd->add_option("--gpu-memory-utilization", f->gpu_memory_utilization, "server flag")
-      ->capture_default_str();
-  cmd->add_option("--max-num-seqs", f->max_num_seqs, "server flag (0: vLLM default)");
-  cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens,
-                  "server flag (0: vLLM default)");
-  cmd->add_flag("--no-async-scheduling", f->no_async_scheduling, "server ran without it");
-  cmd->add_flag("--no-enable-prefix-caching", f->no_prefix_caching,
-                "server ran without it");
   cmd->add_option("--software-build", f->software_build, "label stored in the profile")
       ->capture_default_str();
   cmd->add_option("--out", f->out,

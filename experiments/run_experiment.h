@@ -46,6 +46,11 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config);
 absl::StatusOr<std::unique_ptr<RequestSource>> OpenRequestSource(
     const proto::ClientConfig& client);
 
+// One warning per distinct device of `deployments` that no calibration
+// profile covers: its step times are datasheet priors, and the prediction
+// carries their error (not the calibrated devices' validate error).
+std::vector<std::string> UncalibratedWarnings(const std::vector<Deployment>& deployments);
+
 struct ExperimentRun {
   Fleet fleet;
   ClientConfig client;

@@ -170,25 +170,31 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
     }
     param_source = "caller-supplied parameters";
   } else {
-    std::string path = spec.calibration_profile;
-    if (path.empty()) path = DefaultProfilePath(d.device.id());
-    if (!path.empty()) {
-      ASSIGN_OR_RETURN(proto::CalibrationProfile prof, LoadCalibrationProfile(path));
+    ASSIGN_OR_RETURN(ResolvedProfile prof,
+                     ResolveCalibrationProfile(spec.calibration_profile, d.device.id()));
+    if (prof.found) {
+      const std::string& path = prof.origin;
       // A profile fitted on one device says nothing about another.
-      if (!prof.device().empty()) {
-        auto of = FindDevice(prof.device());
+      if (!prof.profile.device().empty()) {
+        auto of = FindDevice(prof.profile.device());
         if (!of.ok() || of->id() != d.device.id()) {
           return absl::InvalidArgumentError(absl::StrFormat(
               "--calibration %s: the profile was fitted on device '%s' (its device "
               "field), not on '%s'; fit one for %s with `servesim calibrate --device %s "
               "--bench FILE...` or leave --calibration out for the shipped profile",
-              path, prof.device(), d.device.id(), d.device.id(), d.device.id()));
+              spec.calibration_profile, prof.profile.device(), d.device.id(),
+              d.device.id(), d.device.id()));
         }
       }
-      const int n = ApplyProfile(prof, &d.params);
+      const int n = ApplyProfile(prof.profile, &d.params);
       param_source = absl::StrCat("calibration profile ", path, " (", n,
                                   " step-model parameters; client-side ones such as "
                                   "api_overhead_ms are applied by the client)");
+      d.calibrated = true;
+      d.api_overhead_ms = 0;
+      for (const auto& p : prof.profile.parameters()) {
+        if (p.name() == "api_overhead_ms" && p.value() > 0) d.api_overhead_ms = p.value();
+      }
     }
   }
   d.step_model = RooflineStepModel::Compile(d.graph, d.params);

@@ -75,6 +75,13 @@ struct Deployment {
   std::shared_ptr<const CompiledStepGraph> graph;
   // Human-readable: formula, parameters and their sources.
   std::string provenance;
+  // False when no calibration profile applies (datasheet priors only, or
+  // caller-supplied parameters): the CLI warns that such a prediction
+  // carries the priors' error.
+  bool calibrated = false;
+  // The profile's api_overhead_ms (a client-side cost, not a step-time
+  // knob: the client adds it); 0 when none.
+  double api_overhead_ms = 0;
 };
 
 // Resolves names, plans memory and builds the step model. Errors
@@ -83,8 +90,9 @@ struct Deployment {
 // Not fitting in memory is NOT an error: memory.fits == false.
 // Parameters: params_override if given (must contain every parameter of
 // DefaultParameters; missing ones keep the default), else the calibration
-// profile (spec.calibration_profile, or calibration/profiles/<device>.textproto
-// when present), else the priors.
+// profile (ResolveCalibrationProfile of spec.calibration_profile: a user's file,
+// or the shipped calibration/profiles/<device>.textproto embedded in the
+// binary), else the priors.
 absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
                                            const ParameterSet* params_override = nullptr);
 
