@@ -14,7 +14,12 @@
 // e <= hashed tokens is identified by the trace blocks s / hash_block_tokens
 // .. (e - 1) / hash_block_tokens and the offset s % hash_block_tokens; other
 // blocks (past the hashed part, or generated tokens) are unique to the
-// request. Freed blocks keep their hash and go to the tail of an LRU free
+// request. Prefix hashes are chained (traces/prefix_hash.h: equal hashes at
+// index i mean equal trace blocks 0..i), so the first and last trace block
+// stand for every one between. A block that becomes full holding a key
+// another block already holds stays uncached: the first keeps the key
+// (vLLM keeps both, which differs only once the first is evicted while the
+// second is still held). Freed blocks keep their hash and go to the tail of an LRU free
 // queue, tail blocks of a request first so they are evicted first; an
 // allocation takes the queue head and evicts its hash. A prefix hit is the
 // longest run of cached whole blocks from the left, at most num_tokens - 1
@@ -37,6 +42,10 @@
 // head (evicting a key when the head is a keyed block) and always yields an
 // anonymous block. With no shared content (a trace without prefix hashes)
 // no block is ever labelled and the pool is a few counters.
+//
+// kv_cache_model_test drives this class and a literal reference
+// (ReferenceKvCache in sim/kv_cache_model.h) with the same random
+// operations and compares them after each one.
 //
 // Thread-compatible. Allocate/Free are O(blocks touched); no heap
 // allocation in steady state (slot tables keep their capacity). Without
