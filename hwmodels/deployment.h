@@ -7,7 +7,9 @@
 // Typical use:
 //   ASSIGN_OR_RETURN(Deployment d, BuildDeployment(spec));
 //   if (!d.memory.fits) { ...print d.memory.reason... }
-//   engine.Run(d.scheduler, d.kv_cache, *d.step_model);
+//   std::vector<ReplicaConfig> r = {{d.scheduler, d.kv_cache, d.step_model.get()}};
+//   ASSIGN_OR_RETURN(auto engine, Engine::Create(std::move(r), router, client));
+//   RETURN_IF_ERROR(engine->Run(&source));  // sim/engine.h
 //
 // Calibration (the fitter) builds once, then re-prices thousands of times:
 //   ASSIGN_OR_RETURN(Deployment d, BuildDeployment(spec));
