@@ -1,3 +1,9 @@
+// Reading guide to calibration/ (-> hwmodels, traces, sim). Start here.
+// Then measurements.h (the measured data and its provenance), predictor.h
+// and bench_sim.h (each measurement re-simulated as it was measured),
+// fitter.h (the parameter fit), bench_import.h (user bench files for
+// `servesim calibrate`), consistency.h (checks of the published tables).
+//
 // `servesim validate`: fits each (device, software build) group of the
 // measured data, predicts every measured point the way it was measured,
 // with leave-one-cell-out cross-validation beside the in-sample fit, checks

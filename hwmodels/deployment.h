@@ -1,3 +1,8 @@
+// Reading guide to hwmodels/ (-> sim, proto). Start here. Then catalog.h
+// and model_arch.h (devices and models), memory_planner.h (KV capacity),
+// step_model.h (the step-time formula; docs/step_model.md), params.h
+// (calibration parameters), calibration_profile.h (fitted profiles).
+//
 // The top-level entry of hwmodels: from the `vllm serve` flags of one
 // replica (ServerSpec) to everything the simulator needs: the resolved
 // device / model / weight format / dtype, the scheduler config with vLLM's
