@@ -1,7 +1,13 @@
+// Reading guide to calibration/ (-> hwmodels, traces, sim). Start here.
+// Then measurements.h (the measured data and its provenance), predictor.h
+// and bench_sim.h (each measurement re-simulated as it was measured),
+// fitter.h (the parameter fit), bench_import.h (user bench files for
+// `servesim calibrate`), consistency.h (checks of the published tables).
+//
 // `servesim validate`: fits each (device, software build) group of the
 // measured data, predicts every measured point the way it was measured,
 // with leave-one-cell-out cross-validation beside the in-sample fit, checks
-// each point against the tolerance, and checks the published
+// each point against its measurement's tolerance_pct, and checks the published
 // tables for internal consistency. Also the building block of
 // `servesim calibrate` (FitGroup on a user's own measurements).
 // Deterministic: same data give byte-identical reports and profiles.

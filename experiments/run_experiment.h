@@ -1,3 +1,9 @@
+// Reading guide to experiments/ (the command line; links everything).
+// Start here: RunExperiment is the one pipeline behind simulate, sweep and
+// plan. Then server_flags.h (flags to config), cli.h and cmd_*.cc (one
+// file per subcommand), sweep.h, plan.h and cost.h (capacity what-ifs);
+// configs/ and results/ are data, results/ written by run_all.sh.
+//
 // One experiment, end to end: an ExperimentConfig (server or fleet, client,
 // workload) -> hwmodels deployments -> replicas, router, client, request
 // source -> the simulated run. The single pipeline behind `simulate`,

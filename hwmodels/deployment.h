@@ -1,3 +1,8 @@
+// Reading guide to hwmodels/ (-> sim, proto). Start here. Then catalog.h
+// and model_arch.h (devices and models), memory_planner.h (KV capacity),
+// step_model.h (the step-time formula; docs/step_model.md), params.h
+// (calibration parameters), calibration_profile.h (fitted profiles).
+//
 // The top-level entry of hwmodels: from the `vllm serve` flags of one
 // replica (ServerSpec) to everything the simulator needs: the resolved
 // device / model / weight format / dtype, the scheduler config with vLLM's
@@ -7,7 +12,9 @@
 // Typical use:
 //   ASSIGN_OR_RETURN(Deployment d, BuildDeployment(spec));
 //   if (!d.memory.fits) { ...print d.memory.reason... }
-//   engine.Run(d.scheduler, d.kv_cache, *d.step_model);
+//   std::vector<ReplicaConfig> r = {{d.scheduler, d.kv_cache, d.step_model.get()}};
+//   ASSIGN_OR_RETURN(auto engine, Engine::Create(std::move(r), router, client));
+//   RETURN_IF_ERROR(engine->Run(&source));  // sim/engine.h
 //
 // Calibration (the fitter) builds once, then re-prices thousands of times:
 //   ASSIGN_OR_RETURN(Deployment d, BuildDeployment(spec));
