@@ -29,8 +29,13 @@
 // block overlapping tokens [L - window + 1, L) cached (vLLM searches
 // right-to-left for the same condition).
 // Unique blocks are registered in the cache only when their request is
-// preempted (only that request can ever hit them, when it resumes): this
-// saves hash-map work and changes no outcome.
+// preempted (only that request can ever hit them, when it resumes), which
+// saves hash-map work. vLLM registers every block when it becomes full, so
+// two outcomes differ: a sliding-window block released before the
+// preemption is never registered, so the resumed request misses a hit
+// whose window needs it (KvCacheTest.SlidingBlockReleasedBeforePreemption-
+// IsNeverHit); and a unique key still held by an earlier copy when a block
+// becomes full is taken at the preemption if that copy was evicted since.
 //
 // Block identity: only a block that holds a prefix-cache key can ever be
 // found again, so only such blocks carry an identity (a "label": an index

@@ -122,6 +122,30 @@ TEST(KvCacheTest, PreemptedRequestHitsItsOwnUniqueBlocksOnResume) {
   EXPECT_EQ(kv->FindPrefixHit(View(8, 40, none), 42, true), 0);
 }
 
+// A documented difference from vLLM (sim/kv_cache.h): unique blocks are
+// registered at the preemption, so a sliding block released before it was
+// never cached. vLLM caches the sliding block when it is full, so there the
+// resume below hits 32 tokens.
+TEST(KvCacheTest, SlidingBlockReleasedBeforePreemptionIsNeverHit) {
+  KvCacheSpec s;
+  s.num_blocks = 100;
+  s.groups.push_back(KvGroupSpec{32, 0, 1});  // full attention
+  s.groups.push_back(KvGroupSpec{16, 8, 1});  // sliding, window 8: hits align to 32
+  auto kv = KvCache::Create(s, true).value();
+  std::vector<uint64_t> none;  // unique content
+  ASSERT_EQ(kv->FindPrefixHit(View(1, 40, none), 40, false), 0);
+  ASSERT_TRUE(kv->Allocate(0, View(1, 40, none), 0, 40, /*use_hit=*/true));
+  // First decode: tokens below 40 - 8 + 1 = 33 leave the window, so the
+  // sliding group's blocks 0 and 1 (tokens 0..31) are released.
+  ASSERT_TRUE(kv->Allocate(0, View(1, 40, none), 40, 1, false));
+  kv->Free(0, View(1, 40, none), 41, /*preempted=*/true);
+  // Resume with 42 tokens: 32 would need the full group's block 0 (cached
+  // at the preemption) and the sliding block 1 (tokens 16..31; released
+  // before the preemption, never cached).
+  EXPECT_EQ(kv->FindPrefixHit(View(1, 40, none), 42, true), 0);
+  EXPECT_TRUE(kv->CheckInvariant(true));
+}
+
 TEST(KvCacheTest, SlidingWindowGroupFreesBlocksOutsideTheWindow) {
   for (bool caching : {false, true}) {
     KvCacheSpec s;
