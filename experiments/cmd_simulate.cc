@@ -203,6 +203,12 @@ int RunSimulate(SimulateArgs& args) {
   }
 
   const auto& records = engine->records();
+  if (engine->num_replicas() > 1) {
+    const std::vector<int64_t> per = RequestsPerReplica(records, engine->num_replicas());
+    for (int32_t i = 0; i < engine->num_replicas(); ++i) {
+      ctx.replica_shares.push_back({engine->replica_config(i).description, per[i]});
+    }
+  }
   if (!args.save_result.empty()) {
     const std::string json =
         BenchResultJson(result, ctx, records, engine->request_itls(), args.save_detailed);
