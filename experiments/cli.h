@@ -26,6 +26,9 @@ constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;  // bad flag, file or record
 constexpr int kExitCheckFailed =
     3;  // validate: a point missed; plan: no fleet meets the SLO
+// memory, simulate: the deployment does not fit in the device's memory
+// (memory still prints its plan and what would fit).
+constexpr int kExitDoesNotFit = 4;
 
 // Default --jobs of `validate` and `calibrate` (their reports do not depend
 // on it): every hardware thread, 1 when unknown. (It ignores container CPU

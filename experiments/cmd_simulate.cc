@@ -142,7 +142,15 @@ int RunSimulate(SimulateArgs& args) {
   std::unique_ptr<ChromeTraceRecorder> trace;
   if (!args.chrome_trace.empty()) trace = std::make_unique<ChromeTraceRecorder>();
   absl::StatusOr<ExperimentRun> run = RunExperiment(config, opts, trace.get());
-  if (!run.ok()) return fail(run.status());
+  if (!run.ok()) {
+    fail(run.status());
+    // The deployment does not fit: as `servesim memory` says for it.
+    if (!absl::IsResourceExhausted(run.status())) return kExitBadInput;
+    std::fprintf(stderr,
+                 "servesim simulate: note: `servesim memory` with the same server flags "
+                 "names the largest --max-model-len and the quantizations that fit\n");
+    return kExitDoesNotFit;
+  }
   const std::unique_ptr<Engine>& engine = run->engine;
   const std::vector<std::string>& provenance = run->fleet.provenance;
   const ClientConfig& client = run->client;
