@@ -177,9 +177,10 @@ int RunSimulate(SimulateArgs& args) {
         "ignore_eos=false: simulated outputs still have exactly the requested lengths");
   }
   ctx.resolved_config = config_text;
-  // What the fleet costs per 1M output tokens at its devices' first
-  // published on-demand and spot prices (experiments/cost.h SelectOffer; a
-  // tier is left out when a device lacks it).
+  // What the fleet costs per 1M output tokens at its devices' cheapest
+  // on-demand and spot prices (experiments/cost.h SelectOffer: spot takes
+  // on-demand when that is cheaper, and the offers line names it; a tier is
+  // left out when a device has no offer of it).
   for (const char* tier : {"on-demand", "spot"}) {
     ReportContext::Cost cost;
     cost.tier = tier;
@@ -190,17 +191,18 @@ int RunSimulate(SimulateArgs& args) {
           config.fleet().replicas_size() > 0
               ? std::max(1, config.fleet().replicas(static_cast<int>(k)).count())
               : 1;
-      std::string note;
-      auto offer = SelectOffer(OffersFromDevice(device), device.id(), tier, &note);
-      if (!offer.ok() || !note.empty()) {
+      const std::vector<PriceOffer> offers = OffersFromDevice(device);
+      auto offer = SelectOffer(offers, device.id(), tier);
+      if (!offer.ok() ||
+          std::none_of(offers.begin(), offers.end(), [&](const PriceOffer& o) {
+            return o.kind == tier && o.usd_per_hour > 0;
+          })) {
         complete = false;
         break;
       }
       cost.usd_per_hour += count * offer->usd_per_hour;
       absl::StrAppend(&cost.offers, cost.offers.empty() ? "" : " + ", count, "x ",
-                      device.id(), " ", offer->provider, " ", offer->instance,
-                      offer->region.empty() ? "" : absl::StrCat(" ", offer->region),
-                      absl::StrFormat(" $%g/h", offer->usd_per_hour));
+                      device.id(), " ", OfferLabel(*offer));
     }
     if (!complete || cost.usd_per_hour <= 0 || !(result.output_throughput > 0)) continue;
     cost.usd_per_m_output_tokens =
