@@ -45,7 +45,10 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(
 struct PlanDevice {
   std::string device;  // as ServerConfig.device takes it
   PriceOffer offer;
-  std::string price_note;  // e.g. "no spot offer; on-demand price used"
+  std::string price_note;  // e.g. "no spot offer for t4; on-demand used"
+  // Calibration profile file for this device's replicas (a user's, from
+  // `servesim calibrate`); empty: the base server's (the shipped default).
+  std::string calibration_profile;
 };
 
 struct PlanOptions {
@@ -103,9 +106,11 @@ struct PlanResult {
   int best_group = -1;            // the cheapest chosen fleet over all groups
 };
 
-// The ExperimentConfig that simulates `fleet` for `base`.
+// The ExperimentConfig that simulates `fleet` for `base`; a replica whose
+// device is in `devices` with a calibration_profile gets that profile.
 proto::ExperimentConfig FleetExperiment(const proto::ExperimentConfig& base,
-                                        const std::vector<FleetPart>& fleet);
+                                        const std::vector<FleetPart>& fleet,
+                                        const std::vector<PlanDevice>& devices = {});
 
 // Runs the search. Errors: no devices, no SLO terms, max_replicas < 1, the
 // runner lacking a metric an SLO term names.
