@@ -2,8 +2,12 @@
 // dataset or trace) through the discrete-event simulator; prints a summary
 // like `vllm bench serve`, or the result JSON with --json, and writes the
 // optional files (--save-result, --requests-csv, --chrome-trace).
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -15,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "experiments/cli.h"
 #include "experiments/cost.h"
 #include "experiments/run_experiment.h"
@@ -38,7 +43,10 @@ struct SimulateArgs {
   bool save_detailed = false;
   std::string requests_csv;
   std::string chrome_trace;
-  std::string date = "19700101-000000";
+  int64_t chrome_trace_max_steps = 200'000;
+  std::string date;  // empty: now (local time, as vLLM names its files)
+  bool force = false;
+  bool overwrite = false;
   std::string router;
 };
 
@@ -61,8 +69,60 @@ std::string PythonFloat(double v) {
   return absl::StrFormat("%.17g", v);
 }
 
+// "l4", or "mi300x+tpu-v6e" for a mixed fleet (each device once, in order).
+std::string DevicesLabel(const proto::ExperimentConfig& config) {
+  std::vector<std::string> ids;
+  if (config.fleet().replicas_size() == 0) ids.push_back(config.server().device());
+  for (const proto::FleetReplica& r : config.fleet().replicas()) {
+    if (std::find(ids.begin(), ids.end(), r.server().device()) == ids.end()) {
+      ids.push_back(r.server().device());
+    }
+  }
+  return absl::StrJoin(ids, "+");
+}
+
+// Measured on this build (docs: `simulate --num-prompts N` max RSS, random
+// 16/2-token requests): ~127 B per request kept (its record) and ~1.3 KB
+// per request in flight; all requests are in flight at once when they are
+// sent at --request-rate inf without --max-concurrency.
+constexpr double kRecordBytes = 128;
+constexpr double kInFlightBytes = 1300;
+
+// A lower bound on the memory the run will hold, for the requests the
+// config sends (0 when it replays a whole trace: bounded by the file).
+double EstimateRunBytes(const proto::ExperimentConfig& c, bool detailed) {
+  const proto::ClientConfig& cl = c.client();
+  const double n =
+      cl.num_prompts() > 0 ? cl.num_prompts() : (cl.trace().empty() ? 1000.0 : 0.0);
+  const bool all_at_once = !(cl.request_rate() > 0 && std::isfinite(cl.request_rate())) &&
+                           cl.max_concurrency() <= 0 && cl.trace().empty();
+  double bytes = n * kRecordBytes + (all_at_once ? n * kInFlightBytes : 0);
+  if (detailed && cl.trace().empty()) {
+    bytes +=
+        n * 4.0 * std::max(1, cl.random_output_len() > 0 ? cl.random_output_len() : 128);
+  }
+  return bytes;
+}
+
+double PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page)
+                               : 0;
+}
+
+// vLLM's current_dt: datetime.now().strftime("%Y%m%d-%H%M%S"), local time.
+std::string NowDate() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
 // Where --save-result writes: the explicit path, else --result-dir /
-// (--result-filename or vLLM's "<label>-<rate>qps[-concurrency<c>]-<model>-<date>.json").
+// (--result-filename or vLLM's "vllm-<rate>qps[-concurrency<c>]-<model>-<date>.json"
+// with the device(s) before the date, so runs on two devices do not collide).
 std::string ResultPath(const SimulateArgs& args, const proto::ExperimentConfig& config) {
   if (!args.save_result.empty()) return args.save_result;
   std::string name = args.result_filename;
@@ -81,7 +141,7 @@ std::string ResultPath(const SimulateArgs& args, const proto::ExperimentConfig& 
                         c.max_concurrency() > 0
                             ? absl::StrCat("-concurrency", c.max_concurrency())
                             : std::string(),
-                        "-", model, "-", args.date, ".json");
+                        "-", model, "-", DevicesLabel(config), "-", args.date, ".json");
   }
   if (args.result_dir.empty()) return name;
   return (std::filesystem::path(args.result_dir) / name).string();
@@ -102,8 +162,23 @@ int RunSimulate(SimulateArgs& args) {
   }
   absl::StatusOr<proto::ExperimentConfig> resolved_early = args.flags.Resolve();
   if (!resolved_early.ok()) return fail(resolved_early.status());
+  if (args.date.empty()) {
+    args.date = NowDate();
+  } else if (args.date.size() != 15 || args.date[8] != '-' ||
+             !std::all_of(args.date.begin(), args.date.end(),
+                          [](char c) { return c == '-' || (c >= '0' && c <= '9'); })) {
+    return fail(absl::InvalidArgumentError(absl::StrFormat(
+        "--date: '%s' is not YYYYMMDD-HHMMSS (as vLLM's current_dt)", args.date)));
+  }
   if (args.save_result_given) {
     args.save_result = ResultPath(args, *resolved_early);
+    if (std::error_code ec;
+        !args.overwrite && std::filesystem::exists(args.save_result, ec)) {
+      return fail(absl::AlreadyExistsError(absl::StrFormat(
+          "--save-result: %s exists; give --overwrite to replace it, or another "
+          "--result-filename / --date",
+          args.save_result)));
+    }
     if (!args.result_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(args.result_dir, ec);
@@ -136,11 +211,27 @@ int RunSimulate(SimulateArgs& args) {
   }
   proto::ExperimentConfig config = *std::move(resolved_early);
   if (!args.router.empty()) config.mutable_fleet()->set_router(args.router);
+  if (const double need = EstimateRunBytes(config, args.save_detailed),
+      have = PhysicalMemoryBytes();
+      !args.force && have > 0 && need > 0.8 * have) {
+    return fail(absl::InvalidArgumentError(absl::StrFormat(
+        "--num-prompts %d: the run needs at least %.3g GB (%.0f B per request kept%s), "
+        "more than 80%% of this machine's %.3g GB; lower --num-prompts, give "
+        "--max-concurrency or a finite --request-rate, or --force",
+        config.client().num_prompts(), need / 1e9, kRecordBytes,
+        EstimateRunBytes(config, false) > config.client().num_prompts() * kRecordBytes
+            ? absl::StrFormat(", %.0f B per request in flight, all at once",
+                              kInFlightBytes)
+            : std::string(),
+        have / 1e9)));
+  }
 
   EngineOptions opts;
   opts.keep_request_itls = args.save_detailed;
   std::unique_ptr<ChromeTraceRecorder> trace;
-  if (!args.chrome_trace.empty()) trace = std::make_unique<ChromeTraceRecorder>();
+  if (!args.chrome_trace.empty()) {
+    trace = std::make_unique<ChromeTraceRecorder>(args.chrome_trace_max_steps);
+  }
   absl::StatusOr<ExperimentRun> run = RunExperiment(config, opts, trace.get());
   if (!run.ok()) {
     fail(run.status());
@@ -244,6 +335,14 @@ int RunSimulate(SimulateArgs& args) {
         !st.ok()) {
       return fail(st);
     }
+    if (trace->dropped_steps() > 0) {
+      std::fprintf(
+          stderr,
+          "servesim simulate: note: --chrome-trace %s holds the first %lld steps; "
+          "%lld later steps were dropped (raise --chrome-trace-max-steps)\n",
+          args.chrome_trace.c_str(), static_cast<long long>(args.chrome_trace_max_steps),
+          static_cast<long long>(trace->dropped_steps()));
+    }
   }
   if (args.json) {
     const std::string json =
@@ -288,9 +387,18 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
                   "one row per request with its timeline");
   cmd->add_option("--chrome-trace", args->chrome_trace,
                   "Chrome/Perfetto trace of steps and requests");
-  cmd->add_option(
-      "--date", args->date,
-      "value of the JSON \"date\" key (fixed by default for reproducible output)");
+  cmd->add_option("--chrome-trace-max-steps", args->chrome_trace_max_steps,
+                  "steps kept in the --chrome-trace (default 200000; later ones are "
+                  "dropped, with a note on stderr)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
+  cmd->add_option("--date", args->date,
+                  "date-time YYYYMMDD-HHMMSS of the JSON \"date\" key and the default\n"
+                  "--save-result name (default: now, as vLLM; pin it for reproducible "
+                  "output)");
+  cmd->add_flag("--force", args->force,
+                "run even when the memory estimate exceeds 80% of this machine's");
+  cmd->add_flag("--overwrite", args->overwrite,
+                "let --save-result replace an existing file (refused otherwise)");
   cmd->callback([args, save, exit_code] {
     args->save_result_given = save->count() > 0;
     *exit_code = RunSimulate(*args);
