@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,7 +16,9 @@
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
 #include "experiments/sweep.h"
+#include "hwmodels/deployment.h"
 #include "sim/json_writer.h"
+#include "sim/router.h"
 #include "sim/status_macros.h"
 
 namespace servesim {
@@ -26,6 +29,29 @@ namespace {
 absl::StatusOr<RunResult> SimulateExperiment(const proto::ExperimentConfig& config) {
   ASSIGN_OR_RETURN(cli::ExperimentRun run, cli::RunExperiment(config));
   return run.engine->Result();
+}
+
+// The names of every server of `config` (device, model, quantization,
+// dtype, calibration profile) and its router, checked as the run would
+// check them; a deployment that merely does not fit is a result, not an
+// error. `seen` skips servers already checked.
+absl::Status CheckNames(const proto::ExperimentConfig& config,
+                        std::set<std::string>& seen) {
+  RETURN_IF_ERROR(MakeRouter(config.fleet().router()).status());
+  std::vector<proto::ServerConfig> servers;
+  if (config.fleet().replicas_size() == 0) servers.push_back(config.server());
+  for (const proto::FleetReplica& r : config.fleet().replicas()) {
+    servers.push_back(r.server());
+  }
+  for (const proto::ServerConfig& server : servers) {
+    proto::ExperimentConfig tmp;
+    *tmp.mutable_server() = server;
+    cli::ApplyDefaults(tmp);
+    if (!seen.insert(tmp.server().SerializeAsString()).second) continue;
+    absl::StatusOr<Deployment> d = BuildDeployment(cli::ToServerSpec(tmp.server()));
+    if (!d.ok() && !absl::IsResourceExhausted(d.status())) return d.status();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -51,6 +77,7 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     bool progress = false;
     bool no_progress = false;
     bool json = false;
+    bool replace = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -74,16 +101,19 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
                 "progress line even when stderr is no terminal");
   cmd->add_flag("--no-progress", flags->no_progress, "no progress line");
   cmd->add_flag("--json", flags->json, "print the summary as one JSON object on stdout");
+  cmd->add_flag(
+      "--replace", flags->replace,
+      "discard results in --out that belong to another grid (refused otherwise)");
   cmd->callback([flags, exit_code] {
     absl::StatusOr<proto::SweepGrid> grid = ReadGridFile(flags->grid);
     if (!grid.ok()) {
-      std::fprintf(stderr, "servesim sweep: %s\n",
+      std::fprintf(stderr, "servesim sweep: error: %s\n",
                    std::string(grid.status().message()).c_str());
       *exit_code = kExitBadInput;
       return;
     }
     auto bad = [&](const std::string& msg) {
-      std::fprintf(stderr, "servesim sweep: %s\n", msg.c_str());
+      std::fprintf(stderr, "servesim sweep: error: %s\n", msg.c_str());
       *exit_code = kExitBadInput;
     };
     if (flags->out.empty()) return bad("--out: empty; give an output directory");
@@ -97,45 +127,64 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     if (!points.ok()) {
       return bad(absl::StrCat(flags->grid, ": ", points.status().message()));
     }
+    std::set<std::string> seen;
     for (const SweepPoint& p : *points) {
       proto::ExperimentConfig c = p.config;
       ApplyDefaults(c);
-      if (absl::Status st = ValidateRanges(c); !st.ok()) {
+      absl::Status st = ValidateRanges(c);
+      if (st.ok()) st = CheckNames(p.config, seen);
+      if (!st.ok()) {
         return bad(absl::StrCat(flags->grid, ": point ", p.id, " (",
-                                absl::StrJoin(p.axis_values, ", "), "): ", st.message()));
+                                absl::StrJoin(p.axis_values, ", "), "): ", st.message(),
+                                " (no point was run)"));
       }
     }
     SweepOptions options;
     options.jobs = flags->jobs;
     options.stop_after = flags->stop_after;
+    options.replace_other_results = flags->replace;
     options.progress = flags->no_progress ? 0 : (flags->progress ? 1 : -1);
     absl::StatusOr<SweepSummary> s =
         RunSweep(*grid, flags->out, SimulatorPointRunner(), options);
     if (!s.ok()) {
-      std::fprintf(stderr, "servesim sweep: %s: %s\n", flags->grid.c_str(),
+      std::fprintf(stderr, "servesim sweep: error: %s: %s\n", flags->grid.c_str(),
                    std::string(s.status().message()).c_str());
       *exit_code =
-          s.status().code() == absl::StatusCode::kInvalidArgument ? kExitBadInput : 1;
+          absl::IsInvalidArgument(s.status()) || absl::IsAlreadyExists(s.status())
+              ? kExitBadInput
+              : 1;
       return;
     }
     std::fprintf(
         stderr,
-        "servesim sweep: %lld points (%lld resumed, %lld run, %lld failed)%s -> %s\n",
+        "servesim sweep: %lld points (%lld resumed, %lld run, %lld infeasible, %lld "
+        "failed)%s -> %s\n",
         static_cast<long long>(s->num_points), static_cast<long long>(s->num_resumed),
-        static_cast<long long>(s->num_run), static_cast<long long>(s->num_failed),
+        static_cast<long long>(s->num_run), static_cast<long long>(s->num_infeasible),
+        static_cast<long long>(s->num_failed),
         s->complete ? "" : " [stopped early; rerun to resume]", flags->out.c_str());
     if (flags->json) {
       JsonWriter w(2);
       w.BeginObject().KV("grid", flags->grid).KV("out", flags->out);
       w.KV("points", s->num_points).KV("resumed", s->num_resumed);
-      w.KV("run", s->num_run).KV("failed", s->num_failed).KV("complete", s->complete);
+      w.KV("run", s->num_run).KV("infeasible", s->num_infeasible);
+      w.KV("failed", s->num_failed).KV("complete", s->complete);
       w.KV("results_csv", absl::StrCat(flags->out, "/results.csv"));
       w.KV("results_jsonl", absl::StrCat(flags->out, "/results.jsonl"));
       w.EndObject();
       std::printf("%s\n", w.str().c_str());
     }
-    // Failed points (a model that does not fit, ...) are results, recorded
-    // with their reason; only an incomplete sweep is a non-zero exit.
+    // Infeasible points (the model does not fit) are results, recorded with
+    // their reason. A point that failed for any other reason (a trace that
+    // cannot be read, ...) is an input error: exit 2 (after every point ran).
+    if (s->num_failed > 0) {
+      std::fprintf(stderr,
+                   "servesim sweep: error: %lld point(s) failed (status \"error\" in "
+                   "%s/results.csv)\n",
+                   static_cast<long long>(s->num_failed), flags->out.c_str());
+      *exit_code = kExitBadInput;
+      return;
+    }
     *exit_code = s->complete ? kExitOk : 1;
   });
 }

@@ -268,7 +268,11 @@ PointLines FormatPoint(const SweepPoint& p, const std::vector<std::string>& axis
   } else if (!result.ok()) {
     error = std::string(result.status().message());
   }
-  AppendJsonString(j, ok ? "ok" : "error");
+  // A deployment that does not fit is a real outcome of the point, not bad
+  // input (RunExperiment: ResourceExhausted).
+  const bool infeasible = !result.ok() && absl::IsResourceExhausted(result.status());
+  const char* status = ok ? "ok" : (infeasible ? "infeasible" : "error");
+  AppendJsonString(j, status);
   j += ",\"error\":";
   AppendJsonString(j, error);
   j += ",\"metrics\":{";
@@ -290,7 +294,7 @@ PointLines FormatPoint(const SweepPoint& p, const std::vector<std::string>& axis
     c.push_back(',');
     AppendCsvCell(c, v);
   }
-  c += ok ? ",ok," : ",error,";
+  absl::StrAppend(&c, ",", status, ",");
   AppendCsvCell(c, error);
   for (size_t m = 0; m < metric_names.size(); ++m) {
     c.push_back(',');
@@ -602,6 +606,46 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
   const fs::path jsonl_path = dir / "results.jsonl";
   const fs::path csv_path = dir / "results.csv";
 
+  // Resume: a point is finished when both files hold its line with the
+  // current config hash (and the CSV header is the current one).
+  const size_t num = points.size();
+  std::vector<std::optional<PointLines>> done(num);
+  {
+    ASSIGN_OR_RETURN(std::vector<std::string> jl, ReadLines(jsonl_path));
+    ASSIGN_OR_RETURN(std::vector<std::string> cl, ReadLines(csv_path));
+    std::vector<std::optional<std::string>> jmap(num), cmap(num);
+    int64_t id;
+    std::string hash;
+    int64_t matched = 0, other = 0;
+    for (const std::string& line : jl) {
+      if (ParseKey(line, true, &id, &hash) && id >= 0 && id < static_cast<int64_t>(num) &&
+          hash == points[id].config_hash) {
+        jmap[id] = line;
+        ++matched;
+      } else if (!line.empty()) {
+        ++other;
+      }
+    }
+    // Results of another grid entirely (no point in common) are not
+    // replaced silently; an edited grid keeps its unchanged points.
+    if (other > 0 && matched == 0 && !options.replace_other_results) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(out_dir, " holds ", other,
+                       " results of another grid (no point of this one); "
+                       "give another --out, or --replace to discard them"));
+    }
+    if (!cl.empty() && cl[0] == header) {
+      for (size_t i = 1; i < cl.size(); ++i) {
+        if (ParseKey(cl[i], false, &id, &hash) && id >= 0 &&
+            id < static_cast<int64_t>(num) && hash == points[id].config_hash) {
+          cmap[id] = cl[i];
+        }
+      }
+    }
+    for (size_t i = 0; i < num; ++i) {
+      if (jmap[i] && cmap[i]) done[i] = PointLines{*jmap[i], *cmap[i]};
+    }
+  }
   // The resolved grid, with each point's id, hash and axis values.
   {
     std::string text;
@@ -618,35 +662,6 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
       text.push_back('\n');
     }
     RETURN_IF_ERROR(WriteFileAtomic(dir / "grid.textproto", text));
-  }
-
-  // Resume: a point is finished when both files hold its line with the
-  // current config hash (and the CSV header is the current one).
-  const size_t num = points.size();
-  std::vector<std::optional<PointLines>> done(num);
-  {
-    ASSIGN_OR_RETURN(std::vector<std::string> jl, ReadLines(jsonl_path));
-    ASSIGN_OR_RETURN(std::vector<std::string> cl, ReadLines(csv_path));
-    std::vector<std::optional<std::string>> jmap(num), cmap(num);
-    int64_t id;
-    std::string hash;
-    for (const std::string& line : jl) {
-      if (ParseKey(line, true, &id, &hash) && id >= 0 && id < static_cast<int64_t>(num) &&
-          hash == points[id].config_hash) {
-        jmap[id] = line;
-      }
-    }
-    if (!cl.empty() && cl[0] == header) {
-      for (size_t i = 1; i < cl.size(); ++i) {
-        if (ParseKey(cl[i], false, &id, &hash) && id >= 0 &&
-            id < static_cast<int64_t>(num) && hash == points[id].config_hash) {
-          cmap[id] = cl[i];
-        }
-      }
-    }
-    for (size_t i = 0; i < num; ++i) {
-      if (jmap[i] && cmap[i]) done[i] = PointLines{*jmap[i], *cmap[i]};
-    }
   }
   auto rewrite = [&]() -> absl::Status {
     std::string j, c = header;
@@ -740,9 +755,10 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
       summary.complete = false;
       continue;
     }
-    if (d->csv.find(",error,") != std::string::npos &&
-        d->jsonl.find("\"status\":\"error\"") != std::string::npos) {
+    if (d->jsonl.find("\"status\":\"error\"") != std::string::npos) {
       ++summary.num_failed;
+    } else if (d->jsonl.find("\"status\":\"infeasible\"") != std::string::npos) {
+      ++summary.num_infeasible;
     }
   }
   if (summary.complete) RETURN_IF_ERROR(rewrite());

@@ -88,21 +88,28 @@ struct SweepOptions {
   // complete = false, leaving the files as a kill would (completion order).
   // -1: run everything.
   int64_t stop_after = -1;
+  // Let the sweep discard results in the directory that belong to another
+  // grid (no point in common); refused (AlreadyExists) otherwise.
+  bool replace_other_results = false;
 };
 
 struct SweepSummary {
   int64_t num_points = 0;
   int64_t num_resumed = 0;  // already finished in DIR, not rerun
   int64_t num_run = 0;      // run now
-  int64_t num_failed = 0;   // points whose runner returned an error (any run)
-  bool complete = false;    // every point is in the files, in point order
+  // Points whose runner returned an error (any run): "infeasible" when the
+  // deployment does not fit (ResourceExhausted, a real outcome), else
+  // "error" (invalid input, counted in num_failed).
+  int64_t num_failed = 0;
+  int64_t num_infeasible = 0;
+  bool complete = false;  // every point is in the files, in point order
 };
 
 // Runs every point of `grid` not already finished in `out_dir` (created if
 // missing) and writes grid.textproto, results.jsonl and results.csv there.
 // results.jsonl: one object per point:
 //   {"point":ID,"config_hash":"HEX","axes":{COLUMN:VALUE,...},
-//    "status":"ok"|"error","error":MSG,"metrics":{NAME:NUMBER|null,...}}
+//    "status":"ok"|"infeasible"|"error","error":MSG,"metrics":{NAME:NUMBER|null,...}}
 // results.csv: point,config_hash,<axis columns>,status,error,<metric names>.
 // Errors: a bad grid (InvalidArgument) or file I/O.
 absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
