@@ -7,7 +7,9 @@
 #define SERVESIM_EXPERIMENTS_CLI_H_
 
 #include <algorithm>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 
@@ -35,6 +37,22 @@ constexpr int kExitDoesNotFit = 4;
 // limits.) `sweep` and `plan` default to 1.
 inline int DefaultJobs() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// CLI11's parse error `e` of `app` in the form every subcommand's errors
+// take: "servesim <subcommand>: error: <what>" (plain "servesim: error:"
+// before a subcommand is known) and a line naming its --help.
+inline std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e) {
+  std::string who = "servesim";
+  const CLI::App* at = &app;
+  while (true) {
+    const std::vector<const CLI::App*> subs =
+        at->get_subcommands([](const CLI::App* s) { return s->parsed(); });
+    if (subs.empty()) break;
+    at = subs.front();
+    who += " " + at->get_name();
+  }
+  return who + ": error: " + e.what() + "\n(run '" + who + " --help' for the flags)";
 }
 
 }  // namespace servesim::cli

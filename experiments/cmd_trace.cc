@@ -223,7 +223,7 @@ absl::Status Resolve(TraceFlags& f) {
 }
 
 int Fail(const absl::Status& st) {
-  std::fprintf(stderr, "servesim trace: %s\n", std::string(st.message()).c_str());
+  std::fprintf(stderr, "servesim trace: error: %s\n", std::string(st.message()).c_str());
   return kExitBadInput;
 }
 
