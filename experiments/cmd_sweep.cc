@@ -1,6 +1,8 @@
 // servesim sweep --grid FILE --out DIR [--jobs N]: runs every point of a
 // grid (proto/sweep.proto) through the simulator; resumable; results in
 // point order whatever N. See experiments/sweep.h.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "experiments/cli.h"
 #include "experiments/run_experiment.h"
@@ -68,6 +71,10 @@ PointRunner SimulatorPointRunner() {
 
 namespace cli {
 
+// A point's two result lines (JSONL + CSV, every simulator metric: 1.24-1.49
+// KB of text in experiments/results/*/results.*) with string overheads.
+constexpr double kResultBytesPerPoint = 2048;
+
 void RegisterSweepCommand(CLI::App& app, int* exit_code) {
   struct Flags {
     std::string grid;
@@ -78,6 +85,8 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     bool no_progress = false;
     bool json = false;
     bool replace = false;
+    bool force = false;
+    double memory_limit_gb = 0;  // 0: half of this machine's memory
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -101,6 +110,11 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
                 "progress line even when stderr is no terminal");
   cmd->add_flag("--no-progress", flags->no_progress, "no progress line");
   cmd->add_flag("--json", flags->json, "print the summary as one JSON object on stdout");
+  cmd->add_flag("--force", flags->force,
+                "run a grid whose points and results may not fit this machine's memory");
+  cmd->add_option("--memory-limit-gb", flags->memory_limit_gb,
+                  "memory a grid may need (default: half of this machine's)")
+      ->check(CLI::Range(0.001, 1e6));
   cmd->add_flag(
       "--replace", flags->replace,
       "discard results in --out that belong to another grid (refused otherwise)");
@@ -120,6 +134,26 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     if (std::error_code ec; std::filesystem::exists(flags->out, ec) &&
                             !std::filesystem::is_directory(flags->out, ec)) {
       return bad(absl::StrCat("--out ", flags->out, ": exists and is not a directory"));
+    }
+    // Every point and its two result lines stay in memory until the ordered
+    // rewrite: refuse a grid that cannot fit (a 10^7-point grid took 3.2 GB
+    // before any output) unless forced.
+    {
+      const int64_t n = CountGridPoints(*grid);
+      const double per_point =
+          3.0 * static_cast<double>(grid->base().ByteSizeLong()) + kResultBytesPerPoint;
+      const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+      const double limit = flags->memory_limit_gb > 0
+                               ? flags->memory_limit_gb * 1e9
+                               : (pages > 0 && page > 0 ? 0.5 * pages * page : 0);
+      const double need = static_cast<double>(n) * per_point;
+      if (!flags->force && limit > 0 && need > limit) {
+        return bad(absl::StrFormat(
+            "%s: %lld points need about %.3g GB in memory (%.0f B per point with its "
+            "results), more than the %.3g GB allowed (--memory-limit-gb; default half "
+            "of this machine's memory); split the grid, or --force",
+            flags->grid, static_cast<long long>(n), need / 1e9, per_point, limit / 1e9));
+      }
     }
     // Every point's configuration is range-checked before anything runs: a
     // bad value in a grid is an input error, not a failed point.

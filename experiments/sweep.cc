@@ -370,6 +370,8 @@ absl::Status WriteFileAtomic(const std::filesystem::path& path, const std::strin
   return absl::OkStatus();
 }
 
+}  // namespace
+
 std::string FormatDuration(double s) {
   if (!(s >= 0) || s > 1e7) return "?";
   const int64_t t = static_cast<int64_t>(s + 0.5);
@@ -377,8 +379,6 @@ std::string FormatDuration(double s) {
   if (t >= 60) return absl::StrFormat("%dm%02ds", t / 60, t % 60);
   return absl::StrFormat("%ds", t);
 }
-
-}  // namespace
 
 const std::vector<std::string>& SimulatorMetricNames() {
   static const auto* names =
@@ -576,6 +576,26 @@ absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid)
     points.push_back(std::move(p));
   }
   return points;
+}
+
+int64_t CountGridPoints(const proto::SweepGrid& grid) {
+  std::vector<std::string> zips_seen;
+  int64_t total = 1;
+  for (const proto::SweepAxis& axis : grid.axes()) {
+    if (!axis.zip().empty()) {
+      if (std::find(zips_seen.begin(), zips_seen.end(), axis.zip()) != zips_seen.end()) {
+        continue;
+      }
+      zips_seen.push_back(axis.zip());
+    }
+    const int64_t n = axis.values_size();
+    if (n == 0) return 0;
+    if (total > std::numeric_limits<int64_t>::max() / n) {
+      return std::numeric_limits<int64_t>::max();
+    }
+    total *= n;
+  }
+  return total;
 }
 
 absl::StatusOr<proto::SweepGrid> ReadGridFile(const std::string& path) {

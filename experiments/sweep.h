@@ -75,6 +75,13 @@ std::vector<std::string> AxisColumns(const proto::SweepGrid& grid);
 // for an axis without values or zipped axes of unequal lengths.
 absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid);
 
+// "42s", "3m07s", "2h05m" for a progress line's ETA; "?" when unknown.
+std::string FormatDuration(double seconds);
+
+// The number of points of `grid` (zipped axes counted once, by their first
+// axis), without expanding it; saturates at INT64_MAX. O(axes).
+int64_t CountGridPoints(const proto::SweepGrid& grid);
+
 // Reads a text-format SweepGrid; errors name the file and line.
 absl::StatusOr<proto::SweepGrid> ReadGridFile(const std::string& path);
 
