@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -24,9 +25,13 @@
 #include "experiments/cost.h"
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
+#include "experiments/sweep.h"
+#include "hwmodels/catalog.h"
 #include "sim/engine.h"
 #include "sim/report.h"
 #include "sim/status_macros.h"
+#include "traces/bench_result.h"
+#include "traces/open_trace.h"
 
 namespace servesim::cli {
 namespace {
@@ -46,6 +51,7 @@ struct SimulateArgs {
   int64_t chrome_trace_max_steps = 200'000;
   std::string date;  // empty: now (local time, as vLLM names its files)
   bool force = false;
+  int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
   bool overwrite = false;
   std::string router;
 };
@@ -110,6 +116,84 @@ double PhysicalMemoryBytes() {
                                : 0;
 }
 
+// The model_id / tokenizer_id of the result, as vLLM writes them: the
+// Hugging Face id ("google/gemma-4-E2B-it") for a catalog name
+// ("gemma-4-e2b"); a Hugging Face id or a config.json path as given.
+std::string ResultModelId(const proto::ExperimentConfig& config) {
+  const std::string model = config.fleet().replicas_size() > 0
+                                ? config.fleet().replicas(0).server().model()
+                                : config.server().model();
+  if (model.find('/') != std::string::npos) return model;
+  absl::StatusOr<proto::ModelArch> arch = FindModel(model);
+  if (!arch.ok() || arch->hf_ids_size() == 0) return model;
+  return arch->hf_ids(0);
+}
+
+// A `vllm bench serve` file without start_times replayed at --request-rate
+// inf sends every request at t = 0; says so, with the file's own rate when
+// it has one. Empty when that is not the case.
+std::string BenchArrivalNote(const proto::ClientConfig& cl) {
+  if (cl.trace().empty() || (cl.request_rate() > 0 && std::isfinite(cl.request_rate()))) {
+    return "";
+  }
+  TraceOptions t;
+  t.path = cl.trace();
+  t.format = cl.trace_format();
+  absl::StatusOr<TraceFormat> format = ResolveTraceFormat(t);
+  if (!format.ok() || *format != TraceFormat::kVllmBench) return "";
+  absl::StatusOr<BenchResult> bench = ReadBenchResult(cl.trace());
+  if (!bench.ok() || bench->start_times.has_value()) return "";
+  std::string note = absl::StrCat(
+      cl.trace(),
+      " has no start_times: its requests are all sent at t = 0 (--request-rate inf)");
+  const auto rate = bench->metrics.find("request_rate");
+  if (rate != bench->metrics.end() && rate->second > 0 && std::isfinite(rate->second)) {
+    absl::StrAppend(&note, "; the file was measured at request_rate ", rate->second,
+                    ": give --request-rate ", rate->second,
+                    " to send them as Poisson arrivals at that rate");
+  }
+  return note;
+}
+
+// A progress line on stderr while the engine runs (as sweep's): requests
+// done of the total, rate and ETA, at most twice a second; forwards every
+// call to `inner` (the Chrome trace recorder, or none).
+class ProgressObserver : public EngineObserver {
+ public:
+  ProgressObserver(EngineObserver* inner, int64_t total) : inner_(inner), total_(total) {}
+  void OnStep(int32_t replica, TimeNs start_ns, TimeNs duration_ns, const Scheduler& s,
+              const StepCost& cost) override {
+    if (inner_ != nullptr) inner_->OnStep(replica, start_ns, duration_ns, s, cost);
+  }
+  void OnRequestDone(const RequestRecord& record) override {
+    if (inner_ != nullptr) inner_->OnRequestDone(record);
+    if ((++done_ & 1023) != 0) return;
+    const double el = Elapsed();
+    if (el - last_s_ < 0.5) return;
+    last_s_ = el;
+    const double rate = done_ / el;
+    std::fprintf(stderr, "\rsimulate: %lld/%lld requests, %.0f/s, ETA %s   ",
+                 static_cast<long long>(done_), static_cast<long long>(total_), rate,
+                 FormatDuration(total_ > 0 ? (total_ - done_) / rate : -1).c_str());
+  }
+  // The closing line: requests and wall time.
+  void Finish() const {
+    std::fprintf(stderr, "\rsimulate: %lld requests in %s                    \n",
+                 static_cast<long long>(done_), FormatDuration(Elapsed()).c_str());
+  }
+
+ private:
+  double Elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+        .count();
+  }
+  EngineObserver* inner_;
+  int64_t total_;
+  int64_t done_ = 0;
+  double last_s_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
 // vLLM's current_dt: datetime.now().strftime("%Y%m%d-%H%M%S"), local time.
 std::string NowDate() {
   const std::time_t t = std::time(nullptr);
@@ -128,9 +212,7 @@ std::string ResultPath(const SimulateArgs& args, const proto::ExperimentConfig& 
   std::string name = args.result_filename;
   if (name.empty()) {
     const proto::ClientConfig& c = config.client();
-    std::string model = config.fleet().replicas_size() > 0
-                            ? config.fleet().replicas(0).server().model()
-                            : config.server().model();
+    std::string model = ResultModelId(config);
     if (const size_t slash = model.rfind('/'); slash != std::string::npos) {
       model = model.substr(slash + 1);
     }
@@ -226,13 +308,28 @@ int RunSimulate(SimulateArgs& args) {
         have / 1e9)));
   }
 
+  const std::string arrival_note = BenchArrivalNote(config.client());
+  if (!arrival_note.empty()) {
+    std::fprintf(stderr, "servesim simulate: note: %s\n", arrival_note.c_str());
+  }
   EngineOptions opts;
   opts.keep_request_itls = args.save_detailed;
   std::unique_ptr<ChromeTraceRecorder> trace;
   if (!args.chrome_trace.empty()) {
     trace = std::make_unique<ChromeTraceRecorder>(args.chrome_trace_max_steps);
   }
-  absl::StatusOr<ExperimentRun> run = RunExperiment(config, opts, trace.get());
+  const bool progress =
+      args.progress > 0 || (args.progress < 0 && isatty(STDERR_FILENO) == 1);
+  std::unique_ptr<ProgressObserver> progress_observer;
+  if (progress) {
+    progress_observer =
+        std::make_unique<ProgressObserver>(trace.get(), config.client().num_prompts());
+  }
+  absl::StatusOr<ExperimentRun> run = RunExperiment(
+      config, opts,
+      progress_observer ? static_cast<EngineObserver*>(progress_observer.get())
+                        : trace.get());
+  if (progress_observer) progress_observer->Finish();
   if (!run.ok()) {
     fail(run.status());
     // The deployment does not fit: as `servesim memory` says for it.
@@ -251,9 +348,7 @@ int RunSimulate(SimulateArgs& args) {
   const std::string config_text = ConfigToText(config);
   ReportContext ctx;
   ctx.date = args.date;
-  ctx.model_id = config.fleet().replicas_size() > 0
-                     ? config.fleet().replicas(0).server().model()
-                     : config.server().model();
+  ctx.model_id = ResultModelId(config);
   ctx.request_rate = client.request_rate;
   ctx.burstiness = client.burstiness;
   ctx.max_concurrency = client.max_concurrency;
@@ -263,6 +358,8 @@ int RunSimulate(SimulateArgs& args) {
   ctx.provenance.push_back(absl::StrCat("client: ", source->Describe()));
   if (client.replay_arrivals)
     ctx.provenance.push_back("arrivals: replayed from the trace");
+  if (!arrival_note.empty())
+    ctx.provenance.push_back(absl::StrCat("arrivals: ", arrival_note));
   if (!config.client().ignore_eos()) {
     ctx.provenance.push_back(
         "ignore_eos=false: simulated outputs still have exactly the requested lengths");
@@ -395,6 +492,11 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
                   "date-time YYYYMMDD-HHMMSS of the JSON \"date\" key and the default\n"
                   "--save-result name (default: now, as vLLM; pin it for reproducible "
                   "output)");
+  cmd->add_flag_function(
+      "--progress", [args](int64_t) { args->progress = 1; },
+      "progress line on stderr even when it is no terminal");
+  cmd->add_flag_function(
+      "--no-progress", [args](int64_t) { args->progress = 0; }, "no progress line");
   cmd->add_flag("--force", args->force,
                 "run even when the memory estimate exceeds 80% of this machine's");
   cmd->add_flag("--overwrite", args->overwrite,

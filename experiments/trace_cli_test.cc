@@ -198,16 +198,20 @@ TEST(SimulateCliTest, SaveResultNamesDoNotCollideAndNeverOverwriteSilently) {
   }
   std::sort(names.begin(), names.end());
   ASSERT_EQ(names.size(), 2u);
-  EXPECT_THAT(names[0], HasSubstr("-gemma-4-e2b-l4-"));
-  EXPECT_THAT(names[1], HasSubstr("-gemma-4-e2b-t4-"));
+  // vLLM's base_model_id: the Hugging Face id's last part.
+  EXPECT_THAT(names[0], HasSubstr("-gemma-4-E2B-it-l4-"));
+  EXPECT_THAT(names[1], HasSubstr("-gemma-4-E2B-it-t4-"));
   EXPECT_THAT(names[0], Not(HasSubstr("1970")));
 
   const std::string pinned = base + " --device l4 --date 20261201-093500";
   ASSERT_EQ(Servesim(pinned, dir).exit_code, 0);
   const std::string file =
-      dir + "/vllm-infqps-concurrency2-gemma-4-e2b-l4-20261201-093500.json";
+      dir + "/vllm-infqps-concurrency2-gemma-4-E2B-it-l4-20261201-093500.json";
   const std::string first = ReadText(file);
   EXPECT_THAT(first, HasSubstr("\"date\": \"20261201-093500\""));
+  // model_id / tokenizer_id: the Hugging Face id, as vLLM writes them.
+  EXPECT_THAT(first, HasSubstr("\"model_id\": \"google/gemma-4-E2B-it\""));
+  EXPECT_THAT(first, HasSubstr("\"tokenizer_id\": \"google/gemma-4-E2B-it\""));
   CliRun again = Servesim(pinned + " --random-output-len 7", dir);
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_THAT(again.err, HasSubstr("exists; give --overwrite"));
