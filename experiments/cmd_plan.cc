@@ -1,8 +1,12 @@
 // servesim plan: the cheapest fleet per device (and mixed pair) that meets
 // an SLO on a workload, with the candidates tried. See experiments/plan.h.
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,6 +59,7 @@ struct PlanFlags {
   int jobs = 1;
   int busy_hours = 24;
   bool json = false;
+  int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
 };
 
 absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& runner) {
@@ -317,6 +322,11 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
                   "when idle (start-up time billed)")
       ->check(CLI::Range(1, 24));
   cmd->add_flag("--json", f->json, "print everything as JSON");
+  cmd->add_flag_function(
+      "--progress", [f](int64_t) { f->progress = 1; },
+      "progress line on stderr even when it is no terminal");
+  cmd->add_flag_function(
+      "--no-progress", [f](int64_t) { f->progress = 0; }, "no progress line");
   cmd->callback([f, exit_code] {
     const PointRunner runner = SimulatorPointRunner();
     absl::StatusOr<PlanOptions> o = BuildOptions(*f, runner);
@@ -326,7 +336,26 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitBadInput;
       return;
     }
+    const bool progress =
+        f->progress > 0 || (f->progress < 0 && isatty(STDERR_FILENO) == 1);
+    std::mutex mu;
+    int64_t done = 0;  // guarded by mu
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed = [&start] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+    };
+    if (progress) {
+      o->on_candidate = [&](const PlanCandidate& c) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++done;
+        std::fprintf(stderr, "\rplan: %lld fleets simulated in %s (last: %s, %s)        ",
+                     static_cast<long long>(done), FormatDuration(elapsed()).c_str(),
+                     c.label.c_str(), !c.ran ? "error" : (c.met ? "met" : "miss"));
+      };
+    }
     absl::StatusOr<PlanResult> r = RunPlan(*o, runner);
+    if (progress) std::fputc('\n', stderr);
     if (!r.ok()) {
       std::fprintf(stderr, "servesim plan: error: %s\n",
                    std::string(r.status().message()).c_str());

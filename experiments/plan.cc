@@ -226,8 +226,8 @@ proto::ExperimentConfig FleetExperiment(const proto::ExperimentConfig& base,
 namespace {
 
 // Simulates one candidate and grades it.
-PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::string group,
-                       std::vector<FleetPart> fleet) {
+PlanCandidate EvaluateOnce(const PlanOptions& o, const PointRunner& runner,
+                           std::string group, std::vector<FleetPart> fleet) {
   PlanCandidate c;
   c.group = std::move(group);
   c.label = FleetLabel(fleet);
@@ -275,6 +275,14 @@ PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::str
   c.total_tokens_per_s = tot >= 0 ? c.metrics[tot] : kNaN;
   c.usd_per_million_output = UsdPerMillionTokens(c.usd_per_hour, c.output_tokens_per_s);
   c.usd_per_million_total = UsdPerMillionTokens(c.usd_per_hour, c.total_tokens_per_s);
+  return c;
+}
+
+// EvaluateOnce, then the caller's progress hook.
+PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::string group,
+                       std::vector<FleetPart> fleet) {
+  PlanCandidate c = EvaluateOnce(o, runner, std::move(group), std::move(fleet));
+  if (o.on_candidate) o.on_candidate(c);
   return c;
 }
 

@@ -11,6 +11,7 @@
 #ifndef SERVESIM_EXPERIMENTS_PLAN_H_
 #define SERVESIM_EXPERIMENTS_PLAN_H_
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,22 +52,6 @@ struct PlanDevice {
   std::string calibration_profile;
 };
 
-struct PlanOptions {
-  // server: the model, quantization and flags of every replica (device is
-  // replaced); client: the workload; fleet.router: the router (replicas
-  // are replaced).
-  proto::ExperimentConfig base;
-  std::vector<PlanDevice> devices;
-  std::vector<SloTerm> slo;
-  int max_replicas = 8;     // per fleet, all devices together
-  bool mixed_pairs = true;  // also search a x A + b x B
-  int jobs = 1;             // groups searched in parallel
-  // Hours a day the workload runs (one stretch from hour 0; 1..24). Below
-  // 24, each chosen fleet also gets its daily bill under every idle policy
-  // (always on; stopped or deleted when idle, start-up time billed).
-  int busy_hours_per_day = 24;
-};
-
 struct PlanCandidate {
   std::string group;             // "l4", or "l4+t4" for a mixed pair
   std::vector<FleetPart> fleet;  // counts >= 1
@@ -83,6 +68,25 @@ struct PlanCandidate {
   double total_tokens_per_s = 0;
   double usd_per_million_output = 0;
   double usd_per_million_total = 0;
+};
+
+struct PlanOptions {
+  // server: the model, quantization and flags of every replica (device is
+  // replaced); client: the workload; fleet.router: the router (replicas
+  // are replaced).
+  proto::ExperimentConfig base;
+  std::vector<PlanDevice> devices;
+  std::vector<SloTerm> slo;
+  int max_replicas = 8;     // per fleet, all devices together
+  bool mixed_pairs = true;  // also search a x A + b x B
+  int jobs = 1;             // groups searched in parallel
+  // Hours a day the workload runs (one stretch from hour 0; 1..24). Below
+  // 24, each chosen fleet also gets its daily bill under every idle policy
+  // (always on; stopped or deleted when idle, start-up time billed).
+  int busy_hours_per_day = 24;
+  // Called after each candidate fleet is simulated (progress lines), from
+  // the worker threads: must be thread-safe. Empty: nothing.
+  std::function<void(const PlanCandidate&)> on_candidate;
 };
 
 struct PlanGroup {
