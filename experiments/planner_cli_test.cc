@@ -164,6 +164,107 @@ TEST(CliErrorTest, ParseErrorsTakeTheSubcommandForm) {
   EXPECT_EQ(Servesim("--help").exit_code, 0);
 }
 
+// trace convert IN IN rewrote the input; an unknown extension was written
+// as binary; a filter that left no request wrote a file every reader refuses.
+TEST(TraceConvertCliTest, RefusesInPlaceUnknownExtensionAndEmptyResults) {
+  const std::string in = Scratch("in.csv");
+  WriteText(in,
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+            "2023-11-16 18:15:00.0000000,100,10\n"
+            "2023-11-16 18:15:01.0000000,120,12\n");
+  const std::string original = ReadText(in);
+  CliRun same = Servesim("trace convert " + in + " " + in);
+  EXPECT_EQ(same.exit_code, 2);
+  EXPECT_THAT(same.err, HasSubstr("is the input file"));
+  EXPECT_EQ(ReadText(in), original);
+
+  const std::string txt = Scratch("out.txt");
+  std::filesystem::remove(txt);
+  CliRun unknown = Servesim("trace convert " + in + " " + txt);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("extension '.txt' names no format"));
+  EXPECT_FALSE(std::filesystem::exists(txt));
+  EXPECT_EQ(Servesim("trace convert " + in + " " + txt + " --to csv").exit_code, 0);
+  EXPECT_EQ(Servesim("trace convert " + in + " " + Scratch("o.bin")).exit_code, 0);
+
+  const std::string kept = Scratch("kept.csv");
+  WriteText(kept, "left alone\n");
+  CliRun empty = Servesim("trace convert " + in + " " + kept + " --min-input 1000");
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_THAT(empty.err, HasSubstr("no request is left after the transforms"));
+  EXPECT_EQ(ReadText(kept), "left alone\n");
+  EXPECT_FALSE(std::filesystem::exists(kept + ".servesim-convert"));
+}
+
+// A bench file without start_times was replayed all at t = 0 without a
+// word although it says request_rate: 16.
+TEST(SimulateCliTest, BenchFileWithoutStartTimesSaysSoAndOffersItsRate) {
+  const std::string bench = Scratch("bench.json");
+  WriteText(bench,
+            R"({"date": "20260917-000000", "completed": 3, "duration": 1.5,
+                "request_rate": 16, "input_lens": [64, 64, 64],
+                "output_lens": [4, 4, 4]})");
+  const std::string base = "simulate --device l4 --model gemma-4-e2b --trace " + bench;
+  CliRun r = Servesim(base);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("has no start_times: its requests are all sent at t = 0"));
+  EXPECT_THAT(r.err, HasSubstr("give --request-rate 16"));
+  CliRun rated = Servesim(base + " --request-rate 16");
+  ASSERT_EQ(rated.exit_code, 0) << rated.err;
+  EXPECT_THAT(rated.err, Not(HasSubstr("start_times")));
+}
+
+// A 10^7-point grid materialised every point (3.2 GB, no output after
+// 60 s); now its memory is estimated first and the grid refused.
+TEST(SweepCliTest, GridThatCannotFitTheMemoryLimitIsRefusedAtOnce) {
+  std::string axes;
+  const char* paths[] = {"client.random_input_len",
+                         "client.random_output_len",
+                         "client.max_concurrency",
+                         "client.num_prompts",
+                         "server.max_num_seqs",
+                         "server.block_size",
+                         "client.seed"};
+  for (const char* p : paths) {
+    axes += std::string("axes { path: \"") + p + "\" values: [";
+    for (int v = 1; v <= 10; ++v)
+      axes += (v > 1 ? ", \"" : "\"") + std::to_string(v * 16) + "\"";
+    axes += "] }\n";
+  }
+  const std::string grid = Scratch("huge.grid.textproto");
+  WriteText(grid, "base { server { device: \"l4\" model: \"gemma-4-e2b\" } }\n" + axes);
+  const std::string out = Scratch("huge_out");
+  std::filesystem::remove_all(out);
+  CliRun r = Servesim("sweep --grid " + grid + " --out " + out + " --memory-limit-gb 4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("10000000 points need about"));
+  EXPECT_THAT(r.err, HasSubstr("--force"));
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// Long simulate runs said nothing until the end.
+TEST(SimulateCliTest, ProgressLineOnRequest) {
+  const std::string base = "simulate --device l4 --model gemma-4-e2b --num-prompts 8";
+  CliRun on = Servesim(base + " --progress");
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_THAT(on.err, HasSubstr("simulate: 8 requests in"));
+  CliRun off = Servesim(base + " --no-progress");
+  EXPECT_THAT(off.err, Not(HasSubstr("requests in")));
+  EXPECT_EQ(on.out, off.out);
+}
+
+TEST(PlanCliTest, ProgressLineOnRequest) {
+  const std::string base =
+      "plan --devices l4 --model gemma-4-e2b --rate 1 --num-prompts 8 --max-replicas 1 "
+      "--no-mixed --slo 'ttft_p99<=60s'";
+  CliRun on = Servesim(base + " --progress");
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_THAT(on.err, HasSubstr("plan: 1 fleets simulated in"));
+  CliRun off = Servesim(base + " --no-progress");
+  EXPECT_EQ(off.err, "");
+  EXPECT_EQ(on.out, off.out);
+}
+
 // A typo in a grid value ("tpu-v5") ran 60 of 240 points as errors and
 // exited 0; now it is refused before any point runs.
 TEST(SweepCliTest, UnknownNameInAGridIsAnInputErrorBeforeAnyPointRuns) {
