@@ -253,9 +253,13 @@ int RunSimulate(SimulateArgs& args) {
         "--date: '%s' is not YYYYMMDD-HHMMSS (as vLLM's current_dt)", args.date)));
   }
   if (args.save_result_given) {
+    // A file the user named (--save-result PATH, --result-filename) is
+    // theirs to replace; a default name that already exists is another
+    // run's result, kept unless --overwrite.
+    const bool default_name = args.save_result.empty() && args.result_filename.empty();
     args.save_result = ResultPath(args, *resolved_early);
-    if (std::error_code ec;
-        !args.overwrite && std::filesystem::exists(args.save_result, ec)) {
+    if (std::error_code ec; default_name && !args.overwrite &&
+                            std::filesystem::exists(args.save_result, ec)) {
       return fail(absl::AlreadyExistsError(absl::StrFormat(
           "--save-result: %s exists; give --overwrite to replace it, or another "
           "--result-filename / --date",
@@ -500,7 +504,9 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--force", args->force,
                 "run even when the memory estimate exceeds 80% of this machine's");
   cmd->add_flag("--overwrite", args->overwrite,
-                "let --save-result replace an existing file (refused otherwise)");
+                "let --save-result replace an existing file of the default name\n"
+                "(refused otherwise; a file named by --save-result PATH or\n"
+                "--result-filename is replaced)");
   cmd->callback([args, save, exit_code] {
     args->save_result_given = save->count() > 0;
     *exit_code = RunSimulate(*args);

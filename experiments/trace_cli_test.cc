@@ -219,6 +219,11 @@ TEST(SimulateCliTest, SaveResultNamesDoNotCollideAndNeverOverwriteSilently) {
   ASSERT_EQ(Servesim(pinned + " --random-output-len 7 --overwrite", dir).exit_code, 0);
   EXPECT_NE(ReadText(file), first);
   EXPECT_EQ(Servesim(base + " --device l4 --date 2026-12-01", dir).exit_code, 2);
+  // A name the user gives is theirs to replace.
+  ASSERT_EQ(Servesim(base + " --device l4 --result-filename mine.json", dir).exit_code,
+            0);
+  EXPECT_EQ(Servesim(base + " --device t4 --result-filename mine.json", dir).exit_code,
+            0);
 }
 
 // The fleet's cost per 1M output tokens at its devices' published prices.
