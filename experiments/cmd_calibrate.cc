@@ -47,7 +47,7 @@ std::string AllowedDeviceNamesForFit(const servesim::proto::FitConfig& c) {
 constexpr double kMaxTolerancePct = 1000;
 
 void Err(const std::string& s) {
-  std::fprintf(stderr, "servesim calibrate: %s\n", s.c_str());
+  std::fprintf(stderr, "servesim calibrate: error: %s\n", s.c_str());
 }
 
 // Files, with folders expanded to their *.json / *.json.gz (sorted).
@@ -176,7 +176,9 @@ int RunCalibrate(const CalibrateFlags& f) {
     }
     for (auto& m : *ms) *set.add_measurements() = std::move(m);
   }
-  for (const std::string& r : refused) Err("not fitted: " + r);
+  for (const std::string& r : refused) {
+    std::fprintf(stderr, "servesim calibrate: note: not fitted: %s\n", r.c_str());
+  }
   if (set.measurements().empty()) {
     Err("no result file gives a cell that can be re-simulated: nothing to fit");
     return kExitBadInput;

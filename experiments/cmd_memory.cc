@@ -1,13 +1,18 @@
 // servesim memory: vLLM's memory plan for one replica: weights, non-torch,
 // activation peak, graph memory, KV cache GiB / blocks / tokens and the
-// maximum concurrency, or why it does not fit. Out-of-memory is a normal
-// answer (exit 0, fits=false); bad flags exit 2.
+// maximum concurrency, or why it does not fit and what would: the largest
+// max_model_len that fits (solved with the planner) and the quantizations
+// that fit. Exit 0 when it fits, 4 (kExitDoesNotFit, as `simulate` for the
+// same deployment) when it does not, 2 for bad flags.
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "experiments/cli.h"
+#include "experiments/memory_fit.h"
 #include "experiments/server_flags.h"
 #include "hwmodels/deployment.h"
 #include "sim/json_writer.h"
@@ -28,6 +33,12 @@ struct MemoryFlags {
   bool json = false;
 };
 
+// What would fit when the deployment does not (empty when it fits).
+struct FitHints {
+  int32_t largest_max_model_len = 0;  // 0: no length fits
+  std::vector<std::string> quantizations;
+};
+
 // A measured value given on the command line must be a finite number of
 // GiB in [0, 100000].
 absl::StatusOr<std::optional<double>> Opt(double v, const char* flag) {
@@ -39,12 +50,18 @@ absl::StatusOr<std::optional<double>> Opt(double v, const char* flag) {
   return std::optional<double>(v);
 }
 
-void PrintJson(const Deployment& d) {
+void PrintJson(const Deployment& d, const FitHints& hints) {
   const MemoryPlan& m = d.memory;
   JsonWriter w(2);
   w.BeginObject();
   w.KV("fits", m.fits);
   w.KV("reason", m.reason);
+  if (!m.fits) {
+    w.KV("largest_fitting_max_model_len", int64_t{hints.largest_max_model_len});
+    w.Key("quantizations_that_fit").BeginArray();
+    for (const std::string& q : hints.quantizations) w.String(q);
+    w.EndArray();
+  }
   w.KV("device", d.device.id());
   w.KV("model", d.model.id);
   w.KV("quantization", d.format.id);
@@ -81,7 +98,7 @@ void PrintJson(const Deployment& d) {
   std::printf("%s\n", w.str().c_str());
 }
 
-void PrintText(const Deployment& d) {
+void PrintText(const Deployment& d, const FitHints& hints) {
   const MemoryPlan& m = d.memory;
   const SchedulerConfig& s = d.scheduler;
   std::printf(
@@ -104,6 +121,17 @@ void PrintText(const Deployment& d) {
   std::printf("  sources           %s\n", m.sources.c_str());
   if (!m.fits) {
     std::printf("DOES NOT FIT: %s\n", m.reason.c_str());
+    if (hints.largest_max_model_len > 0) {
+      std::printf(
+          "  fits with --max-model-len %d (the largest that fits, all else kept)\n",
+          hints.largest_max_model_len);
+    } else {
+      std::printf("  no --max-model-len fits with these settings\n");
+    }
+    if (!hints.quantizations.empty()) {
+      std::printf("  fits at max_model_len %d with --quantization %s\n", s.max_model_len,
+                  absl::StrJoin(hints.quantizations, " | ").c_str());
+    }
     return;
   }
   std::printf("GPU KV cache size: %lld tokens\n",
@@ -115,7 +143,8 @@ void PrintText(const Deployment& d) {
 
 int RunMemory(const MemoryFlags& f) {
   auto fail = [](const absl::Status& st) {
-    std::fprintf(stderr, "servesim memory: %s\n", std::string(st.message()).c_str());
+    std::fprintf(stderr, "servesim memory: error: %s\n",
+                 std::string(st.message()).c_str());
     return kExitBadInput;
   };
   proto::ServerConfig server;
@@ -153,12 +182,22 @@ int RunMemory(const MemoryFlags& f) {
         "%s)",
         *spec.measured_kv_cache_gib, d->memory.total_gib, d->device.id())));
   }
-  if (f.json) {
-    PrintJson(*d);
-  } else {
-    PrintText(*d);
+  FitHints hints;
+  if (!d->memory.fits) {
+    absl::StatusOr<int32_t> len =
+        LargestFittingMaxModelLen(spec, d->scheduler.max_model_len - 1);
+    if (!len.ok()) return fail(len.status());
+    hints.largest_max_model_len = *len;
+    ServerSpec at_len = spec;
+    at_len.max_model_len = d->scheduler.max_model_len;
+    hints.quantizations = QuantizationsThatFit(at_len);
   }
-  return kExitOk;
+  if (f.json) {
+    PrintJson(*d, hints);
+  } else {
+    PrintText(*d, hints);
+  }
+  return d->memory.fits ? kExitOk : kExitDoesNotFit;
 }
 
 }  // namespace

@@ -1,13 +1,19 @@
 // servesim plan: the cheapest fleet per device (and mixed pair) that meets
 // an SLO on a workload, with the candidates tried. See experiments/plan.h.
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "experiments/cli.h"
 #include "experiments/cost.h"
@@ -16,6 +22,7 @@
 #include "experiments/server_flags.h"
 #include "experiments/sweep.h"
 #include "google/protobuf/text_format.h"
+#include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
 #include "hwmodels/deployment.h"
 #include "sim/router.h"
@@ -36,18 +43,22 @@ struct PlanFlags {
   int max_concurrency = 0;
   uint64_t seed = 0;
   std::string slo;
-  std::string model = "gemma-4-e2b";
-  std::string quantization;
-  std::string dtype;
-  int max_model_len = 0;
+  // The shared server flags (--calibration is plan's own, per device, below);
+  // --device D searches D alone, as --devices D does.
+  ServerFlags server;
   std::string devices;
   std::string price = "on-demand";
+  std::string provider;
+  std::string region;
+  std::vector<std::string> user_prices;   // DEVICE=USD_PER_HOUR
+  std::vector<std::string> calibrations;  // DEVICE=FILE or FILE
   int max_replicas = 8;
   std::string router = "least-outstanding";
   bool no_mixed = false;
   int jobs = 1;
   int busy_hours = 24;
   bool json = false;
+  int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
 };
 
 absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& runner) {
@@ -69,10 +80,18 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   }
   proto::ServerConfig* s = o.base.mutable_server();
   proto::ClientConfig* c = o.base.mutable_client();
-  if (!f.model.empty() && (f.config.empty() || s->model().empty())) s->set_model(f.model);
-  if (!f.quantization.empty()) s->set_quantization(f.quantization);
-  if (!f.dtype.empty()) s->set_dtype(f.dtype);
-  if (f.max_model_len > 0) s->set_max_model_len(f.max_model_len);
+  RETURN_IF_ERROR(f.server.ApplyTo(*s));
+  std::string devices = f.devices;
+  if (!s->device().empty()) {
+    const bool both = !f.devices.empty();
+    if (both && f.server.device()->count() > 0) {
+      return absl::InvalidArgumentError(
+          "--device and --devices: give one (--device D searches D alone)");
+    }
+    if (!both) devices = s->device();
+    s->clear_device();  // each candidate fleet sets its own
+  }
+  if (s->model().empty()) s->set_model("gemma-4-e2b");
   if (has_trace) {
     c->set_trace(f.trace);
     c->set_trace_format(f.trace_format);
@@ -88,12 +107,6 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   if (f.seed != 0) c->set_seed(f.seed);
   if (!f.router.empty()) o.base.mutable_fleet()->set_router(f.router);
 
-  if (f.max_model_len < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max-model-len: ", f.max_model_len,
-                     " is out of range [1, 2^31) (omit: the "
-                     "model's limit)"));
-  }
   static const char* const kTiers[] = {"on-demand", "spot", "commit-1y", "commit-3y"};
   if (std::find(std::begin(kTiers), std::end(kTiers), f.price) == std::end(kTiers)) {
     return absl::InvalidArgumentError(
@@ -101,11 +114,77 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
                      "' is not a price tier; allowed: on-demand, spot, "
                      "commit-1y, commit-3y"));
   }
+  std::vector<std::string> ids;
+  if (devices.empty()) {
+    ids = DeviceIds();
+  } else {
+    for (absl::string_view d : absl::StrSplit(devices, ',', absl::SkipWhitespace())) {
+      ids.emplace_back(d);
+    }
+  }
+  if (ids.empty()) return absl::InvalidArgumentError("--devices: no device given");
+  for (std::string& id : ids) {
+    absl::StatusOr<proto::Device> dev = FindDevice(id);
+    if (!dev.ok()) return dev.status();
+    id = dev->id();
+  }
+  auto planned = [&ids](const std::string& d) {
+    return std::find(ids.begin(), ids.end(), d) != ids.end();
+  };
+  // Per-device calibration profiles: --calibration DEVICE=FILE, or FILE
+  // (its device field names the device); a config's server
+  // calibration_profile is taken the same way, for its own device only.
+  std::vector<std::pair<std::string, std::string>> profiles;  // device, file
+  std::vector<std::string> given = f.calibrations;
+  if (!o.base.server().calibration_profile().empty()) {
+    given.insert(given.begin(), o.base.server().calibration_profile());
+    o.base.mutable_server()->clear_calibration_profile();
+  }
+  for (const std::string& g : given) {
+    const size_t eq = g.find('=');
+    std::string device = eq == std::string::npos ? "" : g.substr(0, eq);
+    const std::string file = eq == std::string::npos ? g : g.substr(eq + 1);
+    ASSIGN_OR_RETURN(proto::CalibrationProfile profile, LoadCalibrationProfile(file));
+    if (device.empty()) {
+      if (profile.device().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--calibration ", file,
+                         ": the profile has no device field; give it as DEVICE=FILE"));
+      }
+      device = profile.device();
+    }
+    if (!planned(device)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--calibration ", g, ": device '", device,
+          "' is not one of the devices planned (", absl::StrJoin(ids, ", "), ")"));
+    }
+    if (!profile.device().empty() && profile.device() != device) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--calibration ", g, ": the profile was fitted on device '",
+                       profile.device(), "', not '", device, "'"));
+    }
+    for (const auto& [d, other] : profiles) {
+      if (d == device) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--calibration: two profiles for ", device, " (", other, ", ", file, ")"));
+      }
+    }
+    profiles.emplace_back(device, file);
+  }
+  auto profile_of = [&profiles](const std::string& d) {
+    for (const auto& [dev, file] : profiles) {
+      if (dev == d) return file;
+    }
+    return std::string();
+  };
   // The workload and server flags are checked once, before any fleet is
-  // simulated, so bad input is exit 2 rather than "no fleet meets the SLO".
-  {
+  // simulated, so bad input is exit 2 rather than "no fleet meets the SLO";
+  // on each planned device with its own profile (a profile fitted on one
+  // device is refused on another).
+  for (const std::string& id : ids) {
     proto::ExperimentConfig probe = o.base;
-    probe.mutable_server()->set_device("l4");  // any device: device-free checks
+    probe.mutable_server()->set_device(id);
+    probe.mutable_server()->set_calibration_profile(profile_of(id));
     ApplyDefaults(probe);
     RETURN_IF_ERROR(Validate(probe));
     RETURN_IF_ERROR(MakeRouter(probe.fleet().router()).status());
@@ -115,7 +194,7 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
         !d.ok() && absl::IsInvalidArgument(d.status())) {
       return d.status();
     }
-    if (!probe.client().trace().empty()) {
+    if (id == ids.front() && !probe.client().trace().empty()) {
       // Read the trace once: a bad record is an input error, named here.
       ASSIGN_OR_RETURN(std::unique_ptr<RequestSource> src,
                        OpenRequestSource(probe.client()));
@@ -126,23 +205,52 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
       }
     }
   }
-  std::vector<std::string> ids;
-  if (f.devices.empty()) {
-    ids = DeviceIds();
-  } else {
-    for (absl::string_view d : absl::StrSplit(f.devices, ',', absl::SkipWhitespace())) {
-      ids.emplace_back(d);
+  // Prices: the user's own (--price-usd-per-hour DEVICE=X) or the cheapest
+  // matching listed offer (experiments/cost.h SelectOffer).
+  std::vector<std::pair<std::string, double>> user_prices;
+  for (const std::string& g : f.user_prices) {
+    const size_t eq = g.find('=');
+    double usd = 0;
+    if (eq == std::string::npos || eq == 0 ||
+        !absl::SimpleAtod(absl::string_view(g).substr(eq + 1), &usd) ||
+        !(usd > 0 && usd <= 1e6)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--price-usd-per-hour: '", g,
+                       "' is not DEVICE=USD with USD in (0, 1e6] $/h (e.g. l4=0.55)"));
     }
+    const std::string device = g.substr(0, eq);
+    if (!planned(device)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--price-usd-per-hour ", g, ": device '", device,
+          "' is not one of the devices planned (", absl::StrJoin(ids, ", "), ")"));
+    }
+    user_prices.emplace_back(device, usd);
   }
+  const OfferFilter filter{.provider = f.provider, .region = f.region};
   for (const std::string& id : ids) {
-    absl::StatusOr<proto::Device> dev = FindDevice(id);
-    if (!dev.ok()) return dev.status();
+    proto::Device dev = FindDevice(id).value();
     PlanDevice pd;
-    pd.device = dev->id();
-    absl::StatusOr<PriceOffer> offer =
-        SelectOffer(OffersFromDevice(*dev), dev->id(), f.price, &pd.price_note);
-    if (!offer.ok()) return offer.status();
-    pd.offer = *offer;
+    pd.device = dev.id();
+    pd.calibration_profile = profile_of(id);
+    const std::vector<PriceOffer> offers = OffersFromDevice(dev);
+    const double* user = nullptr;
+    for (const auto& [d, usd] : user_prices) {
+      if (d == id) user = &usd;
+    }
+    if (user != nullptr) {
+      pd.offer = UserOffer(id, *user, offers.empty() ? nullptr : &offers.front());
+    } else {
+      absl::StatusOr<PriceOffer> offer =
+          SelectOffer(offers, dev.id(), f.price, &pd.price_note, filter);
+      if (!offer.ok()) {
+        return absl::NotFoundError(absl::StrCat("--price ", f.price, ": ",
+                                                offer.status().message(),
+                                                "; give --price-usd-per-hour ", id,
+                                                "=USD or drop it from "
+                                                "--devices"));
+      }
+      pd.offer = *offer;
+    }
     o.devices.push_back(std::move(pd));
   }
   absl::StatusOr<std::vector<SloTerm>> slo = ParseSlo(f.slo, runner.metric_names);
@@ -184,12 +292,20 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1, INT32_MAX));
   cmd->add_option("--seed", f->seed, "client seed");
   cmd->add_option("--slo", f->slo, "e.g. 'ttft_p99<=500ms,tpot_p99<=50ms'")->required();
-  cmd->add_option("--model", f->model, "model id (default gemma-4-e2b)");
-  cmd->add_option("--quantization", f->quantization, "none|fp8|w8a8|w4a16|w4a16-emb4");
-  cmd->add_option("--dtype", f->dtype, "bf16|fp16|auto");
-  cmd->add_option("--max-model-len", f->max_model_len, "max model length");
+  f->server.Register(cmd, /*with_calibration=*/false);  // --model default: gemma-4-e2b
   cmd->add_option("--devices", f->devices, "comma-separated devices (default: all)");
-  cmd->add_option("--price", f->price, "price tier: on-demand|spot|commit-1y|commit-3y");
+  cmd->add_option("--price", f->price,
+                  "price tier: on-demand|spot|commit-1y|commit-3y; each device pays the\n"
+                  "cheapest listed offer of that tier or on-demand (named in every row)");
+  cmd->add_option("--provider", f->provider,
+                  "only offers of this provider (aws-ec2, aws-sagemaker, gce, gcp, ...)");
+  cmd->add_option("--region", f->region, "only offers listed for this region");
+  cmd->add_option("--price-usd-per-hour", f->user_prices,
+                  "DEVICE=USD: your own price for a device (repeatable)");
+  cmd->add_option("--calibration,--calibration-profile", f->calibrations,
+                  "DEVICE=FILE, or FILE (the profile's device field): a calibration\n"
+                  "profile (from servesim calibrate) for that device's replicas "
+                  "(repeatable)");
   cmd->add_option("--max-replicas", f->max_replicas, "largest fleet to try")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--router", f->router,
@@ -204,18 +320,42 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
                   "when idle (start-up time billed)")
       ->check(CLI::Range(1, 24));
   cmd->add_flag("--json", f->json, "print everything as JSON");
+  cmd->add_flag_function(
+      "--progress", [f](int64_t) { f->progress = 1; },
+      "progress line on stderr even when it is no terminal");
+  cmd->add_flag_function(
+      "--no-progress", [f](int64_t) { f->progress = 0; }, "no progress line");
   cmd->callback([f, exit_code] {
     const PointRunner runner = SimulatorPointRunner();
     absl::StatusOr<PlanOptions> o = BuildOptions(*f, runner);
     if (!o.ok()) {
-      std::fprintf(stderr, "servesim plan: %s\n",
+      std::fprintf(stderr, "servesim plan: error: %s\n",
                    std::string(o.status().message()).c_str());
       *exit_code = kExitBadInput;
       return;
     }
+    const bool progress =
+        f->progress > 0 || (f->progress < 0 && isatty(STDERR_FILENO) == 1);
+    std::mutex mu;
+    int64_t done = 0;  // guarded by mu
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed = [&start] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+    };
+    if (progress) {
+      o->on_candidate = [&](const PlanCandidate& c) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++done;
+        std::fprintf(stderr, "\rplan: %lld fleets simulated in %s (last: %s, %s)        ",
+                     static_cast<long long>(done), FormatDuration(elapsed()).c_str(),
+                     c.label.c_str(), !c.ran ? "error" : (c.met ? "met" : "miss"));
+      };
+    }
     absl::StatusOr<PlanResult> r = RunPlan(*o, runner);
+    if (progress) std::fputc('\n', stderr);
     if (!r.ok()) {
-      std::fprintf(stderr, "servesim plan: %s\n",
+      std::fprintf(stderr, "servesim plan: error: %s\n",
                    std::string(r.status().message()).c_str());
       *exit_code = kExitBadInput;
       return;

@@ -2,8 +2,13 @@
 // dataset or trace) through the discrete-event simulator; prints a summary
 // like `vllm bench serve`, or the result JSON with --json, and writes the
 // optional files (--save-result, --requests-csv, --chrome-trace).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -15,14 +20,19 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "experiments/cli.h"
 #include "experiments/cost.h"
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
+#include "experiments/sweep.h"
+#include "hwmodels/catalog.h"
 #include "sim/engine.h"
 #include "sim/report.h"
 #include "sim/status_macros.h"
 #include "sim/version.h"
+#include "traces/bench_result.h"
+#include "traces/open_trace.h"
 
 namespace servesim::cli {
 namespace {
@@ -40,7 +50,11 @@ struct SimulateArgs {
   bool save_detailed = false;
   std::string requests_csv;
   std::string chrome_trace;
-  std::string date = "19700101-000000";
+  int64_t chrome_trace_max_steps = 200'000;
+  std::string date;  // empty: now (local time, as vLLM names its files)
+  bool force = false;
+  int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
+  bool overwrite = false;
   std::string router;
 };
 
@@ -63,16 +77,144 @@ std::string PythonFloat(double v) {
   return absl::StrFormat("%.17g", v);
 }
 
+// "l4", or "mi300x+tpu-v6e" for a mixed fleet (each device once, in order).
+std::string DevicesLabel(const proto::ExperimentConfig& config) {
+  std::vector<std::string> ids;
+  if (config.fleet().replicas_size() == 0) ids.push_back(config.server().device());
+  for (const proto::FleetReplica& r : config.fleet().replicas()) {
+    if (std::find(ids.begin(), ids.end(), r.server().device()) == ids.end()) {
+      ids.push_back(r.server().device());
+    }
+  }
+  return absl::StrJoin(ids, "+");
+}
+
+// Measured on this build (docs: `simulate --num-prompts N` max RSS, random
+// 16/2-token requests): ~127 B per request kept (its record) and ~1.3 KB
+// per request in flight; all requests are in flight at once when they are
+// sent at --request-rate inf without --max-concurrency.
+constexpr double kRecordBytes = 128;
+constexpr double kInFlightBytes = 1300;
+
+// A lower bound on the memory the run will hold, for the requests the
+// config sends (0 when it replays a whole trace: bounded by the file).
+double EstimateRunBytes(const proto::ExperimentConfig& c, bool detailed) {
+  const proto::ClientConfig& cl = c.client();
+  const double n =
+      cl.num_prompts() > 0 ? cl.num_prompts() : (cl.trace().empty() ? 1000.0 : 0.0);
+  const bool all_at_once = !(cl.request_rate() > 0 && std::isfinite(cl.request_rate())) &&
+                           cl.max_concurrency() <= 0 && cl.trace().empty();
+  double bytes = n * kRecordBytes + (all_at_once ? n * kInFlightBytes : 0);
+  if (detailed && cl.trace().empty()) {
+    bytes +=
+        n * 4.0 * std::max(1, cl.random_output_len() > 0 ? cl.random_output_len() : 128);
+  }
+  return bytes;
+}
+
+double PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page)
+                               : 0;
+}
+
+// The model_id / tokenizer_id of the result, as vLLM writes them: the
+// Hugging Face id ("google/gemma-4-E2B-it") for a catalog name
+// ("gemma-4-e2b"); a Hugging Face id or a config.json path as given.
+std::string ResultModelId(const proto::ExperimentConfig& config) {
+  const std::string model = config.fleet().replicas_size() > 0
+                                ? config.fleet().replicas(0).server().model()
+                                : config.server().model();
+  if (model.find('/') != std::string::npos) return model;
+  absl::StatusOr<proto::ModelArch> arch = FindModel(model);
+  if (!arch.ok() || arch->hf_ids_size() == 0) return model;
+  return arch->hf_ids(0);
+}
+
+// A `vllm bench serve` file without start_times replayed at --request-rate
+// inf sends every request at t = 0; says so, with the file's own rate when
+// it has one. Empty when that is not the case.
+std::string BenchArrivalNote(const proto::ClientConfig& cl) {
+  if (cl.trace().empty() || (cl.request_rate() > 0 && std::isfinite(cl.request_rate()))) {
+    return "";
+  }
+  TraceOptions t;
+  t.path = cl.trace();
+  t.format = cl.trace_format();
+  absl::StatusOr<TraceFormat> format = ResolveTraceFormat(t);
+  if (!format.ok() || *format != TraceFormat::kVllmBench) return "";
+  absl::StatusOr<BenchResult> bench = ReadBenchResult(cl.trace());
+  if (!bench.ok() || bench->start_times.has_value()) return "";
+  std::string note = absl::StrCat(
+      cl.trace(),
+      " has no start_times: its requests are all sent at t = 0 (--request-rate inf)");
+  const auto rate = bench->metrics.find("request_rate");
+  if (rate != bench->metrics.end() && rate->second > 0 && std::isfinite(rate->second)) {
+    absl::StrAppend(&note, "; the file was measured at request_rate ", rate->second,
+                    ": give --request-rate ", rate->second,
+                    " to send them as Poisson arrivals at that rate");
+  }
+  return note;
+}
+
+// A progress line on stderr while the engine runs (as sweep's): requests
+// done of the total, rate and ETA, at most twice a second; forwards every
+// call to `inner` (the Chrome trace recorder, or none).
+class ProgressObserver : public EngineObserver {
+ public:
+  ProgressObserver(EngineObserver* inner, int64_t total) : inner_(inner), total_(total) {}
+  void OnStep(int32_t replica, TimeNs start_ns, TimeNs duration_ns, const Scheduler& s,
+              const StepCost& cost) override {
+    if (inner_ != nullptr) inner_->OnStep(replica, start_ns, duration_ns, s, cost);
+  }
+  void OnRequestDone(const RequestRecord& record) override {
+    if (inner_ != nullptr) inner_->OnRequestDone(record);
+    if ((++done_ & 1023) != 0) return;
+    const double el = Elapsed();
+    if (el - last_s_ < 0.5) return;
+    last_s_ = el;
+    const double rate = done_ / el;
+    std::fprintf(stderr, "\rsimulate: %lld/%lld requests, %.0f/s, ETA %s   ",
+                 static_cast<long long>(done_), static_cast<long long>(total_), rate,
+                 FormatDuration(total_ > 0 ? (total_ - done_) / rate : -1).c_str());
+  }
+  // The closing line: requests and wall time.
+  void Finish() const {
+    std::fprintf(stderr, "\rsimulate: %lld requests in %s                    \n",
+                 static_cast<long long>(done_), FormatDuration(Elapsed()).c_str());
+  }
+
+ private:
+  double Elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+        .count();
+  }
+  EngineObserver* inner_;
+  int64_t total_;
+  int64_t done_ = 0;
+  double last_s_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// vLLM's current_dt: datetime.now().strftime("%Y%m%d-%H%M%S"), local time.
+std::string NowDate() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
 // Where --save-result writes: the explicit path, else --result-dir /
-// (--result-filename or vLLM's "<label>-<rate>qps[-concurrency<c>]-<model>-<date>.json").
+// (--result-filename or vLLM's "vllm-<rate>qps[-concurrency<c>]-<model>-<date>.json"
+// with the device(s) before the date, so runs on two devices do not collide).
 std::string ResultPath(const SimulateArgs& args, const proto::ExperimentConfig& config) {
   if (!args.save_result.empty()) return args.save_result;
   std::string name = args.result_filename;
   if (name.empty()) {
     const proto::ClientConfig& c = config.client();
-    std::string model = config.fleet().replicas_size() > 0
-                            ? config.fleet().replicas(0).server().model()
-                            : config.server().model();
+    std::string model = ResultModelId(config);
     if (const size_t slash = model.rfind('/'); slash != std::string::npos) {
       model = model.substr(slash + 1);
     }
@@ -83,7 +225,7 @@ std::string ResultPath(const SimulateArgs& args, const proto::ExperimentConfig& 
                         c.max_concurrency() > 0
                             ? absl::StrCat("-concurrency", c.max_concurrency())
                             : std::string(),
-                        "-", model, "-", args.date, ".json");
+                        "-", model, "-", DevicesLabel(config), "-", args.date, ".json");
   }
   if (args.result_dir.empty()) return name;
   return (std::filesystem::path(args.result_dir) / name).string();
@@ -104,8 +246,27 @@ int RunSimulate(SimulateArgs& args) {
   }
   absl::StatusOr<proto::ExperimentConfig> resolved_early = args.flags.Resolve();
   if (!resolved_early.ok()) return fail(resolved_early.status());
+  if (args.date.empty()) {
+    args.date = NowDate();
+  } else if (args.date.size() != 15 || args.date[8] != '-' ||
+             !std::all_of(args.date.begin(), args.date.end(),
+                          [](char c) { return c == '-' || (c >= '0' && c <= '9'); })) {
+    return fail(absl::InvalidArgumentError(absl::StrFormat(
+        "--date: '%s' is not YYYYMMDD-HHMMSS (as vLLM's current_dt)", args.date)));
+  }
   if (args.save_result_given) {
+    // A file the user named (--save-result PATH, --result-filename) is
+    // theirs to replace; a default name that already exists is another
+    // run's result, kept unless --overwrite.
+    const bool default_name = args.save_result.empty() && args.result_filename.empty();
     args.save_result = ResultPath(args, *resolved_early);
+    if (std::error_code ec; default_name && !args.overwrite &&
+                            std::filesystem::exists(args.save_result, ec)) {
+      return fail(absl::AlreadyExistsError(absl::StrFormat(
+          "--save-result: %s exists; give --overwrite to replace it, or another "
+          "--result-filename / --date",
+          args.save_result)));
+    }
     if (!args.result_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(args.result_dir, ec);
@@ -138,13 +299,52 @@ int RunSimulate(SimulateArgs& args) {
   }
   proto::ExperimentConfig config = *std::move(resolved_early);
   if (!args.router.empty()) config.mutable_fleet()->set_router(args.router);
+  if (const double need = EstimateRunBytes(config, args.save_detailed),
+      have = PhysicalMemoryBytes();
+      !args.force && have > 0 && need > 0.8 * have) {
+    return fail(absl::InvalidArgumentError(absl::StrFormat(
+        "--num-prompts %d: the run needs at least %.3g GB (%.0f B per request kept%s), "
+        "more than 80%% of this machine's %.3g GB; lower --num-prompts, give "
+        "--max-concurrency or a finite --request-rate, or --force",
+        config.client().num_prompts(), need / 1e9, kRecordBytes,
+        EstimateRunBytes(config, false) > config.client().num_prompts() * kRecordBytes
+            ? absl::StrFormat(", %.0f B per request in flight, all at once",
+                              kInFlightBytes)
+            : std::string(),
+        have / 1e9)));
+  }
 
+  const std::string arrival_note = BenchArrivalNote(config.client());
+  if (!arrival_note.empty()) {
+    std::fprintf(stderr, "servesim simulate: note: %s\n", arrival_note.c_str());
+  }
   EngineOptions opts;
   opts.keep_request_itls = args.save_detailed;
   std::unique_ptr<ChromeTraceRecorder> trace;
-  if (!args.chrome_trace.empty()) trace = std::make_unique<ChromeTraceRecorder>();
-  absl::StatusOr<ExperimentRun> run = RunExperiment(config, opts, trace.get());
-  if (!run.ok()) return fail(run.status());
+  if (!args.chrome_trace.empty()) {
+    trace = std::make_unique<ChromeTraceRecorder>(args.chrome_trace_max_steps);
+  }
+  const bool progress =
+      args.progress > 0 || (args.progress < 0 && isatty(STDERR_FILENO) == 1);
+  std::unique_ptr<ProgressObserver> progress_observer;
+  if (progress) {
+    progress_observer =
+        std::make_unique<ProgressObserver>(trace.get(), config.client().num_prompts());
+  }
+  absl::StatusOr<ExperimentRun> run = RunExperiment(
+      config, opts,
+      progress_observer ? static_cast<EngineObserver*>(progress_observer.get())
+                        : trace.get());
+  if (progress_observer) progress_observer->Finish();
+  if (!run.ok()) {
+    fail(run.status());
+    // The deployment does not fit: as `servesim memory` says for it.
+    if (!absl::IsResourceExhausted(run.status())) return kExitBadInput;
+    std::fprintf(stderr,
+                 "servesim simulate: note: `servesim memory` with the same server flags "
+                 "names the largest --max-model-len and the quantizations that fit\n");
+    return kExitDoesNotFit;
+  }
   for (const std::string& w : UncalibratedWarnings(run->fleet.deployments)) {
     std::fprintf(stderr, "servesim simulate: warning: %s\n", w.c_str());
   }
@@ -157,9 +357,7 @@ int RunSimulate(SimulateArgs& args) {
   const std::string config_text = ConfigToText(config);
   ReportContext ctx;
   ctx.date = args.date;
-  ctx.model_id = config.fleet().replicas_size() > 0
-                     ? config.fleet().replicas(0).server().model()
-                     : config.server().model();
+  ctx.model_id = ResultModelId(config);
   ctx.request_rate = client.request_rate;
   ctx.burstiness = client.burstiness;
   ctx.max_concurrency = client.max_concurrency;
@@ -170,14 +368,17 @@ int RunSimulate(SimulateArgs& args) {
   ctx.provenance.push_back(absl::StrCat("client: ", source->Describe()));
   if (client.replay_arrivals)
     ctx.provenance.push_back("arrivals: replayed from the trace");
+  if (!arrival_note.empty())
+    ctx.provenance.push_back(absl::StrCat("arrivals: ", arrival_note));
   if (!config.client().ignore_eos()) {
     ctx.provenance.push_back(
         "ignore_eos=false: simulated outputs still have exactly the requested lengths");
   }
   ctx.resolved_config = config_text;
-  // What the fleet costs per 1M output tokens at its devices' first
-  // published on-demand and spot prices (experiments/cost.h SelectOffer; a
-  // tier is left out when a device lacks it).
+  // What the fleet costs per 1M output tokens at its devices' cheapest
+  // on-demand and spot prices (experiments/cost.h SelectOffer: spot takes
+  // on-demand when that is cheaper, and the offers line names it; a tier is
+  // left out when a device has no offer of it).
   for (const char* tier : {"on-demand", "spot"}) {
     ReportContext::Cost cost;
     cost.tier = tier;
@@ -188,17 +389,18 @@ int RunSimulate(SimulateArgs& args) {
           config.fleet().replicas_size() > 0
               ? std::max(1, config.fleet().replicas(static_cast<int>(k)).count())
               : 1;
-      std::string note;
-      auto offer = SelectOffer(OffersFromDevice(device), device.id(), tier, &note);
-      if (!offer.ok() || !note.empty()) {
+      const std::vector<PriceOffer> offers = OffersFromDevice(device);
+      auto offer = SelectOffer(offers, device.id(), tier);
+      if (!offer.ok() ||
+          std::none_of(offers.begin(), offers.end(), [&](const PriceOffer& o) {
+            return o.kind == tier && o.usd_per_hour > 0;
+          })) {
         complete = false;
         break;
       }
       cost.usd_per_hour += count * offer->usd_per_hour;
       absl::StrAppend(&cost.offers, cost.offers.empty() ? "" : " + ", count, "x ",
-                      device.id(), " ", offer->provider, " ", offer->instance,
-                      offer->region.empty() ? "" : absl::StrCat(" ", offer->region),
-                      absl::StrFormat(" $%g/h", offer->usd_per_hour));
+                      device.id(), " ", OfferLabel(*offer));
     }
     if (!complete || cost.usd_per_hour <= 0 || !(result.output_throughput > 0)) continue;
     cost.usd_per_m_output_tokens =
@@ -209,6 +411,12 @@ int RunSimulate(SimulateArgs& args) {
   }
 
   const auto& records = engine->records();
+  if (engine->num_replicas() > 1) {
+    const std::vector<int64_t> per = RequestsPerReplica(records, engine->num_replicas());
+    for (int32_t i = 0; i < engine->num_replicas(); ++i) {
+      ctx.replica_shares.push_back({engine->replica_config(i).description, per[i]});
+    }
+  }
   if (!args.save_result.empty()) {
     const std::string json =
         BenchResultJson(result, ctx, records, engine->request_itls(), args.save_detailed);
@@ -233,6 +441,14 @@ int RunSimulate(SimulateArgs& args) {
             args.chrome_trace, trace->Finish(engine->num_replicas()), "--chrome-trace");
         !st.ok()) {
       return fail(st);
+    }
+    if (trace->dropped_steps() > 0) {
+      std::fprintf(
+          stderr,
+          "servesim simulate: note: --chrome-trace %s holds the first %lld steps; "
+          "%lld later steps were dropped (raise --chrome-trace-max-steps)\n",
+          args.chrome_trace.c_str(), static_cast<long long>(args.chrome_trace_max_steps),
+          static_cast<long long>(trace->dropped_steps()));
     }
   }
   if (args.json) {
@@ -288,9 +504,25 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
                   "one row per request with its timeline");
   cmd->add_option("--chrome-trace", args->chrome_trace,
                   "Chrome/Perfetto trace of steps and requests");
-  cmd->add_option(
-      "--date", args->date,
-      "value of the JSON \"date\" key (fixed by default for reproducible output)");
+  cmd->add_option("--chrome-trace-max-steps", args->chrome_trace_max_steps,
+                  "steps kept in the --chrome-trace (default 200000; later ones are "
+                  "dropped, with a note on stderr)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
+  cmd->add_option("--date", args->date,
+                  "date-time YYYYMMDD-HHMMSS of the JSON \"date\" key and the default\n"
+                  "--save-result name (default: now, as vLLM; pin it for reproducible "
+                  "output)");
+  cmd->add_flag_function(
+      "--progress", [args](int64_t) { args->progress = 1; },
+      "progress line on stderr even when it is no terminal");
+  cmd->add_flag_function(
+      "--no-progress", [args](int64_t) { args->progress = 0; }, "no progress line");
+  cmd->add_flag("--force", args->force,
+                "run even when the memory estimate exceeds 80% of this machine's");
+  cmd->add_flag("--overwrite", args->overwrite,
+                "let --save-result replace an existing file of the default name\n"
+                "(refused otherwise; a file named by --save-result PATH or\n"
+                "--result-filename is replaced)");
   cmd->callback([args, save, exit_code] {
     args->save_result_given = save->count() > 0;
     *exit_code = RunSimulate(*args);

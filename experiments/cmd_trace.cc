@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <string>
@@ -223,7 +224,7 @@ absl::Status Resolve(TraceFlags& f) {
 }
 
 int Fail(const absl::Status& st) {
-  std::fprintf(stderr, "servesim trace: %s\n", std::string(st.message()).c_str());
+  std::fprintf(stderr, "servesim trace: error: %s\n", std::string(st.message()).c_str());
   return kExitBadInput;
 }
 
@@ -289,6 +290,22 @@ void RegisterStats(CLI::App* trace, int* exit_code) {
   });
 }
 
+// The output format: --to, else the output's extension (.bin, .csv,
+// .jsonl, .json); any other extension is an error (it was written as binary
+// without a word).
+absl::StatusOr<OutputFormat> OutputFormatFlag(const std::string& out,
+                                              const std::string& to) {
+  if (!to.empty()) return ParseOutputFormat(to);
+  const std::string ext = std::filesystem::path(out).extension().string();
+  if (ext == ".bin" || ext == ".csv" || ext == ".jsonl" || ext == ".json") {
+    return OutputFormatForPath(out);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "output ", out, ": ", ext.empty() ? "no extension" : "extension '" + ext + "'",
+      " names no format; give --to binary|csv|jsonl or end the name in .bin, .csv or "
+      ".jsonl"));
+}
+
 void RegisterConvert(CLI::App* trace, int* exit_code) {
   auto flags = std::make_shared<TraceFlags>();
   auto out = std::make_shared<std::string>();
@@ -309,24 +326,48 @@ void RegisterConvert(CLI::App* trace, int* exit_code) {
       *exit_code = Fail(st);
       return;
     }
-    OutputFormat format = OutputFormatForPath(*out);
-    if (!to->empty()) {
-      auto f = ParseOutputFormat(*to);
-      if (!f.ok()) {
-        *exit_code = Fail(f.status());
-        return;
-      }
-      format = *f;
+    absl::StatusOr<OutputFormat> format = OutputFormatFlag(*out, *to);
+    if (!format.ok()) {
+      *exit_code = Fail(format.status());
+      return;
+    }
+    namespace fs = std::filesystem;
+    if (std::error_code ec; fs::equivalent(flags->opts.path, *out, ec)) {
+      *exit_code = Fail(absl::InvalidArgumentError(absl::StrCat(
+          "output ", *out, ": is the input file; write the conversion to another file")));
+      return;
     }
     auto src = OpenTrace(flags->opts);
     if (!src.ok()) {
       *exit_code = Fail(src.status());
       return;
     }
-    auto summary = ConvertTraceWithSummary(**src, *out, format);
+    // Written beside the output first: a conversion that leaves no request
+    // (a file every reader refuses) replaces nothing. A FIFO or device is
+    // written directly.
+    std::error_code ec;
+    const bool direct = fs::exists(*out, ec) && !fs::is_regular_file(*out, ec);
+    const std::string staged = direct ? *out : *out + ".servesim-convert";
+    auto summary = ConvertTraceWithSummary(**src, staged, *format);
     if (!summary.ok()) {
       *exit_code = Fail(summary.status());
       return;
+    }
+    if (summary->requests == 0) {
+      if (!direct) fs::remove(staged, ec);
+      *exit_code = Fail(absl::InvalidArgumentError(
+          absl::StrCat(flags->opts.path, ": no request is left after the transforms; ",
+                       direct ? "" : absl::StrCat(*out, " was not written"))));
+      return;
+    }
+    if (!direct) {
+      fs::rename(staged, *out, ec);
+      if (ec) {
+        fs::remove(staged, ec);
+        *exit_code = Fail(absl::InternalError(
+            absl::StrCat("output ", *out, ": cannot write: ", ec.message())));
+        return;
+      }
     }
     if (*json) {
       auto in_format = ResolveTraceFormat(flags->opts);
@@ -335,7 +376,7 @@ void RegisterConvert(CLI::App* trace, int* exit_code) {
       w.KV("command", "trace convert");
       w.KV("input", flags->opts.path);
       w.KV("input_format", in_format.ok() ? TraceFormatName(*in_format) : "unknown");
-      WriteSummaryFields(w, *summary, *out, format);
+      WriteSummaryFields(w, *summary, *out, *format);
       w.EndObject();
       PrintJsonSummary(w);
     } else {
@@ -529,15 +570,12 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
       *exit_code = Fail(src.status());
       return;
     }
-    OutputFormat format = OutputFormatForPath(g->out);
-    if (!g->to.empty()) {
-      auto f = ParseOutputFormat(g->to);
-      if (!f.ok()) {
-        *exit_code = Fail(f.status());
-        return;
-      }
-      format = *f;
+    absl::StatusOr<OutputFormat> format_or = OutputFormatFlag(g->out, g->to);
+    if (!format_or.ok()) {
+      *exit_code = Fail(format_or.status());
+      return;
     }
+    const OutputFormat format = *format_or;
     auto summary = ConvertTraceWithSummary(**src, g->out, format);
     if (!summary.ok()) {
       *exit_code = Fail(summary.status());

@@ -33,7 +33,7 @@ struct ValidateFlags {
 };
 
 void Err(const std::string& s) {
-  std::fprintf(stderr, "servesim validate: %s\n", s.c_str());
+  std::fprintf(stderr, "servesim validate: error: %s\n", s.c_str());
 }
 
 // Which flag sets a path, and where a relative one is looked for.

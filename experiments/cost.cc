@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace servesim {
 namespace {
@@ -33,25 +34,60 @@ std::vector<PriceOffer> OffersFromDevice(const proto::Device& device) {
 
 absl::StatusOr<PriceOffer> SelectOffer(const std::vector<PriceOffer>& offers,
                                        std::string_view device, std::string_view kind,
-                                       std::string* note) {
-  const PriceOffer* on_demand = nullptr;
+                                       std::string* note, const OfferFilter& filter) {
+  const PriceOffer* best = nullptr;
+  bool has_kind = false;
   for (const PriceOffer& o : offers) {
-    if (o.device != device || o.usd_per_hour <= 0) continue;
-    if (o.kind == kind) {
-      if (note != nullptr) note->clear();
-      return o;
-    }
-    if (o.kind == "on-demand" && on_demand == nullptr) on_demand = &o;
+    if (o.device != device || !(o.usd_per_hour > 0)) continue;
+    if (!filter.provider.empty() && o.provider != filter.provider) continue;
+    if (!filter.region.empty() && o.region != filter.region) continue;
+    if (o.kind != kind && o.kind != "on-demand") continue;
+    has_kind = has_kind || o.kind == kind;
+    if (best == nullptr || o.usd_per_hour < best->usd_per_hour) best = &o;
   }
-  if (on_demand != nullptr) {
-    if (note != nullptr) {
-      *note = absl::StrCat("no ", A(kind), " offer for ", A(device),
-                           "; on-demand price used");
-    }
-    return *on_demand;
+  std::string filter_text;
+  if (!filter.provider.empty())
+    absl::StrAppend(&filter_text, " from provider ", filter.provider);
+  if (!filter.region.empty()) absl::StrAppend(&filter_text, " in region ", filter.region);
+  if (best == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no ", A(kind), " or on-demand price offer",
+                                            filter_text, " for device '", A(device),
+                                            "'"));
   }
-  return absl::NotFoundError(
-      absl::StrCat("no price offer for device '", A(device), "' (kind ", A(kind), ")"));
+  if (note != nullptr) {
+    note->clear();
+    if (best->kind != kind) {
+      *note = has_kind ? absl::StrCat("on-demand is cheaper than any ", A(kind), " offer",
+                                      filter_text, " for ", A(device))
+                       : absl::StrCat("no ", A(kind), " offer", filter_text, " for ",
+                                      A(device), "; on-demand used");
+    }
+  }
+  return *best;
+}
+
+PriceOffer UserOffer(std::string_view device, double usd_per_hour,
+                     const PriceOffer* like) {
+  PriceOffer o;
+  o.device = std::string(device);
+  o.kind = "user";
+  o.usd_per_hour = usd_per_hour;
+  o.provider = "user";
+  o.instance = "--price-usd-per-hour";
+  o.source = "--price-usd-per-hour";
+  if (like != nullptr) {
+    o.startup_s = like->startup_s;
+    o.bills_when_stopped = like->bills_when_stopped;
+  }
+  return o;
+}
+
+std::string OfferLabel(const PriceOffer& o) {
+  std::string s = o.provider;
+  if (!o.instance.empty()) absl::StrAppend(&s, s.empty() ? "" : " ", o.instance);
+  if (!o.region.empty()) absl::StrAppend(&s, " ", o.region);
+  absl::StrAppend(&s, " ", o.kind, " $", absl::StrFormat("%g", o.usd_per_hour), "/h");
+  return s;
 }
 
 double UsdPerMillionTokens(double usd_per_hour, double tokens_per_s) {

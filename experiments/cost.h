@@ -36,13 +36,33 @@ struct PriceOffer {
 // stopped_keeps_billing copied to every offer).
 std::vector<PriceOffer> OffersFromDevice(const proto::Device& device);
 
-// Picks the offer of `kind` for `device`. When the device has no offer of
-// that kind (MI300X has no spot tier) the on-demand offer is returned with
-// `*note` saying so. Among several offers of one kind the first wins (the
-// caller orders them). NotFound when the device has no usable offer.
+// Which offers a price request accepts besides its tier.
+struct OfferFilter {
+  std::string provider;  // empty: any; else PriceOffer::provider exactly
+  std::string region;    // empty: any; else PriceOffer::region exactly
+};
+
+// The price the fleet pays for `device` at tier `kind`, by one rule: among
+// the device's offers with a price > 0 that pass `filter`, those of `kind`
+// and, since on-demand terms are never worse than spot or a commitment,
+// the on-demand ones too; the cheapest wins, ties to the first listed.
+// `*note` (when given) says when the winner is not of `kind` ("no spot
+// offer for t4; on-demand used" or "on-demand is cheaper than any spot
+// offer for l4"); else it is cleared. NotFound, naming the device, tier and
+// filter, when no offer qualifies.
 absl::StatusOr<PriceOffer> SelectOffer(const std::vector<PriceOffer>& offers,
                                        std::string_view device, std::string_view kind,
-                                       std::string* note = nullptr);
+                                       std::string* note = nullptr,
+                                       const OfferFilter& filter = {});
+
+// A user's own price for `device` (--price-usd-per-hour DEVICE=X): kind
+// "user", provider "user", instance "--price-usd-per-hour"; start-up time
+// and stopped billing copied from `like` (the device's offers) when given.
+PriceOffer UserOffer(std::string_view device, double usd_per_hour,
+                     const PriceOffer* like = nullptr);
+
+// "gce g2-standard-4 on-demand $0.7045/h" (region after the instance when set).
+std::string OfferLabel(const PriceOffer& offer);
 
 // $ per 1M tokens = price / (tokens_per_s x 3600) x 1e6 (write-up A's
 // formula). +inf when tokens_per_s <= 0.

@@ -94,6 +94,79 @@ TEST(CostTest, SelectOfferWithoutAnyOfferIsNotFound) {
   EXPECT_NE(o.status().message().find("t4"), std::string::npos);
 }
 
+PriceOffer Listed(std::string device, std::string kind, double usd, std::string provider,
+                  std::string region = "") {
+  PriceOffer o = Offer(std::move(device), std::move(kind), usd);
+  o.provider = std::move(provider);
+  o.instance = o.provider + "-instance";
+  o.region = std::move(region);
+  return o;
+}
+
+// The L4's listed offers (hwmodels/devices/l4.textproto), SageMaker first.
+std::vector<PriceOffer> L4Offers() {
+  return {Listed("l4", "on-demand", 1.1267, "aws-sagemaker", "us-east-2"),
+          Listed("l4", "on-demand", 0.8048, "aws-ec2", "us-east-2"),
+          Listed("l4", "on-demand", 0.7045, "gce"),
+          Listed("l4", "spot", 0.9412, "aws-ec2")};
+}
+
+TEST(CostTest, SelectOfferTakesTheCheapestOnDemandNotTheFirstListed) {
+  std::string note = "stale";
+  auto o = SelectOffer(L4Offers(), "l4", "on-demand", &note);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->usd_per_hour, 0.7045);
+  EXPECT_EQ(o->provider, "gce");
+  EXPECT_TRUE(note.empty()) << note;
+}
+
+TEST(CostTest, SpotLosesToACheaperOnDemandOfferAndSaysSo) {
+  std::string note;
+  auto o = SelectOffer(L4Offers(), "l4", "spot", &note);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->usd_per_hour, 0.7045);
+  EXPECT_EQ(o->kind, "on-demand");
+  EXPECT_NE(note.find("cheaper than any spot offer"), std::string::npos) << note;
+}
+
+TEST(CostTest, ProviderAndRegionFilterTheOffers) {
+  std::string note;
+  auto aws =
+      SelectOffer(L4Offers(), "l4", "spot", &note, {.provider = "aws-ec2", .region = ""});
+  ASSERT_TRUE(aws.ok());
+  EXPECT_EQ(aws->usd_per_hour, 0.8048);  // on-demand EC2 still beats EC2 spot
+  auto region = SelectOffer(L4Offers(), "l4", "on-demand", &note,
+                            {.provider = "aws-sagemaker", .region = "us-east-2"});
+  ASSERT_TRUE(region.ok());
+  EXPECT_EQ(region->usd_per_hour, 1.1267);
+  auto none = SelectOffer(L4Offers(), "l4", "on-demand", &note,
+                          {.provider = "", .region = "eu-west-1"});
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find("in region eu-west-1"), std::string::npos)
+      << none.status();
+}
+
+TEST(CostTest, EqualPricesGoToTheFirstListed) {
+  const std::vector<PriceOffer> offers = {Listed("t4", "on-demand", 0.5, "a"),
+                                          Listed("t4", "on-demand", 0.5, "b")};
+  auto o = SelectOffer(offers, "t4", "on-demand");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->provider, "a");
+}
+
+TEST(CostTest, UserOfferKeepsTheDevicesStartupAndIsLabelled) {
+  const PriceOffer like = Offer("t4", "on-demand", 0.736, 792, true);
+  const PriceOffer u = UserOffer("t4", 0.31, &like);
+  EXPECT_EQ(u.usd_per_hour, 0.31);
+  EXPECT_EQ(u.kind, "user");
+  EXPECT_EQ(u.startup_s, 792);
+  EXPECT_TRUE(u.bills_when_stopped);
+  EXPECT_EQ(OfferLabel(u), "user --price-usd-per-hour user $0.31/h");
+  EXPECT_EQ(OfferLabel(L4Offers()[0]),
+            "aws-sagemaker aws-sagemaker-instance us-east-2 "
+            "on-demand $1.1267/h");
+}
+
 TEST(CostTest, OffersFromDeviceCopiesTierStartupAndStoppedBilling) {
   proto::Device d;
   d.set_id("mi300x");

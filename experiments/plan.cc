@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -64,6 +65,30 @@ std::string Num(double v, int digits = 4) {
   if (std::isnan(v)) return "-";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return absl::StrFormat("%.*g", digits, v);
+}
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// A value of `metric`: times (*_ms) of 10 s and more in s, min or h (not
+// "1.855e+08"); other values as Num.
+std::string MetricText(std::string_view metric, double v) {
+  if (!EndsWith(metric, "_ms") || !std::isfinite(v) || std::abs(v) < 1e4) return Num(v);
+  if (std::abs(v) < 6e5) return absl::StrCat(Num(v / 1e3, 3), " s");
+  if (std::abs(v) < 3.6e7) return absl::StrCat(Num(v / 6e4, 3), " min");
+  return absl::StrCat(Num(v / 3.6e6, 3), " h");
+}
+
+// A latency whose value for one request alone on an idle replica is a
+// floor no fleet can beat (more replicas only remove queueing).
+bool HasSingleRequestFloor(const SloTerm& t) {
+  if (t.op != SloTerm::Op::kLe && t.op != SloTerm::Op::kLt) return false;
+  if (absl::StartsWith(t.metric, "std_")) return false;
+  for (const char* m : {"_ttft_ms", "_tpot_ms", "_itl_ms", "_e2el_ms"}) {
+    if (EndsWith(t.metric, m)) return true;
+  }
+  return false;
 }
 
 std::string FleetLabel(const std::vector<FleetPart>& fleet) {
@@ -177,7 +202,8 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(
 }
 
 proto::ExperimentConfig FleetExperiment(const proto::ExperimentConfig& base,
-                                        const std::vector<FleetPart>& fleet) {
+                                        const std::vector<FleetPart>& fleet,
+                                        const std::vector<PlanDevice>& devices) {
   proto::ExperimentConfig c = base;
   proto::FleetConfig* f = c.mutable_fleet();
   f->clear_replicas();
@@ -185,6 +211,11 @@ proto::ExperimentConfig FleetExperiment(const proto::ExperimentConfig& base,
     proto::FleetReplica* r = f->add_replicas();
     *r->mutable_server() = base.server();
     r->mutable_server()->set_device(p.device);
+    for (const PlanDevice& d : devices) {
+      if (d.device == p.device && !d.calibration_profile.empty()) {
+        r->mutable_server()->set_calibration_profile(d.calibration_profile);
+      }
+    }
     r->set_count(p.count);
   }
   c.set_name(
@@ -195,8 +226,8 @@ proto::ExperimentConfig FleetExperiment(const proto::ExperimentConfig& base,
 namespace {
 
 // Simulates one candidate and grades it.
-PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::string group,
-                       std::vector<FleetPart> fleet) {
+PlanCandidate EvaluateOnce(const PlanOptions& o, const PointRunner& runner,
+                           std::string group, std::vector<FleetPart> fleet) {
   PlanCandidate c;
   c.group = std::move(group);
   c.label = FleetLabel(fleet);
@@ -204,7 +235,8 @@ PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::str
   c.usd_per_hour = FleetUsdPerHour(fleet);
   c.fleet = std::move(fleet);
   c.slo_values.assign(o.slo.size(), kNaN);
-  absl::StatusOr<std::vector<double>> r = runner.run(FleetExperiment(o.base, c.fleet));
+  absl::StatusOr<std::vector<double>> r =
+      runner.run(FleetExperiment(o.base, c.fleet, o.devices));
   if (r.ok() && r->size() != runner.metric_names.size()) {
     r = absl::InternalError(absl::StrCat("runner returned ", r->size(),
                                          " metrics, expected ",
@@ -223,8 +255,9 @@ PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::str
     c.slo_values[k] = v;
     if (!t.Meets(v)) {
       c.met = false;
-      c.missed.push_back(absl::StrCat(t.metric, " ", Num(v), " ", A(MissText(t.op)), " ",
-                                      Num(t.threshold)));
+      c.missed.push_back(absl::StrCat(t.metric, " ", MetricText(t.metric, v), " ",
+                                      A(MissText(t.op)), " ",
+                                      MetricText(t.metric, t.threshold)));
     }
   }
   // A request the server rejected (too long for max_model_len or the KV
@@ -242,6 +275,14 @@ PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::str
   c.total_tokens_per_s = tot >= 0 ? c.metrics[tot] : kNaN;
   c.usd_per_million_output = UsdPerMillionTokens(c.usd_per_hour, c.output_tokens_per_s);
   c.usd_per_million_total = UsdPerMillionTokens(c.usd_per_hour, c.total_tokens_per_s);
+  return c;
+}
+
+// EvaluateOnce, then the caller's progress hook.
+PlanCandidate Evaluate(const PlanOptions& o, const PointRunner& runner, std::string group,
+                       std::vector<FleetPart> fleet) {
+  PlanCandidate c = EvaluateOnce(o, runner, std::move(group), std::move(fleet));
+  if (o.on_candidate) o.on_candidate(c);
   return c;
 }
 
@@ -269,6 +310,31 @@ GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner,
       w.group.chosen = idx;
       if (idx > 0) w.group.one_fewer.push_back(idx - 1);
       return w;
+    }
+    if (n == 1) {
+      // Each request alone on one idle replica (client concurrency 1): a
+      // latency term it misses is unattainable at any fleet size.
+      proto::ExperimentConfig alone = FleetExperiment(
+          o.base, {FleetPart{d.device, 1, d.offer.usd_per_hour}}, o.devices);
+      alone.mutable_client()->set_max_concurrency(1);
+      absl::StatusOr<std::vector<double>> floor = runner.run(alone);
+      if (floor.ok() && floor->size() == runner.metric_names.size()) {
+        std::vector<std::string> unattainable;
+        for (const SloTerm& t : o.slo) {
+          const double v = (*floor)[IndexOf(runner.metric_names, t.metric)];
+          if (HasSingleRequestFloor(t) && !t.Meets(v)) {
+            unattainable.push_back(absl::StrCat(
+                "single-request ", t.metric, " ", MetricText(t.metric, v), " ",
+                A(MissText(t.op)), " ", MetricText(t.metric, t.threshold)));
+          }
+        }
+        if (!unattainable.empty()) {
+          w.group.reason = absl::StrCat(
+              "unattainable on ", d.device, ": ", absl::StrJoin(unattainable, ", "),
+              " (each request alone on an idle replica; no fleet size beats it)");
+          return w;
+        }
+      }
     }
   }
   w.group.reason =
@@ -458,6 +524,19 @@ absl::StatusOr<PlanResult> RunPlan(const PlanOptions& o, const PointRunner& runn
   return result;
 }
 
+// The offer each replica group of `fleet` pays ("l4: gce g2-standard-4
+// on-demand $0.7045/h").
+std::string FleetOffers(const PlanOptions& o, const std::vector<FleetPart>& fleet) {
+  std::vector<std::string> parts;
+  for (const FleetPart& p : fleet) {
+    for (const PlanDevice& d : o.devices) {
+      if (d.device == p.device)
+        parts.push_back(absl::StrCat(d.device, ": ", OfferLabel(d.offer)));
+    }
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
 std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
   std::string out;
   std::vector<std::string> slo_text;
@@ -478,8 +557,8 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
   std::string header = absl::StrFormat("  %-22s %9s %-5s", "fleet", "$/h", "SLO");
   for (const SloTerm& t : o.slo)
     absl::StrAppend(&header, absl::StrFormat(" %13s", t.metric));
-  absl::StrAppend(&header, absl::StrFormat(" %11s %10s %10s\n", "out tok/s", "$/1M out",
-                                           "$/1M total"));
+  absl::StrAppend(&header, absl::StrFormat(" %11s %10s %10s  %s\n", "out tok/s",
+                                           "$/1M out", "$/1M total", "offer"));
   for (const PlanGroup& g : r.groups) {
     if (g.candidates.empty()) continue;  // the summary below says why
     absl::StrAppend(&out, g.group, ":\n");
@@ -488,13 +567,16 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
       const PlanCandidate& c = r.candidates[i];
       std::string line = absl::StrFormat("  %-22s %9.4f %-5s", c.label, c.usd_per_hour,
                                          !c.ran ? "error" : (c.met ? "met" : "miss"));
-      for (double v : c.slo_values)
-        absl::StrAppend(&line, absl::StrFormat(" %13s", Num(v)));
+      for (size_t k = 0; k < c.slo_values.size(); ++k) {
+        absl::StrAppend(&line, absl::StrFormat(" %13s", MetricText(o.slo[k].metric,
+                                                                   c.slo_values[k])));
+      }
       if (c.ran) {
         absl::StrAppend(
             &line,
-            absl::StrFormat(" %11s %10s %10s", Num(c.output_tokens_per_s),
-                            Num(c.usd_per_million_output), Num(c.usd_per_million_total)));
+            absl::StrFormat(" %11s %10s %10s  %s", Num(c.output_tokens_per_s),
+                            Num(c.usd_per_million_output), Num(c.usd_per_million_total),
+                            FleetOffers(o, c.fleet)));
       } else {
         absl::StrAppend(&line, "  ", c.error);
       }
@@ -513,7 +595,8 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
     const PlanCandidate& c = r.candidates[g.chosen];
     absl::StrAppend(&out, "  ", g.group, ": ", c.label, ", $", Num(c.usd_per_hour, 6),
                     "/h, $", Num(c.usd_per_million_output), " per 1M output tokens, $",
-                    Num(c.usd_per_million_total), " per 1M total tokens\n");
+                    Num(c.usd_per_million_total), " per 1M total tokens (",
+                    FleetOffers(o, c.fleet), ")\n");
     if (g.one_fewer.empty()) {
       absl::StrAppend(&out, "    (",
                       c.num_replicas == 1 ? "1 replica: the smallest fleet"
@@ -576,7 +659,8 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
     w.KV("usd_per_hour", d.offer.usd_per_hour).KV("provider", d.offer.provider);
     w.KV("instance", d.offer.instance).KV("region", d.offer.region);
     w.KV("date", d.offer.date).KV("source", d.offer.source);
-    w.KV("price_note", d.price_note).EndObject();
+    w.KV("price_note", d.price_note);
+    w.KV("calibration_profile", d.calibration_profile).EndObject();
   }
   w.EndArray();
   w.Key("candidates").BeginArray();
@@ -585,7 +669,13 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
     w.Key("replicas").BeginArray();
     for (const FleetPart& p : c.fleet) {
       w.BeginObject().KV("device", p.device).KV("count", p.count);
-      w.KV("usd_per_hour", p.usd_per_hour).EndObject();
+      w.KV("usd_per_hour", p.usd_per_hour);
+      for (const PlanDevice& d : o.devices) {
+        if (d.device == p.device) {
+          w.KV("price_kind", d.offer.kind).KV("offer", OfferLabel(d.offer));
+        }
+      }
+      w.EndObject();
     }
     w.EndArray();
     w.KV("num_replicas", c.num_replicas).KV("usd_per_hour", c.usd_per_hour);

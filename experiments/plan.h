@@ -11,6 +11,7 @@
 #ifndef SERVESIM_EXPERIMENTS_PLAN_H_
 #define SERVESIM_EXPERIMENTS_PLAN_H_
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,23 +46,10 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(
 struct PlanDevice {
   std::string device;  // as ServerConfig.device takes it
   PriceOffer offer;
-  std::string price_note;  // e.g. "no spot offer; on-demand price used"
-};
-
-struct PlanOptions {
-  // server: the model, quantization and flags of every replica (device is
-  // replaced); client: the workload; fleet.router: the router (replicas
-  // are replaced).
-  proto::ExperimentConfig base;
-  std::vector<PlanDevice> devices;
-  std::vector<SloTerm> slo;
-  int max_replicas = 8;     // per fleet, all devices together
-  bool mixed_pairs = true;  // also search a x A + b x B
-  int jobs = 1;             // groups searched in parallel
-  // Hours a day the workload runs (one stretch from hour 0; 1..24). Below
-  // 24, each chosen fleet also gets its daily bill under every idle policy
-  // (always on; stopped or deleted when idle, start-up time billed).
-  int busy_hours_per_day = 24;
+  std::string price_note;  // e.g. "no spot offer for t4; on-demand used"
+  // Calibration profile file for this device's replicas (a user's, from
+  // `servesim calibrate`); empty: the base server's (the shipped default).
+  std::string calibration_profile;
 };
 
 struct PlanCandidate {
@@ -80,6 +68,25 @@ struct PlanCandidate {
   double total_tokens_per_s = 0;
   double usd_per_million_output = 0;
   double usd_per_million_total = 0;
+};
+
+struct PlanOptions {
+  // server: the model, quantization and flags of every replica (device is
+  // replaced); client: the workload; fleet.router: the router (replicas
+  // are replaced).
+  proto::ExperimentConfig base;
+  std::vector<PlanDevice> devices;
+  std::vector<SloTerm> slo;
+  int max_replicas = 8;     // per fleet, all devices together
+  bool mixed_pairs = true;  // also search a x A + b x B
+  int jobs = 1;             // groups searched in parallel
+  // Hours a day the workload runs (one stretch from hour 0; 1..24). Below
+  // 24, each chosen fleet also gets its daily bill under every idle policy
+  // (always on; stopped or deleted when idle, start-up time billed).
+  int busy_hours_per_day = 24;
+  // Called after each candidate fleet is simulated (progress lines), from
+  // the worker threads: must be thread-safe. Empty: nothing.
+  std::function<void(const PlanCandidate&)> on_candidate;
 };
 
 struct PlanGroup {
@@ -103,9 +110,11 @@ struct PlanResult {
   int best_group = -1;            // the cheapest chosen fleet over all groups
 };
 
-// The ExperimentConfig that simulates `fleet` for `base`.
+// The ExperimentConfig that simulates `fleet` for `base`; a replica whose
+// device is in `devices` with a calibration_profile gets that profile.
 proto::ExperimentConfig FleetExperiment(const proto::ExperimentConfig& base,
-                                        const std::vector<FleetPart>& fleet);
+                                        const std::vector<FleetPart>& fleet,
+                                        const std::vector<PlanDevice>& devices = {});
 
 // Runs the search. Errors: no devices, no SLO terms, max_replicas < 1, the
 // runner lacking a metric an SLO term names.

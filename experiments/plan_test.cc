@@ -9,6 +9,7 @@ namespace servesim {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::vector<std::string> kNames = {"output_throughput", "total_token_throughput",
                                          "p99_ttft_ms", "median_ttft_ms", "p99_tpot_ms"};
@@ -87,7 +88,8 @@ PointRunner QueueRunner(double rate) {
       cap += rep.count() * (d == "a" ? 10.0 : d == "b" ? 3.2 : 1.0);
     }
     const double u = rate / cap;
-    const double ttft = u < 1 ? 100.0 / (1 - u) : 1e9;
+    double ttft = u < 1 ? 100.0 / (1 - u) : 1e9;
+    if (c.client().max_concurrency() == 1) ttft = 100;  // each request alone
     return std::vector<double>{rate * 100, rate * 1100, ttft, ttft / 2, 20};
   };
   return r;
@@ -140,6 +142,33 @@ TEST(RunPlanTest, DeviceWhereTheModelDoesNotFitIsListedWithTheReason) {
   EXPECT_THAT(h.reason, HasSubstr("model does not fit in 16 GiB"));
   EXPECT_EQ(h.candidates.size(), 1u);  // more replicas do not help a fit
   EXPECT_THAT(FormatPlanText(Options(false), *r), HasSubstr("huge: none (cannot serve"));
+}
+
+// One request alone takes 100 ms to its first token: a 80 ms p99 TTFT is
+// unattainable at any size, said so after one candidate (it used to try
+// every size and say "none up to 8 replicas").
+TEST(RunPlanTest, UnattainableSloIsReportedWithTheSingleRequestFloor) {
+  PlanOptions o = Options(false);
+  o.slo = *ParseSlo("ttft_p99<=80ms", kNames);
+  auto r = RunPlan(o, QueueRunner(12));
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int g : {0, 1}) {
+    EXPECT_EQ(r->groups[g].chosen, -1);
+    EXPECT_EQ(r->groups[g].candidates.size(), 1u);
+  }
+  EXPECT_EQ(r->groups[0].reason,
+            "unattainable on a: single-request p99_ttft_ms 100 > 80 (each request alone "
+            "on an idle replica; no fleet size beats it)");
+  EXPECT_THAT(FormatPlanText(o, *r), HasSubstr("b: none (unattainable on b"));
+}
+
+TEST(FormatPlanTextTest, LargeTimesAreInHoursNotExponents) {
+  auto r = RunPlan(Options(false), QueueRunner(12));
+  ASSERT_TRUE(r.ok());
+  const std::string text = FormatPlanText(Options(false), *r);
+  // 1 x b at 12 req/s is past saturation: 1e9 ms = 278 h.
+  EXPECT_THAT(text, HasSubstr("278 h"));
+  EXPECT_THAT(text, Not(HasSubstr("1e+09")));
 }
 
 TEST(RunPlanTest, MixedPairCheaperThanBothSinglesWins) {
@@ -245,7 +274,7 @@ TEST(RunPlanTest, TextReportShowsOneReplicaFewerMissing) {
   ASSERT_TRUE(r.ok());
   const std::string text = FormatPlanText(Options(false), *r);
   EXPECT_THAT(text,
-              HasSubstr("one replica fewer (1 x a) misses: p99_ttft_ms 1e+09 > 450"));
+              HasSubstr("one replica fewer (1 x a) misses: p99_ttft_ms 278 h > 450"));
   EXPECT_THAT(text, HasSubstr("Cheapest overall: 5 x b"));
 }
 

@@ -56,7 +56,7 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
   for (const auto& [server, count] : servers) {
     ASSIGN_OR_RETURN(Deployment d, BuildDeployment(ToServerSpec(server)));
     if (!d.memory.fits) {
-      return absl::FailedPreconditionError(absl::StrCat(
+      return absl::ResourceExhaustedError(absl::StrCat(
           server.model(), " does not fit on ", server.device(), ": ", d.memory.reason));
     }
     const double api_ms = d.api_overhead_ms;

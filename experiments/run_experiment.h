@@ -41,7 +41,7 @@ struct Fleet {
 };
 
 // Errors: InvalidArgument for unknown names / out-of-range flags (naming
-// the flag); FailedPrecondition when a model does not fit its device
+// the flag); ResourceExhausted when a model does not fit its device
 // (the message carries the planner's numbers).
 absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config);
 

@@ -46,7 +46,7 @@ absl::StatusOr<double> ParseRequestRate(const std::string& text) {
   return v;
 }
 
-void ServerFlags::Register(CLI::App* cmd) {
+void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
   device_ =
       cmd->add_option("--device", device_v_, "t4 | l4 | mi300x | tpu-v5e | tpu-v6e");
   model_ = cmd->add_option(
@@ -73,6 +73,7 @@ void ServerFlags::Register(CLI::App* cmd) {
                                   prefix_caching_v_, "prefix caching (default on)");
   async_ = cmd->add_flag("--async-scheduling,!--no-async-scheduling", async_v_,
                          "async scheduling (default on)");
+  if (!with_calibration) return;
   calibration_ = cmd->add_option(
       "--calibration,--calibration-profile", calibration_v_,
       "calibration profile: a file from `servesim calibrate`, or a shipped one by name "
@@ -90,7 +91,9 @@ std::vector<std::string> ServerFlags::Names() {
   ServerFlags f;
   f.Register(&app);
   std::vector<std::string> out;
-  for (const CLI::Option* o : f.All()) out.push_back(o->get_name());
+  for (const CLI::Option* o : f.All()) {
+    if (o != nullptr) out.push_back(o->get_name());
+  }
   return out;
 }
 

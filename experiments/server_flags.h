@@ -37,8 +37,9 @@ class ServerFlags {
   // Registers --device --model --quantization --dtype --max-model-len
   // --gpu-memory-utilization --max-num-seqs --max-num-batched-tokens
   // --block-size --[no-]enable-prefix-caching --[no-]async-scheduling
-  // --calibration on `cmd`.
-  void Register(CLI::App* cmd);
+  // --calibration on `cmd` (without --calibration when `with_calibration` is
+  // false: `plan` takes it per device, repeatable, as DEVICE=FILE).
+  void Register(CLI::App* cmd, bool with_calibration = true);
   // Sets the field of every flag given on the command line; range errors
   // name the flag. Fields of flags not given are left as they are.
   absl::Status ApplyTo(proto::ServerConfig& server) const;

@@ -25,7 +25,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : servesim::cli::kExitBadInput;
+    // --help and --version print and exit 0; parse errors take the form of
+    // every other error: "servesim <subcommand>: error: ...".
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e);
+    std::fprintf(stderr, "%s\n", servesim::cli::ParseErrorText(app, e).c_str());
+    return servesim::cli::kExitBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "servesim: error: %s\n", e.what());
     return 1;

@@ -268,7 +268,11 @@ PointLines FormatPoint(const SweepPoint& p, const std::vector<std::string>& axis
   } else if (!result.ok()) {
     error = std::string(result.status().message());
   }
-  AppendJsonString(j, ok ? "ok" : "error");
+  // A deployment that does not fit is a real outcome of the point, not bad
+  // input (RunExperiment: ResourceExhausted).
+  const bool infeasible = !result.ok() && absl::IsResourceExhausted(result.status());
+  const char* status = ok ? "ok" : (infeasible ? "infeasible" : "error");
+  AppendJsonString(j, status);
   j += ",\"error\":";
   AppendJsonString(j, error);
   j += ",\"metrics\":{";
@@ -290,7 +294,7 @@ PointLines FormatPoint(const SweepPoint& p, const std::vector<std::string>& axis
     c.push_back(',');
     AppendCsvCell(c, v);
   }
-  c += ok ? ",ok," : ",error,";
+  absl::StrAppend(&c, ",", status, ",");
   AppendCsvCell(c, error);
   for (size_t m = 0; m < metric_names.size(); ++m) {
     c.push_back(',');
@@ -366,6 +370,8 @@ absl::Status WriteFileAtomic(const std::filesystem::path& path, const std::strin
   return absl::OkStatus();
 }
 
+}  // namespace
+
 std::string FormatDuration(double s) {
   if (!(s >= 0) || s > 1e7) return "?";
   const int64_t t = static_cast<int64_t>(s + 0.5);
@@ -373,8 +379,6 @@ std::string FormatDuration(double s) {
   if (t >= 60) return absl::StrFormat("%dm%02ds", t / 60, t % 60);
   return absl::StrFormat("%ds", t);
 }
-
-}  // namespace
 
 const std::vector<std::string>& SimulatorMetricNames() {
   static const auto* names =
@@ -574,6 +578,26 @@ absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid)
   return points;
 }
 
+int64_t CountGridPoints(const proto::SweepGrid& grid) {
+  std::vector<std::string> zips_seen;
+  int64_t total = 1;
+  for (const proto::SweepAxis& axis : grid.axes()) {
+    if (!axis.zip().empty()) {
+      if (std::find(zips_seen.begin(), zips_seen.end(), axis.zip()) != zips_seen.end()) {
+        continue;
+      }
+      zips_seen.push_back(axis.zip());
+    }
+    const int64_t n = axis.values_size();
+    if (n == 0) return 0;
+    if (total > std::numeric_limits<int64_t>::max() / n) {
+      return std::numeric_limits<int64_t>::max();
+    }
+    total *= n;
+  }
+  return total;
+}
+
 absl::StatusOr<proto::SweepGrid> ReadGridFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open grid file"));
@@ -602,6 +626,46 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
   const fs::path jsonl_path = dir / "results.jsonl";
   const fs::path csv_path = dir / "results.csv";
 
+  // Resume: a point is finished when both files hold its line with the
+  // current config hash (and the CSV header is the current one).
+  const size_t num = points.size();
+  std::vector<std::optional<PointLines>> done(num);
+  {
+    ASSIGN_OR_RETURN(std::vector<std::string> jl, ReadLines(jsonl_path));
+    ASSIGN_OR_RETURN(std::vector<std::string> cl, ReadLines(csv_path));
+    std::vector<std::optional<std::string>> jmap(num), cmap(num);
+    int64_t id;
+    std::string hash;
+    int64_t matched = 0, other = 0;
+    for (const std::string& line : jl) {
+      if (ParseKey(line, true, &id, &hash) && id >= 0 && id < static_cast<int64_t>(num) &&
+          hash == points[id].config_hash) {
+        jmap[id] = line;
+        ++matched;
+      } else if (!line.empty()) {
+        ++other;
+      }
+    }
+    // Results of another grid entirely (no point in common) are not
+    // replaced silently; an edited grid keeps its unchanged points.
+    if (other > 0 && matched == 0 && !options.replace_other_results) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(out_dir, " holds ", other,
+                       " results of another grid (no point of this one); "
+                       "give another --out, or --replace to discard them"));
+    }
+    if (!cl.empty() && cl[0] == header) {
+      for (size_t i = 1; i < cl.size(); ++i) {
+        if (ParseKey(cl[i], false, &id, &hash) && id >= 0 &&
+            id < static_cast<int64_t>(num) && hash == points[id].config_hash) {
+          cmap[id] = cl[i];
+        }
+      }
+    }
+    for (size_t i = 0; i < num; ++i) {
+      if (jmap[i] && cmap[i]) done[i] = PointLines{*jmap[i], *cmap[i]};
+    }
+  }
   // The resolved grid, with each point's id, hash and axis values.
   {
     std::string text;
@@ -618,35 +682,6 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
       text.push_back('\n');
     }
     RETURN_IF_ERROR(WriteFileAtomic(dir / "grid.textproto", text));
-  }
-
-  // Resume: a point is finished when both files hold its line with the
-  // current config hash (and the CSV header is the current one).
-  const size_t num = points.size();
-  std::vector<std::optional<PointLines>> done(num);
-  {
-    ASSIGN_OR_RETURN(std::vector<std::string> jl, ReadLines(jsonl_path));
-    ASSIGN_OR_RETURN(std::vector<std::string> cl, ReadLines(csv_path));
-    std::vector<std::optional<std::string>> jmap(num), cmap(num);
-    int64_t id;
-    std::string hash;
-    for (const std::string& line : jl) {
-      if (ParseKey(line, true, &id, &hash) && id >= 0 && id < static_cast<int64_t>(num) &&
-          hash == points[id].config_hash) {
-        jmap[id] = line;
-      }
-    }
-    if (!cl.empty() && cl[0] == header) {
-      for (size_t i = 1; i < cl.size(); ++i) {
-        if (ParseKey(cl[i], false, &id, &hash) && id >= 0 &&
-            id < static_cast<int64_t>(num) && hash == points[id].config_hash) {
-          cmap[id] = cl[i];
-        }
-      }
-    }
-    for (size_t i = 0; i < num; ++i) {
-      if (jmap[i] && cmap[i]) done[i] = PointLines{*jmap[i], *cmap[i]};
-    }
   }
   auto rewrite = [&]() -> absl::Status {
     std::string j, c = header;
@@ -740,9 +775,10 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
       summary.complete = false;
       continue;
     }
-    if (d->csv.find(",error,") != std::string::npos &&
-        d->jsonl.find("\"status\":\"error\"") != std::string::npos) {
+    if (d->jsonl.find("\"status\":\"error\"") != std::string::npos) {
       ++summary.num_failed;
+    } else if (d->jsonl.find("\"status\":\"infeasible\"") != std::string::npos) {
+      ++summary.num_infeasible;
     }
   }
   if (summary.complete) RETURN_IF_ERROR(rewrite());

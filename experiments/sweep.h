@@ -75,6 +75,13 @@ std::vector<std::string> AxisColumns(const proto::SweepGrid& grid);
 // for an axis without values or zipped axes of unequal lengths.
 absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid);
 
+// "42s", "3m07s", "2h05m" for a progress line's ETA; "?" when unknown.
+std::string FormatDuration(double seconds);
+
+// The number of points of `grid` (zipped axes counted once, by their first
+// axis), without expanding it; saturates at INT64_MAX. O(axes).
+int64_t CountGridPoints(const proto::SweepGrid& grid);
+
 // Reads a text-format SweepGrid; errors name the file and line.
 absl::StatusOr<proto::SweepGrid> ReadGridFile(const std::string& path);
 
@@ -88,21 +95,28 @@ struct SweepOptions {
   // complete = false, leaving the files as a kill would (completion order).
   // -1: run everything.
   int64_t stop_after = -1;
+  // Let the sweep discard results in the directory that belong to another
+  // grid (no point in common); refused (AlreadyExists) otherwise.
+  bool replace_other_results = false;
 };
 
 struct SweepSummary {
   int64_t num_points = 0;
   int64_t num_resumed = 0;  // already finished in DIR, not rerun
   int64_t num_run = 0;      // run now
-  int64_t num_failed = 0;   // points whose runner returned an error (any run)
-  bool complete = false;    // every point is in the files, in point order
+  // Points whose runner returned an error (any run): "infeasible" when the
+  // deployment does not fit (ResourceExhausted, a real outcome), else
+  // "error" (invalid input, counted in num_failed).
+  int64_t num_failed = 0;
+  int64_t num_infeasible = 0;
+  bool complete = false;  // every point is in the files, in point order
 };
 
 // Runs every point of `grid` not already finished in `out_dir` (created if
 // missing) and writes grid.textproto, results.jsonl and results.csv there.
 // results.jsonl: one object per point:
 //   {"point":ID,"config_hash":"HEX","axes":{COLUMN:VALUE,...},
-//    "status":"ok"|"error","error":MSG,"metrics":{NAME:NUMBER|null,...}}
+//    "status":"ok"|"infeasible"|"error","error":MSG,"metrics":{NAME:NUMBER|null,...}}
 // results.csv: point,config_hash,<axis columns>,status,error,<metric names>.
 // Errors: a bad grid (InvalidArgument) or file I/O.
 absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,

@@ -87,7 +87,10 @@ class FakeRunner {
       }
       std::this_thread::sleep_for(std::chrono::microseconds(delay_us_ * (h % 7)));
       if (c.server().device() == "nofit") {
-        return absl::FailedPreconditionError("model does not fit, \"quoted\"");
+        return absl::ResourceExhaustedError("model does not fit, \"quoted\"");
+      }
+      if (c.server().device() == "broken") {
+        return absl::InvalidArgumentError("trace.csv:3: bad record");
       }
       const double conc = c.client().max_concurrency();
       return std::vector<double>{conc * 100.0 / 3.0, c.client().random_input_len() / 7.0,
@@ -296,7 +299,8 @@ TEST(RunSweepTest, FiveHundredPointsWithTwoJobsAreByteIdenticalToOneJob) {
   ASSERT_TRUE(s2.ok()) << s2.status();
   EXPECT_EQ(s1->num_points, 500);
   EXPECT_TRUE(s1->complete && s2->complete);
-  EXPECT_EQ(s1->num_failed, 100);  // the "nofit" device
+  EXPECT_EQ(s1->num_infeasible, 100);  // the "nofit" device
+  EXPECT_EQ(s1->num_failed, 0);
   for (const char* f : {"results.jsonl", "results.csv", "grid.textproto"}) {
     const std::string a = ReadFile(d1 / f), b = ReadFile(d2 / f);
     EXPECT_FALSE(a.empty()) << f;
@@ -310,15 +314,31 @@ TEST(RunSweepTest, FiveHundredPointsWithTwoJobsAreByteIdenticalToOneJob) {
   fs::remove_all(d2);
 }
 
-TEST(RunSweepTest, ErrorPointsAreRecordedWithTheirMessage) {
+TEST(RunSweepTest, InfeasiblePointsAreRecordedWithTheirMessage) {
   const fs::path d = FreshDir("err");
   FakeRunner f;
   ASSERT_TRUE(Sweep(Grid500(), d, f, 1).ok());
   const std::string csv = ReadFile(d / "results.csv");
-  EXPECT_THAT(csv, HasSubstr(",error,\"model does not fit, \"\"quoted\"\"\",,,\n"));
+  EXPECT_THAT(csv, HasSubstr(",infeasible,\"model does not fit, \"\"quoted\"\"\",,,\n"));
   EXPECT_THAT(ReadFile(d / "results.jsonl"),
-              HasSubstr("\"status\":\"error\",\"error\":\"model does not fit, "
+              HasSubstr("\"status\":\"infeasible\",\"error\":\"model does not fit, "
                         "\\\"quoted\\\"\",\"metrics\":{\"output_throughput\":null"));
+  fs::remove_all(d);
+}
+
+// An error that is not "does not fit" is invalid input, counted apart from
+// the infeasible points (the CLI exits non-zero on it).
+TEST(RunSweepTest, InvalidPointsAreErrorsNotInfeasible) {
+  const fs::path d = FreshDir("invalid");
+  FakeRunner f;
+  proto::SweepGrid g = Grid500();
+  g.mutable_axes(0)->set_values(3, "broken");  // 100 points
+  auto s = Sweep(g, d, f, 2);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->num_failed, 100);
+  EXPECT_EQ(s->num_infeasible, 100);
+  EXPECT_THAT(ReadFile(d / "results.csv"),
+              HasSubstr(",error,trace.csv:3: bad record,,,\n"));
   fs::remove_all(d);
 }
 
@@ -431,6 +451,31 @@ TEST(RunSweepTest, ChangedBaseConfigRerunsThePointsItChanges) {
   EXPECT_EQ(s->num_resumed, 400);
   EXPECT_EQ(s->num_run, 100);
   EXPECT_EQ(s->num_failed, 0);
+  fs::remove_all(d);
+}
+
+// Another grid's results in the directory were replaced silently.
+TEST(RunSweepTest, AnotherGridsResultsAreNotReplacedUnlessAsked) {
+  const fs::path d = FreshDir("other");
+  FakeRunner f;
+  ASSERT_TRUE(Sweep(Grid500(), d, f, 1).ok());
+  const std::string before = ReadFile(d / "results.jsonl");
+  const std::string grid_before = ReadFile(d / "grid.textproto");
+  proto::SweepGrid other = Grid500();
+  other.mutable_base()->mutable_client()->set_num_prompts(77);  // every hash changes
+  auto refused = Sweep(other, d, f, 1);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists)
+      << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("holds 500 results of another grid"));
+  EXPECT_EQ(ReadFile(d / "results.jsonl"), before);
+  EXPECT_EQ(ReadFile(d / "grid.textproto"), grid_before);
+  SweepOptions replace;
+  replace.jobs = 1;
+  replace.progress = 0;
+  replace.replace_other_results = true;
+  auto s = RunSweep(other, d.string(), f.Runner(), replace);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->num_run, 500);
   fs::remove_all(d);
 }
 

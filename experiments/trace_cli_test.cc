@@ -3,12 +3,14 @@
 // and nothing is written. Good flags convert and generate as asked.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -148,14 +150,14 @@ TEST(SimulateCliTest, SaveResultIsASwitchPlacedLikeVllmBenchServe) {
   std::filesystem::create_directories(dir);
   const std::string base =
       "simulate --device l4 --model google/gemma-4-E2B-it --num-prompts 4 "
-      "--max-concurrency 2";
+      "--max-concurrency 2 --date 20261201-093500";
   // The flag right before another flag takes no value (it used to write a
   // file named "--save-detailed").
   CliRun r = Servesim(base + " --save-result --save-detailed", dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/--save-detailed"));
   const std::string by_default =
-      dir + "/vllm-infqps-concurrency2-gemma-4-E2B-it-19700101-000000.json";
+      dir + "/vllm-infqps-concurrency2-gemma-4-E2B-it-l4-20261201-093500.json";
   ASSERT_TRUE(std::filesystem::exists(by_default));
   EXPECT_THAT(ReadText(by_default), HasSubstr("\"input_lens\""));
   EXPECT_TRUE(std::filesystem::exists(by_default + ".config.textproto"));
@@ -167,7 +169,7 @@ TEST(SimulateCliTest, SaveResultIsASwitchPlacedLikeVllmBenchServe) {
   r = Servesim(base + " --request-rate 2.5 --save-result", dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::exists(
-      dir + "/vllm-2.5qps-concurrency2-gemma-4-E2B-it-19700101-000000.json"));
+      dir + "/vllm-2.5qps-concurrency2-gemma-4-E2B-it-l4-20261201-093500.json"));
 
   // A path right after the flag still names the file.
   r = Servesim(base + " --save-result '" + dir + "/named.json'");
@@ -177,6 +179,51 @@ TEST(SimulateCliTest, SaveResultIsASwitchPlacedLikeVllmBenchServe) {
   r = Servesim(base + " --result-dir '" + dir + "'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("given without --save-result"));
+}
+
+// The default name has the device and the real date-time (it was fixed at
+// 1970 without the device: a run on another device overwrote the first), and
+// an existing file is never replaced without --overwrite.
+TEST(SimulateCliTest, SaveResultNamesDoNotCollideAndNeverOverwriteSilently) {
+  const std::string dir = Scratch("results");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string base =
+      "simulate --model gemma-4-e2b --num-prompts 2 --max-concurrency 2 --save-result";
+  ASSERT_EQ(Servesim(base + " --device l4", dir).exit_code, 0);
+  ASSERT_EQ(Servesim(base + " --device t4", dir).exit_code, 0);
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".json") names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  ASSERT_EQ(names.size(), 2u);
+  // vLLM's base_model_id: the Hugging Face id's last part.
+  EXPECT_THAT(names[0], HasSubstr("-gemma-4-E2B-it-l4-"));
+  EXPECT_THAT(names[1], HasSubstr("-gemma-4-E2B-it-t4-"));
+  EXPECT_THAT(names[0], Not(HasSubstr("1970")));
+
+  const std::string pinned = base + " --device l4 --date 20261201-093500";
+  ASSERT_EQ(Servesim(pinned, dir).exit_code, 0);
+  const std::string file =
+      dir + "/vllm-infqps-concurrency2-gemma-4-E2B-it-l4-20261201-093500.json";
+  const std::string first = ReadText(file);
+  EXPECT_THAT(first, HasSubstr("\"date\": \"20261201-093500\""));
+  // model_id / tokenizer_id: the Hugging Face id, as vLLM writes them.
+  EXPECT_THAT(first, HasSubstr("\"model_id\": \"google/gemma-4-E2B-it\""));
+  EXPECT_THAT(first, HasSubstr("\"tokenizer_id\": \"google/gemma-4-E2B-it\""));
+  CliRun again = Servesim(pinned + " --random-output-len 7", dir);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_THAT(again.err, HasSubstr("exists; give --overwrite"));
+  EXPECT_EQ(ReadText(file), first);
+  ASSERT_EQ(Servesim(pinned + " --random-output-len 7 --overwrite", dir).exit_code, 0);
+  EXPECT_NE(ReadText(file), first);
+  EXPECT_EQ(Servesim(base + " --device l4 --date 2026-12-01", dir).exit_code, 2);
+  // A name the user gives is theirs to replace.
+  ASSERT_EQ(Servesim(base + " --device l4 --result-filename mine.json", dir).exit_code,
+            0);
+  EXPECT_EQ(Servesim(base + " --device t4 --result-filename mine.json", dir).exit_code,
+            0);
 }
 
 // The fleet's cost per 1M output tokens at its devices' published prices.

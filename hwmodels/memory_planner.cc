@@ -203,8 +203,10 @@ MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m,
     p.reason = absl::StrCat(
         "KV cache ", Gib(p.kv_cache_gib), " holds ", p.num_blocks, " blocks of ",
         p.kv_block_bytes, " B, but one request of max_model_len ", sched.max_model_len,
-        " needs ", p.blocks_per_request, " blocks (", p.kv_cache_tokens,
-        " tokens fit); lower --max-model-len or --max-num-batched-tokens");
+        " needs ", p.blocks_per_request,
+        " blocks; lower --max-model-len (`servesim memory` names the largest that fits: "
+        "the KV need is not linear in it with sliding-window layers) or "
+        "--max-num-batched-tokens");
     return p;
   }
   p.fits = true;

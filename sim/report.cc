@@ -1,5 +1,6 @@
 #include "sim/report.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -130,6 +131,21 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
   w.EndArray();
   w.EndObject();
   w.KV("itl_exact", r.itl.exact);
+  if (!ctx.replica_shares.empty()) {
+    int64_t total = 0;
+    for (const ReportContext::ReplicaShare& rs : ctx.replica_shares) total += rs.requests;
+    w.Key("replicas").BeginArray();
+    for (size_t i = 0; i < ctx.replica_shares.size(); ++i) {
+      const ReportContext::ReplicaShare& rs = ctx.replica_shares[i];
+      w.BeginObject()
+          .KV("replica", static_cast<int64_t>(i))
+          .KV("description", rs.description)
+          .KV("requests", rs.requests)
+          .KV("share", total > 0 ? static_cast<double>(rs.requests) / total : 0.0)
+          .EndObject();
+    }
+    w.EndArray();
+  }
   if (!ctx.costs.empty()) {
     w.Key("cost").BeginArray();
     for (const ReportContext::Cost& c : ctx.costs) {
@@ -157,6 +173,15 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
   w.EndObject();
   std::string out = w.Take();
   out.push_back('\n');
+  return out;
+}
+
+std::vector<int64_t> RequestsPerReplica(const std::vector<RequestRecord>& records,
+                                        int32_t num_replicas) {
+  std::vector<int64_t> out(static_cast<size_t>(std::max(0, num_replicas)), 0);
+  for (const RequestRecord& rec : records) {
+    if (rec.replica >= 0 && rec.replica < num_replicas) ++out[rec.replica];
+  }
   return out;
 }
 
@@ -244,6 +269,17 @@ std::string SummaryText(const RunResult& r, const ReportContext& ctx) {
   line("Mean tokens per step:", r.tokens_per_step[0]);
   line("KV cache occupancy, mean (%):", 100 * r.kv_occupancy_mean);
   line("KV cache occupancy, max (%):", 100 * r.kv_occupancy_max);
+  int64_t routed = 0;
+  for (const ReportContext::ReplicaShare& rs : ctx.replica_shares) routed += rs.requests;
+  for (size_t i = 0; i < ctx.replica_shares.size(); ++i) {
+    const ReportContext::ReplicaShare& rs = ctx.replica_shares[i];
+    absl::StrAppend(
+        &s, absl::StrFormat(
+                "%-40s %-10d (%.1f%%)\n",
+                absl::StrCat("Requests on replica ", i, " (", rs.description, "):"),
+                rs.requests,
+                routed > 0 ? 100.0 * static_cast<double>(rs.requests) / routed : 0.0));
+  }
   for (const ReportContext::Cost& c : ctx.costs) {
     absl::StrAppend(
         &s, absl::StrFormat("%-40s %-10.3f\n",

@@ -47,7 +47,19 @@ struct ReportContext {
     double output_tok_s_per_usd_hour = 0;
   };
   std::vector<Cost> costs;
+  // Requests each replica of a fleet received (index = replica), with its
+  // description ("mi300x/gemma-4-e4b"); empty for a single replica.
+  struct ReplicaShare {
+    std::string description;
+    int64_t requests = 0;
+  };
+  std::vector<ReplicaShare> replica_shares;
 };
+
+// Requests routed to each replica (RequestRecord::replica; a request never
+// routed is not counted), in replica order.
+std::vector<int64_t> RequestsPerReplica(const std::vector<RequestRecord>& records,
+                                        int32_t num_replicas);
 
 // REQUIRES for detailed: request_itls has one list per record (empty lists
 // are written when it is empty).

@@ -127,5 +127,24 @@ TEST(ReportTest, CsvHasOneRowPerRequestAndTraceIsOneJsonDocument) {
   EXPECT_NE(a.summary.find("Serving Benchmark Result"), std::string::npos);
 }
 
+TEST(ReportTest, PerReplicaRequestSharesAreInTheSummaryAndJson) {
+  std::vector<RequestRecord> records(5);
+  const int32_t replica[] = {0, 1, 1, -1, 1};  // -1: never routed
+  for (size_t i = 0; i < records.size(); ++i) records[i].replica = replica[i];
+  const std::vector<int64_t> per = RequestsPerReplica(records, 3);
+  EXPECT_EQ(per, (std::vector<int64_t>{1, 3, 0}));
+  ReportContext ctx;
+  ctx.replica_shares = {{"l4/m", 1}, {"l4/m", 3}, {"t4/m", 0}};
+  const RunResult r;
+  const std::string summary = SummaryText(r, ctx);
+  EXPECT_NE(summary.find("Requests on replica 1 (l4/m):"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("3          (75.0%)"), std::string::npos) << summary;
+  const std::string json = BenchResultJson(r, ctx, {}, {}, false, 0);
+  EXPECT_NE(json.find("\"replicas\":[{\"replica\":0,\"description\":\"l4/m\","
+                      "\"requests\":1,\"share\":0.25}"),
+            std::string::npos)
+      << json;
+}
+
 }  // namespace
 }  // namespace servesim

@@ -1,6 +1,7 @@
 #include "sim/router_aware.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_format.h"
 #include "sim/hash.h"
@@ -81,12 +82,18 @@ void PrefixAwareRouter::Insert(Table& t, int64_t capacity) {
   }
 }
 
+int64_t PrefixBalance::Bound(int64_t min_load) const {
+  const double rel = rel_threshold * static_cast<double>(min_load);
+  return std::max(min_load + abs_threshold, static_cast<int64_t>(std::floor(rel)));
+}
+
 int32_t PrefixAwareRouter::Route(const RequestSpec& request,
                                  std::span<const Scheduler* const> replicas) {
   if (tables_.size() < replicas.size()) tables_.resize(replicas.size());
   ChainKeys(request);
   int32_t best = -1;
   int32_t best_match = -1;
+  int32_t least = 0;
   for (size_t i = 0; i < replicas.size(); ++i) {
     const int32_t m = Matched(tables_[i]);
     if (m > best_match ||
@@ -94,6 +101,11 @@ int32_t PrefixAwareRouter::Route(const RequestSpec& request,
       best = static_cast<int32_t>(i);
       best_match = m;
     }
+    if (LessLoaded(*replicas[i], *replicas[least])) least = static_cast<int32_t>(i);
+  }
+  if (replicas[best]->num_outstanding() >
+      balance_.Bound(replicas[least]->num_outstanding())) {
+    best = least;  // imbalanced: load balancing wins over the cached prefix
   }
   if (!keys_.empty()) {
     int64_t capacity = fixed_capacity_;

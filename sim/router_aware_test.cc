@@ -1,5 +1,7 @@
 #include "sim/router_aware.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -114,6 +116,50 @@ TEST(PrefixAwareRouterTest, TableForgetsLeastRecentlyUsedBeyondCapacity) {
   EXPECT_EQ(router.MatchedBlocks(Req(9, 256, {1, 2}), 0), 1);
   EXPECT_EQ(router.MatchedBlocks(Req(9, 256, {3, 4}), 0), 0);
   EXPECT_EQ(router.MatchedBlocks(Req(9, 256, {5, 6}), 0), 2);
+}
+
+TEST(PrefixAwareRouterTest, SharedFirstBlockDoesNotHerdPastTheImbalanceBound) {
+  // Every prompt shares its first block (as in the Mooncake traces) and no
+  // step runs, so nothing finishes: without the bound all 200 go to replica 0.
+  Fleet f({100000, 100000, 100000});
+  PrefixAwareRouter router;
+  const PrefixBalance bound;
+  std::vector<int64_t> per_replica(3, 0);
+  for (RequestId id = 0; id < 200; ++id) {
+    int64_t min_load = INT64_MAX;
+    for (const Scheduler* s : f.ptrs) min_load = std::min(min_load, s->num_outstanding());
+    const int32_t r = f.Send(router, Req(id, 256, {1, static_cast<uint64_t>(100 + id)}));
+    // Its load before this request was within the bound.
+    EXPECT_LE(f.ptrs[r]->num_outstanding() - 1, bound.Bound(min_load)) << id;
+    ++per_replica[r];
+  }
+  // The first 33 follow the prefix to replica 0 (0 in flight elsewhere, bound
+  // 32); then the others, now holding the prefix too, share the rest.
+  EXPECT_EQ(per_replica[0], 200 / 3 + 1);
+  EXPECT_GE(per_replica[1], 200 / 3);
+  EXPECT_GE(per_replica[2], 200 / 3);
+}
+
+TEST(PrefixAwareRouterTest, PrefixIsKeptWithinTheBound) {
+  Fleet f({100000, 100000});
+  PrefixAwareRouter router(0, PrefixBalance{.abs_threshold = 4, .rel_threshold = 2.0});
+  for (RequestId id = 0; id < 5; ++id) {
+    EXPECT_EQ(f.Send(router, Req(id, 256, {7, static_cast<uint64_t>(100 + id)})), 0)
+        << id;  // loads 0..4 <= 4
+  }
+  EXPECT_EQ(f.Send(router, Req(5, 256, {7, 200})), 1);  // 5 > max(0 + 4, 0)
+  // Replica 0 matches 2 blocks, replica 1 one; with 1 in flight on replica 1
+  // the bound is max(1 + 4, 2) = 5 and replica 0 (5 in flight) keeps it.
+  EXPECT_EQ(f.Send(router, Req(6, 256, {7, 100})), 0);
+  EXPECT_EQ(f.Send(router, Req(7, 256, {7, 101})), 1);  // 6 > 5: least loaded
+}
+
+TEST(PrefixBalanceTest, BoundIsTheLargerOfAbsoluteAndRelative) {
+  const PrefixBalance b{.abs_threshold = 32, .rel_threshold = 1.5};
+  EXPECT_EQ(b.Bound(0), 32);
+  EXPECT_EQ(b.Bound(10), 42);
+  EXPECT_EQ(b.Bound(64), 96);    // 64 + 32 = 96 = 1.5 x 64
+  EXPECT_EQ(b.Bound(100), 150);  // relative part wins
 }
 
 TEST(MakeRouterTest, KnowsAllFourNamesAndRejectsOthers) {

@@ -19,10 +19,14 @@
 // ASSIGN_OR_RETURN(auto x, Foo()); / ASSIGN_OR_RETURN(x, Foo());
 #define ASSIGN_OR_RETURN(lhs, expr) \
   SERVESIM_ASSIGN_OR_RETURN_IMPL_(SERVESIM_CONCAT_(_servesim_sor_, __LINE__), lhs, expr)
+// `tmp` and `lhs` name a variable and a declaration: they cannot be
+// parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define SERVESIM_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                    \
   if (!tmp.ok()) return tmp.status();                   \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 // Invariant check inside the event loop: a broken invariant is a bug, so
 // abort loudly with the location and the failed condition.

@@ -39,10 +39,14 @@ install_missing() {
   fi
 }
 
-configure_and_build() {  # dir, extra cmake args...
+configure_and_build() {  # dir, extra cmake args... [--target T...]
   local dir=$1; shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-  cmake --build "$dir" -j "$JOBS"
+  local args=() targets=()
+  while (($#)); do
+    if [ "$1" = --target ]; then targets+=(--target "$2"); shift 2; else args+=("$1"); shift; fi
+  done
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${args[@]}" >/dev/null
+  cmake --build "$dir" -j "$JOBS" "${targets[@]}"
 }
 
 run_tests() {  # dir
@@ -55,15 +59,28 @@ case "$MODE" in
     configure_and_build "$BUILD_DIR"
     ;;
   demo)
-    configure_and_build "$BUILD_DIR" -DSERVESIM_BENCHMARKS=OFF
-    echo "== servesim validate (predictions against the measured tables)"
-    "$BUILD_DIR/servesim" validate || echo "(validate reported points outside tolerance)"
+    configure_and_build "$BUILD_DIR" -DSERVESIM_BENCHMARKS=OFF --target servesim
+    echo "== servesim validate (predictions against the measured tables, held out)"
+    rc=0
+    "$BUILD_DIR/servesim" validate || rc=$?
+    if [ "$rc" = 3 ]; then
+      echo "(the checks marked as missed above are the model's known gaps, with their"
+      echo " size; README.md 'What still misses' says which measurement would close each)"
+    elif [ "$rc" != 0 ]; then
+      exit "$rc"
+    fi
     echo
     echo "== what-if: Gemma 4 12B (W4A16) on one L4, 16 streams of 2,048-token prompts"
     "$BUILD_DIR/servesim" simulate --device l4 --model gemma-4-12b \
       --quantization w4a16-emb4 --max-model-len 8192 --max-concurrency 16 \
       --request-rate inf --num-prompts 64 --random-input-len 2048 \
       --random-output-len 256 --ignore-eos --seed 1
+    echo
+    echo "== what-if: Gemma 4 E2B on one MI300X under the first 3,000 requests of the"
+    echo "   Azure LLM conversation trace (data/traces), replayed at 10 req/s"
+    "$BUILD_DIR/servesim" simulate --device mi300x --model gemma-4-e2b \
+      --max-model-len 16384 --trace data/traces/AzureLLMInferenceTrace_conv.csv.gz \
+      --num-prompts 3000 --request-rate 10
     ;;
   test)
     echo "== format check (clang-format, .clang-format)"
@@ -74,6 +91,25 @@ case "$MODE" in
       exit 1
     fi
     echo "clang-format: 0 warnings"
+    echo "== build types: Debug, Release, RelWithDebInfo and MinSizeRel with GCC and Clang"
+    # They differ only in optimisation and debug-info flags: no servesim source
+    # uses assert() or NDEBUG (checks are SERVESIM_CHECK, always on), and
+    # warnings are errors only with SERVESIM_WERROR. CI builds Release (GCC,
+    # -O3: where GCC 12's false positives live) and RelWithDebInfo (Clang,
+    # sanitizers) in full; every combination is configured here.
+    if git grep -nE '(^|[^_[:alnum:]])assert\(|NDEBUG' -- '*.cc' '*.h' | grep -v static_assert; then
+      echo "assert()/NDEBUG in a source: its behaviour would differ between build types"
+      exit 1
+    fi
+    for cxx in g++ clang++; do
+      for type in Debug Release RelWithDebInfo MinSizeRel; do
+        d=$(mktemp -d)
+        cmake -S . -B "$d" -G Ninja -DCMAKE_BUILD_TYPE=$type -DCMAKE_CXX_COMPILER=$cxx >/dev/null \
+          || { echo "configure failed: $cxx $type"; exit 1; }
+        rm -rf "$d"
+      done
+    done
+    echo "build types: all 8 configure; no build-type-dependent code"
     echo "== build (GCC, Release, warnings as errors) and test"
     configure_and_build "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSERVESIM_WERROR=ON
     run_tests "$BUILD_DIR"

@@ -1,0 +1,312 @@
+// plan, memory, sweep and the shared error form, run through the built
+// servesim binary.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cli_run.h"
+
+namespace servesim {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+using servesim::cli_test::CliRun;
+using servesim::cli_test::ReadText;
+using servesim::cli_test::Scratch;
+using servesim::cli_test::Servesim;
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// A copy of the shipped L4 profile with device_step_us raised to 40 ms (a
+// user's calibrate run on a slower host, say).
+std::string SlowL4Profile() {
+  std::string p =
+      ReadText(std::string(SERVESIM_SOURCE_DIR) + "/calibration/profiles/l4.textproto");
+  const std::regex step(R"(name: "device_step_us"\n  value: [0-9.e+-]+)");
+  EXPECT_TRUE(std::regex_search(p, step));
+  p = std::regex_replace(p, step, "name: \"device_step_us\"\n  value: 40000");
+  const std::string path = Scratch("slow_l4.textproto");
+  WriteText(path, p);
+  return path;
+}
+
+const char kPlan[] =
+    "plan --devices l4 --model gemma-4-e2b --rate 2 --num-prompts 24 --max-replicas 2 "
+    "--no-mixed --slo 'tpot_p99<=30ms'";
+
+// calibrate-then-plan: a user profile is used for its device, and the
+// answer follows it.
+TEST(PlanCliTest, CalibrationProfilePerDeviceIsUsedAndChangesTheAnswer) {
+  const std::string slow = SlowL4Profile();
+  CliRun shipped = Servesim(std::string(kPlan) + " --json");
+  CliRun by_device = Servesim(std::string(kPlan) + " --json --calibration l4=" + slow);
+  CliRun by_field = Servesim(std::string(kPlan) + " --json --calibration " + slow);
+  ASSERT_EQ(shipped.exit_code, 0) << shipped.err;
+  ASSERT_EQ(by_device.exit_code, 3) << by_device.err;  // 40 ms steps miss a 30 ms TPOT
+  EXPECT_NE(shipped.out, by_device.out);
+  EXPECT_THAT(by_device.out, HasSubstr(slow));
+  EXPECT_EQ(by_field.exit_code, by_device.exit_code) << by_field.err;
+  EXPECT_EQ(by_field.out, by_device.out);
+
+  // The same through a config's calibration_profile (it used to fail: plan
+  // probed the base config with device l4 whatever the profile said).
+  const std::string config = Scratch("base.textproto");
+  WriteText(config, "server { calibration_profile: \"" + slow + "\" }\n");
+  CliRun by_config = Servesim(std::string(kPlan) + " --json --config " + config);
+  EXPECT_EQ(by_config.exit_code, by_device.exit_code) << by_config.err;
+  EXPECT_EQ(by_config.out, by_device.out);
+
+  CliRun wrong = Servesim(std::string(kPlan) + " --calibration t4=" + slow);
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_THAT(wrong.err, HasSubstr("not one of the devices planned"));
+}
+
+TEST(PlanCliTest, EachRowNamesTheCheapestMatchingOffer) {
+  const std::string base =
+      "plan --devices l4 --model gemma-4-e2b --rate 1 --num-prompts 8 --max-replicas 1 "
+      "--no-mixed --slo 'ttft_p99<=60s'";
+  // Spot: the L4's only spot offer ($0.9412) is dearer than GCE on-demand.
+  CliRun spot = Servesim(base + " --price spot");
+  ASSERT_EQ(spot.exit_code, 0) << spot.err;
+  EXPECT_THAT(spot.out, HasSubstr("l4: gce g2-standard-4 on-demand $0.7045/h"));
+  EXPECT_THAT(spot.out, HasSubstr("on-demand is cheaper than any spot offer for l4"));
+  CliRun aws = Servesim(base + " --provider aws-ec2 --region us-east-2");
+  ASSERT_EQ(aws.exit_code, 0) << aws.err;
+  EXPECT_THAT(aws.out, HasSubstr("l4: aws-ec2 g6.xlarge us-east-2 on-demand $0.8048/h"));
+  CliRun own = Servesim(base + " --price-usd-per-hour l4=0.31");
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_THAT(own.out, HasSubstr("user --price-usd-per-hour user $0.31/h"));
+  CliRun none = Servesim(base + " --region mars-1");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("in region mars-1"));
+  EXPECT_EQ(Servesim(base + " --price-usd-per-hour l4=-1").exit_code, 2);
+  EXPECT_EQ(Servesim(base + " --price-usd-per-hour t4=1").exit_code, 2);
+}
+
+// simulate's cost lines pay the cheapest offer (it took the first listed:
+// SageMaker's $1.1267 on-demand, EC2's $0.9412 spot) and name it.
+TEST(SimulateCliTest, CostLinesUseTheCheapestOfferAndNameIt) {
+  CliRun r = Servesim("simulate --device l4 --model gemma-4-e2b --num-prompts 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("on-demand: 1x l4 gce g2-standard-4 on-demand $0.7045/h"));
+  EXPECT_THAT(r.out, HasSubstr("spot: 1x l4 gce g2-standard-4 on-demand $0.7045/h"));
+}
+
+// 31B W4A16 on an L4 at 131072 said "9288 tokens fit" (linear in the length
+// on a hybrid sliding-window layout); 9288 did not fit.
+TEST(MemoryCliTest, DoesNotFitExitsFourAndNamesTheLargestLengthThatFits) {
+  const std::string base = "memory --device l4 --model gemma-4-31b --quantization w4a16";
+  CliRun r = Servesim(base + " --max-model-len 131072");
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(r.out, m, std::regex("fits with --max-model-len ([0-9]+)")))
+      << r.out;
+  const int n = std::stoi(m[1]);
+  EXPECT_LT(n, 9288);
+  EXPECT_EQ(Servesim(base + " --max-model-len " + std::to_string(n)).exit_code, 0);
+  EXPECT_EQ(Servesim(base + " --max-model-len " + std::to_string(n + 1)).exit_code, 4);
+  EXPECT_EQ(Servesim(base + " --max-model-len 9288").exit_code, 4);
+  // simulate gives the same deployment the same exit code.
+  CliRun sim = Servesim(
+      "simulate --device l4 --model gemma-4-31b --quantization w4a16 --max-model-len "
+      "131072 --num-prompts 1");
+  EXPECT_EQ(sim.exit_code, 4) << sim.err;
+  EXPECT_THAT(sim.err, HasSubstr("does not fit"));
+}
+
+// It reached 11.5 GB in 40 s without a word; now refused up front.
+TEST(SimulateCliTest, RunThatCannotFitThisMachineIsRefusedUnlessForced) {
+  CliRun r = Servesim(
+      "simulate --device l4 --model gemma-4-e2b --num-prompts 2147483647 "
+      "--request-rate inf");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("the run needs at least"));
+  EXPECT_THAT(r.err, HasSubstr("--force"));
+}
+
+// Steps past the cap were dropped with only metadata.dropped_steps saying so.
+TEST(SimulateCliTest, ChromeTraceCapIsAFlagAndDroppedStepsAreSaidOnStderr) {
+  const std::string trace = Scratch("trace.json");
+  const std::string base =
+      "simulate --device l4 --model gemma-4-e2b --num-prompts 4 --random-input-len 32 "
+      "--random-output-len 16 --chrome-trace " +
+      trace;
+  CliRun capped = Servesim(base + " --chrome-trace-max-steps 5");
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  EXPECT_THAT(capped.err, HasSubstr("holds the first 5 steps"));
+  CliRun full = Servesim(base);
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_THAT(full.err, Not(HasSubstr("dropped")));
+  EXPECT_EQ(Servesim(base + " --chrome-trace-max-steps 0").exit_code, 2);
+}
+
+TEST(CliErrorTest, ParseErrorsTakeTheSubcommandForm) {
+  CliRun r = Servesim("memory --device l4 --model gemma-4-e2b 8 --tensor-parallel-size");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, StartsWith("servesim memory: error: "));
+  CliRun p = Servesim("plan --rate 1");
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_THAT(p.err, StartsWith("servesim plan: error: "));
+  CliRun top = Servesim("--bogus");
+  EXPECT_EQ(top.exit_code, 2);
+  EXPECT_THAT(top.err, StartsWith("servesim: error: "));
+  EXPECT_EQ(Servesim("--help").exit_code, 0);
+}
+
+// trace convert IN IN rewrote the input; an unknown extension was written
+// as binary; a filter that left no request wrote a file every reader refuses.
+TEST(TraceConvertCliTest, RefusesInPlaceUnknownExtensionAndEmptyResults) {
+  const std::string in = Scratch("in.csv");
+  WriteText(in,
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+            "2023-11-16 18:15:00.0000000,100,10\n"
+            "2023-11-16 18:15:01.0000000,120,12\n");
+  const std::string original = ReadText(in);
+  CliRun same = Servesim("trace convert " + in + " " + in);
+  EXPECT_EQ(same.exit_code, 2);
+  EXPECT_THAT(same.err, HasSubstr("is the input file"));
+  EXPECT_EQ(ReadText(in), original);
+
+  const std::string txt = Scratch("out.txt");
+  std::filesystem::remove(txt);
+  CliRun unknown = Servesim("trace convert " + in + " " + txt);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("extension '.txt' names no format"));
+  EXPECT_FALSE(std::filesystem::exists(txt));
+  EXPECT_EQ(Servesim("trace convert " + in + " " + txt + " --to csv").exit_code, 0);
+  EXPECT_EQ(Servesim("trace convert " + in + " " + Scratch("o.bin")).exit_code, 0);
+
+  const std::string kept = Scratch("kept.csv");
+  WriteText(kept, "left alone\n");
+  CliRun empty = Servesim("trace convert " + in + " " + kept + " --min-input 1000");
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_THAT(empty.err, HasSubstr("no request is left after the transforms"));
+  EXPECT_EQ(ReadText(kept), "left alone\n");
+  EXPECT_FALSE(std::filesystem::exists(kept + ".servesim-convert"));
+}
+
+// A bench file without start_times was replayed all at t = 0 without a
+// word although it says request_rate: 16.
+TEST(SimulateCliTest, BenchFileWithoutStartTimesSaysSoAndOffersItsRate) {
+  const std::string bench = Scratch("bench.json");
+  WriteText(bench,
+            R"({"date": "20260917-000000", "completed": 3, "duration": 1.5,
+                "request_rate": 16, "input_lens": [64, 64, 64],
+                "output_lens": [4, 4, 4]})");
+  const std::string base = "simulate --device l4 --model gemma-4-e2b --trace " + bench;
+  CliRun r = Servesim(base);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("has no start_times: its requests are all sent at t = 0"));
+  EXPECT_THAT(r.err, HasSubstr("give --request-rate 16"));
+  CliRun rated = Servesim(base + " --request-rate 16");
+  ASSERT_EQ(rated.exit_code, 0) << rated.err;
+  EXPECT_THAT(rated.err, Not(HasSubstr("start_times")));
+}
+
+// A 10^7-point grid materialised every point (3.2 GB, no output after
+// 60 s); now its memory is estimated first and the grid refused.
+TEST(SweepCliTest, GridThatCannotFitTheMemoryLimitIsRefusedAtOnce) {
+  std::string axes;
+  const char* paths[] = {"client.random_input_len",
+                         "client.random_output_len",
+                         "client.max_concurrency",
+                         "client.num_prompts",
+                         "server.max_num_seqs",
+                         "server.block_size",
+                         "client.seed"};
+  for (const char* p : paths) {
+    axes += std::string("axes { path: \"") + p + "\" values: [";
+    for (int v = 1; v <= 10; ++v)
+      axes += (v > 1 ? ", \"" : "\"") + std::to_string(v * 16) + "\"";
+    axes += "] }\n";
+  }
+  const std::string grid = Scratch("huge.grid.textproto");
+  WriteText(grid, "base { server { device: \"l4\" model: \"gemma-4-e2b\" } }\n" + axes);
+  const std::string out = Scratch("huge_out");
+  std::filesystem::remove_all(out);
+  CliRun r = Servesim("sweep --grid " + grid + " --out " + out + " --memory-limit-gb 4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("10000000 points need about"));
+  EXPECT_THAT(r.err, HasSubstr("--force"));
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// Long simulate runs said nothing until the end.
+TEST(SimulateCliTest, ProgressLineOnRequest) {
+  const std::string base = "simulate --device l4 --model gemma-4-e2b --num-prompts 8";
+  CliRun on = Servesim(base + " --progress");
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_THAT(on.err, HasSubstr("simulate: 8 requests in"));
+  CliRun off = Servesim(base + " --no-progress");
+  EXPECT_THAT(off.err, Not(HasSubstr("requests in")));
+  EXPECT_EQ(on.out, off.out);
+}
+
+TEST(PlanCliTest, ProgressLineOnRequest) {
+  const std::string base =
+      "plan --devices l4 --model gemma-4-e2b --rate 1 --num-prompts 8 --max-replicas 1 "
+      "--no-mixed --slo 'ttft_p99<=60s'";
+  CliRun on = Servesim(base + " --progress");
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_THAT(on.err, HasSubstr("plan: 1 fleets simulated in"));
+  CliRun off = Servesim(base + " --no-progress");
+  EXPECT_EQ(off.err, "");
+  EXPECT_EQ(on.out, off.out);
+}
+
+// A typo in a grid value ("tpu-v5") ran 60 of 240 points as errors and
+// exited 0; now it is refused before any point runs.
+TEST(SweepCliTest, UnknownNameInAGridIsAnInputErrorBeforeAnyPointRuns) {
+  const std::string grid = Scratch("typo.grid.textproto");
+  WriteText(grid, R"pb(
+    base {
+      server { model: "gemma-4-e2b" max_model_len: 4096 }
+      client { num_prompts: 2 random_input_len: 64 random_output_len: 4 }
+    }
+    axes {
+      path: "server.device"
+      values: [ "l4", "tpu-v5" ]
+    }
+  )pb");
+  const std::string out = Scratch("typo_out");
+  std::filesystem::remove_all(out);
+  CliRun r = Servesim("sweep --grid " + grid + " --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("tpu-v5"));
+  EXPECT_THAT(r.err, HasSubstr("no point was run"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/results.csv"));
+
+  // A model that does not fit is a result ("infeasible"), not an error.
+  WriteText(grid, R"pb(
+    base {
+      server { max_model_len: 4096 }
+      client { num_prompts: 2 random_input_len: 64 random_output_len: 4 }
+    }
+    axes {
+      path: "server.device"
+      values: [ "t4" ]
+    }
+    axes {
+      path: "server.model"
+      values: [ "gemma-4-e2b", "gemma-4-31b" ]
+    }
+  )pb");
+  r = Servesim("sweep --grid " + grid + " --out " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("1 infeasible, 0 failed"));
+  EXPECT_THAT(ReadText(out + "/results.csv"), HasSubstr(",infeasible,"));
+}
+
+}  // namespace
+}  // namespace servesim
