@@ -109,7 +109,15 @@ absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
                                             const EngineOptions& options,
                                             EngineObserver* observer) {
   ApplyDefaults(config);
-  RETURN_IF_ERROR(Validate(config));
+  // Validate, with its length check as OutOfRange (see below).
+  RETURN_IF_ERROR(ValidateRanges(config));
+  if (config.server().max_model_len() > 0) {
+    if (absl::Status st = CheckRandomLengthsFit(
+            config.client(), config.server().max_model_len(), "--max-model-len");
+        !st.ok()) {
+      return absl::OutOfRangeError(st.message());
+    }
+  }
   ExperimentRun run;
   ASSIGN_OR_RETURN(run.fleet, BuildFleet(config));
   // The resolved context limit (the model's own when --max-model-len is not
