@@ -275,6 +275,13 @@ PlanCandidate EvaluateOnce(const PlanOptions& o, const PointRunner& runner,
   c.total_tokens_per_s = tot >= 0 ? c.metrics[tot] : kNaN;
   c.usd_per_million_output = UsdPerMillionTokens(c.usd_per_hour, c.output_tokens_per_s);
   c.usd_per_million_total = UsdPerMillionTokens(c.usd_per_hour, c.total_tokens_per_s);
+  const int served = IndexOf(runner.metric_names, "request_throughput");
+  const double offered = o.base.client().request_rate();
+  if (served >= 0 && offered > 0 && std::isfinite(offered) &&
+      c.metrics[served] < 0.9 * offered) {
+    c.saturated = true;
+    c.served_requests_per_s = c.metrics[served];
+  }
   return c;
 }
 
@@ -581,6 +588,11 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
         absl::StrAppend(&line, "  ", c.error);
       }
       out += line;
+      if (c.saturated) {
+        absl::StrAppend(&out, "  [saturated: serves ", Num(c.served_requests_per_s, 3),
+                        " of ", Num(o.base.client().request_rate(), 3),
+                        " req/s; $/1M counts only what it serves]");
+      }
       if (i == g.chosen) out += "  <- chosen";
       out += "\n";
     }
@@ -690,6 +702,7 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
     w.KV("total_tokens_per_s", c.total_tokens_per_s);
     w.KV("usd_per_million_output_tokens", c.usd_per_million_output);
     w.KV("usd_per_million_total_tokens", c.usd_per_million_total);
+    w.KV("saturated", c.saturated);
     w.Key("metrics").BeginObject();
     for (size_t m = 0; m < c.metrics.size(); ++m) w.KV(r.metric_names[m], c.metrics[m]);
     w.EndObject();

@@ -68,6 +68,11 @@ struct PlanCandidate {
   double total_tokens_per_s = 0;
   double usd_per_million_output = 0;
   double usd_per_million_total = 0;
+  // The fleet serves under 90% of the offered request rate (the base
+  // client's finite request_rate; runner metric request_throughput): its
+  // $/1M looks cheap only because it drops throughput.
+  bool saturated = false;
+  double served_requests_per_s = 0;  // when saturated
 };
 
 struct PlanOptions {

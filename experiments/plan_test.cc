@@ -162,6 +162,37 @@ TEST(RunPlanTest, UnattainableSloIsReportedWithTheSingleRequestFloor) {
   EXPECT_THAT(FormatPlanText(o, *r), HasSubstr("b: none (unattainable on b"));
 }
 
+// A fleet that serves 10 of 12 offered req/s has a cheap-looking $/1M only
+// because it drops throughput: marked.
+TEST(RunPlanTest, SaturatedRowsAreMarked) {
+  std::vector<std::string> names = kNames;
+  names.push_back("request_throughput");
+  PointRunner runner;
+  runner.metric_names = names;
+  runner.run =
+      [](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+    double cap = 0;
+    for (const auto& rep : c.fleet().replicas()) cap += rep.count() * 10.0;
+    const double served = std::min(12.0, cap);
+    if (c.client().max_concurrency() == 1) cap = 1e9;  // each request alone: fast
+    return std::vector<double>{
+        served * 100, served * 1100, cap > 12 ? 300.0 : 5000.0, 100, 20, served};
+  };
+  PlanOptions o = Options(false);
+  o.devices.resize(1);  // a only
+  o.base.mutable_client()->set_request_rate(12);
+  auto r = RunPlan(o, runner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->candidates.size(), 2u);
+  EXPECT_TRUE(r->candidates[0].saturated);
+  EXPECT_EQ(r->candidates[0].served_requests_per_s, 10);
+  EXPECT_FALSE(r->candidates[1].saturated);
+  EXPECT_THAT(FormatPlanText(o, *r),
+              HasSubstr("[saturated: serves 10 of 12 req/s; $/1M counts only what it "
+                        "serves]"));
+  EXPECT_THAT(FormatPlanJson(o, *r), HasSubstr("\"saturated\": true"));
+}
+
 TEST(FormatPlanTextTest, LargeTimesAreInHoursNotExponents) {
   auto r = RunPlan(Options(false), QueueRunner(12));
   ASSERT_TRUE(r.ok());

@@ -27,13 +27,12 @@ sweep() {  # name [grid file, default $CONF/name.grid.textproto]
   "$BIN" sweep --grid "${2:-$CONF/$1.grid.textproto}" --out "$OUT/$1" --jobs "$JOBS" --no-progress
 }
 
-# First on-demand / spot price of a device in hwmodels/devices (spot falls
-# back to on-demand, as `servesim plan --price spot` does).
+# The price servesim pays for a device at a tier (experiments/cost.h
+# SelectOffer): the cheapest listed offer of that tier or on-demand.
 price() {  # device tier
-  local f=hwmodels/devices/$1.textproto p
-  p=$(tr '\n' ' ' < "$f" | grep -o "tier: \"$2\" *usd_per_hour: [0-9.]*" | head -1 | awk '{print $NF}')
-  [ -n "$p" ] || p=$(tr '\n' ' ' < "$f" | grep -o 'tier: "on-demand" *usd_per_hour: [0-9.]*' | head -1 | awk '{print $NF}')
-  echo "$p"
+  tr '\n' ' ' < "hwmodels/devices/$1.textproto" |
+    grep -oE "tier: \"($2|on-demand)\" *usd_per_hour: [0-9.]*" | awk '{print $NF}' |
+    sort -g | head -1
 }
 
 # awk prelude: column indices by header name (results.csv of a sweep), and
@@ -164,7 +163,7 @@ awk -F, -v price="$L4" "$AWK_COLS"'
   { p = v("output_throughput"); print v("input_len") "," v("concurrency") "," f(p, 1) "," f(v("p99_ttft_ms"), 1) "," f(v("mean_tpot_ms"), 2) "," v("preemptions") "," f(price / (p * 3600) * 1e6, 3) }
 ' "$OUT/whatif_26b_a4b_on_l4/results.csv" > "$OUT/whatif_26b_a4b_on_l4.csv"
 {
-  echo "Gemma 4 26B A4B (W4A16, 4-bit embeddings) on one L4, 256 output tokens; \$/1M at \$$L4/h (SageMaker on-demand). Predicted only (no measurement exists)."
+  echo "Gemma 4 26B A4B (W4A16, 4-bit embeddings) on one L4, 256 output tokens; \$/1M at \$$L4/h (the cheapest listed on-demand offer). Predicted only (no measurement exists)."
   echo
   echo "| input | concurrency | output tok/s | p99 TTFT ms | mean TPOT ms | preemptions | \$/1M output |"
   echo "|---:|---:|---:|---:|---:|---:|---:|"

@@ -109,18 +109,30 @@ absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
                                             const EngineOptions& options,
                                             EngineObserver* observer) {
   ApplyDefaults(config);
-  RETURN_IF_ERROR(Validate(config));
+  // Validate, with its length check as OutOfRange (see below).
+  RETURN_IF_ERROR(ValidateRanges(config));
+  if (config.server().max_model_len() > 0) {
+    if (absl::Status st = CheckRandomLengthsFit(
+            config.client(), config.server().max_model_len(), "--max-model-len");
+        !st.ok()) {
+      return absl::OutOfRangeError(st.message());
+    }
+  }
   ExperimentRun run;
   ASSIGN_OR_RETURN(run.fleet, BuildFleet(config));
   // The resolved context limit (the model's own when --max-model-len is not
   // given) must hold the longest random request, or every such request
   // would only be rejected.
+  // OutOfRange: a real outcome for a sweep point (vLLM rejects every such
+  // request), bad input for simulate.
   for (const ReplicaConfig& rc : run.fleet.replicas) {
-    RETURN_IF_ERROR(
-        CheckRandomLengthsFit(config.client(), rc.scheduler.max_model_len,
-                              absl::StrCat("the max_model_len of ", rc.description,
-                                           " (the model's limit or "
-                                           "--max-model-len)")));
+    if (absl::Status st = CheckRandomLengthsFit(
+            config.client(), rc.scheduler.max_model_len,
+            absl::StrCat("the max_model_len of ", rc.description,
+                         " (the model's limit or --max-model-len)"));
+        !st.ok()) {
+      return absl::OutOfRangeError(st.message());
+    }
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter(config.fleet().router()));
   run.client = ToClientConfig(config.client());

@@ -65,7 +65,9 @@ struct ExperimentRun {
 };
 
 // Applies the documented defaults (ApplyDefaults), validates, builds and
-// runs. Deterministic: same config, same bytes.
+// runs. Deterministic: same config, same bytes. Errors: those of BuildFleet;
+// OutOfRange when the random requests are longer than a replica's resolved
+// max_model_len (every one would be rejected).
 absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
                                             const EngineOptions& options = {},
                                             EngineObserver* observer = nullptr);

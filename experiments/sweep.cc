@@ -268,9 +268,11 @@ PointLines FormatPoint(const SweepPoint& p, const std::vector<std::string>& axis
   } else if (!result.ok()) {
     error = std::string(result.status().message());
   }
-  // A deployment that does not fit is a real outcome of the point, not bad
-  // input (RunExperiment: ResourceExhausted).
-  const bool infeasible = !result.ok() && absl::IsResourceExhausted(result.status());
+  // A deployment that does not fit, or requests longer than its
+  // max_model_len, is a real outcome of the point, not bad input
+  // (RunExperiment: ResourceExhausted, OutOfRange).
+  const bool infeasible = !result.ok() && (absl::IsResourceExhausted(result.status()) ||
+                                           absl::IsOutOfRange(result.status()));
   const char* status = ok ? "ok" : (infeasible ? "infeasible" : "error");
   AppendJsonString(j, status);
   j += ",\"error\":";

@@ -105,8 +105,9 @@ struct SweepSummary {
   int64_t num_resumed = 0;  // already finished in DIR, not rerun
   int64_t num_run = 0;      // run now
   // Points whose runner returned an error (any run): "infeasible" when the
-  // deployment does not fit (ResourceExhausted, a real outcome), else
-  // "error" (invalid input, counted in num_failed).
+  // deployment does not fit or its requests exceed max_model_len
+  // (ResourceExhausted, OutOfRange: real outcomes), else "error" (invalid
+  // input, counted in num_failed).
   int64_t num_failed = 0;
   int64_t num_infeasible = 0;
   bool complete = false;  // every point is in the files, in point order

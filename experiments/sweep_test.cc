@@ -89,6 +89,9 @@ class FakeRunner {
       if (c.server().device() == "nofit") {
         return absl::ResourceExhaustedError("model does not fit, \"quoted\"");
       }
+      if (c.server().device() == "toolong") {
+        return absl::OutOfRangeError("input + output exceeds max_model_len");
+      }
       if (c.server().device() == "broken") {
         return absl::InvalidArgumentError("trace.csv:3: bad record");
       }
