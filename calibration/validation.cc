@@ -682,9 +682,9 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       }
       report.blocks.push_back(std::move(bp));
     }
-    // Leave-one-device-out: no fit on this device; its free parameters take
-    // the median of the values fitted on other devices' groups that were
-    // not fitted jointly with a group of this device.
+    // Leave-one-device-out: no fit on this device; its free efficiencies
+    // take the median of the values fitted on other devices' groups that
+    // were not fitted jointly with a group of this device.
     {
       BlockPass bp;
       bp.pass = kLeaveOneDeviceOut;
@@ -700,6 +700,15 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
         ParameterSet q = predictor.prior_params();
         std::vector<std::string> learned;
         for (const std::string& name : fo.free_parameters) {
+          // Only the efficiencies (fractions of a datasheet peak) transfer
+          // across devices; times and counts belong to a serving stack or
+          // a kernel and keep this device's prior.
+          const Parameter* own = q.Find(name);
+          if (own != nullptr && own->unit != "fraction") {
+            learned.push_back(
+                absl::StrFormat("%s prior %.4g (not an efficiency)", name, own->value));
+            continue;
+          }
           std::vector<double> vals;
           for (const auto& [okey, og] : groups) {
             if (okey.first == device || !fits.count(okey)) continue;

@@ -72,9 +72,10 @@ struct BlockResult {
 
 // One block pass over one (device, build) group. The refit passes fit the
 // group without every point of a block and predict them; the
-// leave-one-device-out pass fits nothing on the device: its free parameters
-// take the median of the values fitted on the other devices' groups (not
-// fitted jointly with it), the rest keep the datasheet priors.
+// leave-one-device-out pass fits nothing on the device: its free
+// efficiencies (unit "fraction") take the median of the values fitted on the
+// other devices' groups (not fitted jointly with it); times and counts (a
+// serving stack's or a kernel's) and the rest keep the device file's priors.
 struct BlockPass {
   std::string pass;  // kLeaveOne...
   std::string device, software_build;
@@ -155,7 +156,8 @@ servesim::proto::CalibrationProfile MakeProfile(
 absl::Status WriteProfile(const servesim::proto::CalibrationProfile& profile,
                           const std::string& path);
 // calibration/profiles/<device>.textproto for the device's main build (the
-// group with the most fitted points), <device>@<build>.textproto otherwise.
+// group with the most fitted throughput cells), <device>@<build>.textproto
+// otherwise.
 std::string ProfilePath(const std::string& dir, const GroupReport& group,
                         bool main_build);
 

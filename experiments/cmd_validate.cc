@@ -107,11 +107,22 @@ int RunValidate(const ValidateFlags& f) {
   const std::string out = f.json ? FormatReportJson(*report) : FormatReportText(*report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (f.refit) {
-    // The device's main build: the group with the most fitted points.
+    // The device's main build: the group with the most fitted throughput
+    // cells (output throughput or decode rate points; a cell's latency
+    // metrics do not make a build the main one).
+    std::map<const GroupReport*, int> cells;
+    for (const GroupReport& g : report->groups) {
+      for (const ValidatedPoint& v : report->points) {
+        if (v.fitted && v.device == g.device && v.software_build == g.software_build &&
+            (v.metric == "output_throughput" || v.metric == "decode_rate")) {
+          ++cells[&g];
+        }
+      }
+    }
     std::map<std::string, const GroupReport*> main;
     for (const GroupReport& g : report->groups) {
       auto& m = main[g.device];
-      if (m == nullptr || g.num_fit_points > m->num_fit_points) m = &g;
+      if (m == nullptr || cells[&g] > cells[m]) m = &g;
     }
     for (const GroupReport& g : report->groups) {
       if (g.free_parameters.empty()) continue;
