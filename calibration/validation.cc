@@ -699,6 +699,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       } else {
         ParameterSet q = predictor.prior_params();
         std::vector<std::string> learned;
+        int num_learned = 0;
         for (const std::string& name : fo.free_parameters) {
           // Only the efficiencies (fractions of a datasheet peak) transfer
           // across devices; times and counts belong to a serving stack or
@@ -736,10 +737,14 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
           const size_t n = vals.size();
           const double med = n % 2 ? vals[n / 2] : 0.5 * (vals[n / 2 - 1] + vals[n / 2]);
           dst->value = std::clamp(med, dst->lower, dst->upper);
+          ++num_learned;
           learned.push_back(
               absl::StrFormat("%s %.4g (median of %d groups)", name, dst->value, n));
         }
-        ASSIGN_OR_RETURN(std::vector<double> pred, predictor.PredictValues(q));
+        std::vector<double> pred(ids.size(), std::nan(""));
+        if (num_learned > 0) {
+          ASSIGN_OR_RETURN(pred, predictor.PredictValues(q));
+        }
         std::vector<std::tuple<std::string, std::string, double>> all;
         for (size_t i = 0; i < ids.size(); ++i) {
           ValidatedPoint& v = report.points[first_point + i];
@@ -750,11 +755,19 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
           v.block_held_out[kLeaveOneDeviceOut] = pred[i];
           all.emplace_back(v.id, v.metric, Pct(pred[i], v.measured));
         }
-        bp.applicable = !all.empty();
+        bp.applicable = !all.empty() && num_learned > 0;
         bp.note = absl::StrCat("datasheet priors; learned from the other devices: ",
                                absl::StrJoin(learned, ", "));
+        if (num_learned == 0) {
+          bp.note =
+              "not applicable: no other device's fit has any of these efficiencies free";
+          all.clear();
+          for (size_t i = 0; i < ids.size(); ++i) {
+            report.points[first_point + i].block_held_out.erase(kLeaveOneDeviceOut);
+          }
+        }
         bp.overall = ErrorsByMetric(all);
-        bp.blocks.push_back(BlockResult{device, bp.overall});
+        if (bp.applicable) bp.blocks.push_back(BlockResult{device, bp.overall});
       }
       report.blocks.push_back(std::move(bp));
     }
