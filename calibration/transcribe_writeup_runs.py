@@ -33,17 +33,20 @@ RUNS = {  # hardware column -> (run id, id prefix, endpoint, repetitions, statis
                             "one run"),
 }
 # column -> (metric enum, id name, unit, one-run rel_sigma, tolerance_pct, fit)
+# The p99s are graded, not fitted: with 8-128 requests a cell's p99 is
+# nearly its maximum (one request's luck). Fitting them too: held-out MAPE
+# over the fitted points 26.7% (this: 19.8%), 54 checks missed (this: 51).
 # Tolerance per point: throughput 25% (issue 13: no cell worse than 25%);
 # latencies 0 = graded by the block-held-out MAPE checks, not per point.
 METRICS = [
     ("output_tok_s", "OUTPUT_THROUGHPUT", "output_throughput", "tok/s", 0.08, 25, True),
     ("ttft_mean", "MEAN_TTFT_MS", "mean_ttft_ms", "ms", 0.10, 0, True),
     ("ttft_median", "MEDIAN_TTFT_MS", "median_ttft_ms", "ms", 0.10, 0, True),
-    ("ttft_p99", "P99_TTFT_MS", "p99_ttft_ms", "ms", 0.20, 0, True),
+    ("ttft_p99", "P99_TTFT_MS", "p99_ttft_ms", "ms", 0.20, 0, False),
     ("tpot_mean", "MEAN_TPOT_MS", "mean_tpot_ms", "ms", 0.05, 0, False),
     ("tpot_median", "MEDIAN_TPOT_MS", "median_tpot_ms", "ms", 0.05, 0, True),
     ("itl_median", "MEDIAN_ITL_MS", "median_itl_ms", "ms", 0.05, 0, True),
-    ("itl_p99", "P99_ITL_MS", "p99_itl_ms", "ms", 0.25, 0, True),
+    ("itl_p99", "P99_ITL_MS", "p99_itl_ms", "ms", 0.25, 0, False),
 ]
 
 
