@@ -657,7 +657,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       auto lit = gd.block_labels.find(pass);
       bp.applicable = lit != gd.block_labels.end();
       if (options.skip_loo) {
-        bp.note = "skipped (--skip-loo)";
+        bp.note = "skipped (--no-held-out)";
       } else if (!bp.applicable) {
         bp.note = "not applicable: fewer than two blocks hold a fitted point";
       } else {
@@ -691,7 +691,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       bp.device = device;
       bp.software_build = build;
       if (options.skip_loo) {
-        bp.note = "skipped (--skip-loo)";
+        bp.note = "skipped (--no-held-out)";
       } else if (!options.device.empty()) {
         bp.note = "not applicable with --device (the other devices are not fitted)";
       } else if (fo.free_parameters.empty()) {

@@ -154,8 +154,10 @@ void RegisterValidateCommand(CLI::App& app, int* exit_code) {
       "--device", flags->device, "only this device (t4, l4, mi300x, tpu-v5e, tpu-v6e)");
   cmd->add_flag("--refit", flags->refit,
                 "also write the fitted profiles to --profiles-dir (<device>.textproto)");
-  cmd->add_flag("--no-held-out", flags->no_held_out,
-                "skip the leave-one-cell-out refits (faster; held-out = in-sample)");
+  cmd->add_flag(
+      "--no-held-out", flags->no_held_out,
+      "skip the leave-one-cell-out and block-held-out refits (faster; held-out = "
+      "in-sample)");
   cmd->add_option("--data", flags->data_dir, "folder of measurement *.textproto files")
       ->capture_default_str();
   cmd->add_option("--fit-config", flags->fit_config, "free parameters per device/build")
