@@ -164,6 +164,9 @@ absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& schedul
     out.total_throughput += w * r.total_token_throughput;
     out.mean_ttft_ms += w * r.ttft.mean_ms;
     out.median_ttft_ms += w * r.ttft.median_ms;
+    out.p99_ttft_ms += w * r.ttft.p99_ms;
+    out.median_itl_ms += w * r.itl.median_ms;
+    out.p99_itl_ms += w * r.itl.p99_ms;
     out.mean_tpot_ms += w * r.tpot.mean_ms;
     out.median_tpot_ms += w * r.tpot.median_ms;
     out.median_e2el_ms += w * r.e2el.median_ms;

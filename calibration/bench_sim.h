@@ -60,8 +60,9 @@ struct BenchCellResult {
   double duration_s = 0;
   double output_throughput = 0;  // tok/s
   double total_throughput = 0;   // (input + output) tok/s
-  double mean_ttft_ms = 0, median_ttft_ms = 0;
+  double mean_ttft_ms = 0, median_ttft_ms = 0, p99_ttft_ms = 0;
   double mean_tpot_ms = 0, median_tpot_ms = 0;
+  double median_itl_ms = 0, p99_itl_ms = 0;
   double median_e2el_ms = 0;
   int64_t num_steps = 0;
   int64_t num_preemptions = 0;

@@ -254,6 +254,7 @@ absl::StatusOr<std::vector<double>> LeaveOneGroupOut(
   for (size_t i = 0; i < points.size(); ++i) members[group[i]].push_back(i);
   std::vector<const std::vector<size_t>*> folds;
   for (const auto& [name, idx] : members) {
+    if (name.empty()) continue;  // never held out
     bool any_used = false;
     for (size_t i : idx) any_used |= points[i].use;
     if (any_used) folds.push_back(&idx);

@@ -71,7 +71,10 @@ absl::StatusOr<FitResult> FitParameters(const ParameterSet& start,
 // holds a used point, refits without that group's points (starting from
 // `start`) and predicts them. The refits run on options.jobs threads. Returns, for every
 // point, the prediction of the fit that did not see its group; points whose group holds
-// no used point get the prediction of the fit on all used points.
+// no used point get the prediction of the fit on all used points. A point
+// whose group name is empty is never held out: it is in every refit (block
+// passes label only the points a block may hold, e.g. bench cells but not
+// memory-log rows).
 absl::StatusOr<std::vector<double>> LeaveOneGroupOut(
     const ParameterSet& start, const std::vector<FitPoint>& points,
     const std::vector<std::string>& group, const PredictFn& predict,

@@ -198,6 +198,66 @@ TEST(LeaveOneOutTest, HeldOutPredictionIgnoresTheHeldOutMeasurement) {
   }
 }
 
+// A block pass: every point of a block is held out together. The block
+// "work64" was measured with a different efficiency; its held-out
+// predictions must be those of the fit on the other blocks alone (and so
+// must not move when the block's own measurements change), which fails
+// the moment any point of the block leaks into its refit.
+TEST(LeaveOneOutTest, BlockRefitSeesNoPointOfTheBlock) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  auto pts = Synthetic(model, Truth(), 0.02, 29);
+  std::vector<std::string> blocks;
+  for (const Design& d : designs) blocks.push_back(absl::StrFormat("work%g", d.work));
+  auto base = LeaveOneGroupOut(StartSet(), pts, blocks, model, Options());
+  ASSERT_TRUE(base.ok()) << base.status();
+  // The refit without the block, done by hand.
+  auto train = pts;
+  for (size_t i = 0; i < pts.size(); ++i) train[i].use = blocks[i] != "work64";
+  auto manual = FitParameters(StartSet(), train, model, Options());
+  ASSERT_TRUE(manual.ok()) << manual.status();
+  auto changed = pts;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    if (blocks[i] == "work64") changed[i].measured *= 0.5;
+  }
+  auto moved = LeaveOneGroupOut(StartSet(), changed, blocks, model, Options());
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  int in_block = 0;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    if (blocks[i] != "work64") continue;
+    ++in_block;
+    EXPECT_EQ((*base)[i], manual->predicted[i]) << "point " << i;
+    EXPECT_EQ((*moved)[i], (*base)[i]) << "point " << i;
+  }
+  EXPECT_EQ(in_block, 4);
+}
+
+// A point with an empty group name is in every refit and never held out.
+TEST(LeaveOneOutTest, EmptyGroupNameIsNeverHeldOut) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  auto pts = Synthetic(model, Truth(), 0.02, 31);
+  std::vector<std::string> groups;
+  for (size_t i = 0; i < pts.size(); ++i)
+    groups.push_back(i < 4 ? "" : "b" + std::to_string(i % 3));
+  auto loo = LeaveOneGroupOut(StartSet(), pts, groups, model, Options());
+  ASSERT_TRUE(loo.ok()) << loo.status();
+  auto all = FitParameters(StartSet(), pts, model, Options());
+  ASSERT_TRUE(all.ok()) << all.status();
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ((*loo)[i], all->predicted[i]) << i;
+  // Each refit still sees the unlabelled points: without "b0" the fit is
+  // the one on the unlabelled points plus b1 and b2.
+  auto train = pts;
+  for (size_t i = 0; i < pts.size(); ++i) train[i].use = groups[i] != "b0";
+  auto manual = FitParameters(StartSet(), train, model, Options());
+  ASSERT_TRUE(manual.ok());
+  for (size_t i = 0; i < pts.size(); ++i) {
+    if (groups[i] == "b0") {
+      EXPECT_EQ((*loo)[i], manual->predicted[i]) << i;
+    }
+  }
+}
+
 TEST(LeaveOneOutTest, ThreadCountDoesNotChangeAnyBit) {
   const auto designs = MakeDesigns();
   const PredictFn model = MakeModel(designs);

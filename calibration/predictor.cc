@@ -91,6 +91,11 @@ absl::Status CheckMethod(const Measurement& m) {
            metric == servesim::proto::TOTAL_THROUGHPUT ||
            metric == servesim::proto::MEDIAN_TTFT_MS ||
            metric == servesim::proto::MEDIAN_TPOT_MS ||
+           metric == servesim::proto::MEAN_TTFT_MS ||
+           metric == servesim::proto::P99_TTFT_MS ||
+           metric == servesim::proto::MEAN_TPOT_MS ||
+           metric == servesim::proto::MEDIAN_ITL_MS ||
+           metric == servesim::proto::P99_ITL_MS ||
            metric == servesim::proto::TOK_S_PER_USD_HOUR ||
            metric == servesim::proto::COST_PER_MTOK;
       break;
@@ -305,6 +310,21 @@ absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(
       case servesim::proto::MEDIAN_TPOT_MS:
         pred.value = rs[0]->median_tpot_ms;
         break;
+      case servesim::proto::MEAN_TTFT_MS:
+        pred.value = rs[0]->mean_ttft_ms;
+        break;
+      case servesim::proto::P99_TTFT_MS:
+        pred.value = rs[0]->p99_ttft_ms;
+        break;
+      case servesim::proto::MEAN_TPOT_MS:
+        pred.value = rs[0]->mean_tpot_ms;
+        break;
+      case servesim::proto::MEDIAN_ITL_MS:
+        pred.value = rs[0]->median_itl_ms;
+        break;
+      case servesim::proto::P99_ITL_MS:
+        pred.value = rs[0]->p99_itl_ms;
+        break;
       case servesim::proto::TOK_S_PER_USD_HOUR:
         pred.value = rs[0]->output_throughput / price;
         break;
@@ -350,6 +370,11 @@ absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(
     out.push_back(std::move(pred));
   }
   return out;
+}
+
+const Deployment* Predictor::FindDeployment(const std::string& run_id) const {
+  auto it = deployments_.find(run_id);
+  return it == deployments_.end() ? nullptr : &it->second;
 }
 
 absl::StatusOr<std::vector<double>> Predictor::PredictValues(

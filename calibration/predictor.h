@@ -81,6 +81,9 @@ class Predictor {
   absl::StatusOr<std::vector<double>> PredictValues(const ParameterSet& params) const;
 
   const std::vector<std::string>& ids() const { return ids_; }
+  // The deployment of a run of these ids (built with the default profile);
+  // nullptr when the run is not among them.
+  const Deployment* FindDeployment(const std::string& run_id) const;
 
  private:
   Predictor() = default;

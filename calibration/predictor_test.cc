@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+#include "calibration/fitter.h"
 #include "gtest/gtest.h"
 
 namespace servesim {
@@ -128,6 +130,48 @@ TEST(PredictorTest, UnsimulatableClientIsRefusedNamingTheMeasurement) {
         << p.status();
     EXPECT_NE(p.status().message().find(k.what), std::string::npos) << p.status();
   }
+}
+
+}  // namespace
+}  // namespace servesim
+
+namespace servesim {
+namespace {
+
+// Synthetic recovery of the TPU per-sequence serving cost: the v5e run's
+// 128-token cells at 1 / 4 / 16 / 64 streams (throughput, median TPOT,
+// median TTFT) predicted at known values (host_seq_us 650, bw 0.75, GEMM
+// 0.7, API 12 ms) and fitted from the priors with the TPU fit's four free
+// parameters recover host_seq_us within 10% and the efficiencies within 15%.
+TEST(PredictorTest, FitRecoversTheTpuPerSequenceServingCost) {
+  auto shipped = MeasurementDb::LoadDir(kRoot + "/calibration/data");
+  ASSERT_TRUE(shipped.ok()) << shipped.status();
+  std::vector<std::string> ids;
+  for (int c : {1, 4, 16, 64}) {
+    for (const char* metric : {"output_throughput", "median_tpot_ms", "median_ttft_ms"}) {
+      ids.push_back(absl::StrCat("tpu-v5e/", metric, "/in128/c", c));
+    }
+  }
+  auto p = Predictor::Create(*shipped, ids);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ParameterSet truth = p->prior_params();
+  truth.FindMutable("host_seq_us")->value = 650;
+  truth.FindMutable("bw_eff_weights")->value = 0.75;
+  truth.FindMutable("flops_eff_gemm")->value = 0.7;
+  truth.FindMutable(kApiOverheadParam)->value = 12;
+  auto sim = p->PredictValues(truth);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  std::vector<FitPoint> pts;
+  for (double v : *sim) pts.push_back(FitPoint{v, 0.05, true});
+  FitOptions fo;
+  fo.free_parameters = {"bw_eff_weights", "flops_eff_gemm", "host_seq_us",
+                        kApiOverheadParam};
+  const PredictFn fn = [&p](const ParameterSet& q) { return p->PredictValues(q); };
+  auto fit = FitParameters(p->prior_params(), pts, fn, fo);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->params.Get("host_seq_us"), 650, 65);
+  EXPECT_NEAR(fit->params.Get("bw_eff_weights"), 0.75, 0.11);
+  EXPECT_NEAR(fit->params.Get("flops_eff_gemm"), 0.7, 0.15);
 }
 
 }  // namespace

@@ -7,11 +7,13 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "calibration/embedded_data.h"
+#include "calibration/physics.h"
 #include "calibration/predictor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -180,6 +182,11 @@ struct GroupData {
   std::vector<std::string> cells;
   FitOptions fo;
   bool reported = true;  // matches the device filter
+  // Per point: the physics rule's reason when its cell is excluded.
+  std::vector<std::string> excluded;
+  // Block pass -> per point block label ("" never held out), for the passes
+  // with at least two blocks holding a fitted point.
+  std::map<std::string, std::vector<std::string>> block_labels;
 };
 
 // A fitted group: parameters at the fit, and every point held out.
@@ -191,10 +198,71 @@ struct GroupFit {
   std::vector<std::string> joint_with, shared;
   std::string joint_reason;
   int joint_fit_points = 0;  // fitted points of the whole joint problem
+  // Block pass -> every point predicted by the refit without its block.
+  std::map<std::string, std::vector<double>> block_held_out;
 };
 
 std::string GroupName(const GroupData& g) {
   return absl::StrCat(g.device, " / ", g.build);
+}
+
+// The block of a point in a block pass ("" : in no block). Bench cells of
+// fixed lengths have an input length and a concurrency; every timed point
+// has its run's model. Memory-log rows are in no block.
+std::string BlockLabel(const std::string& pass, const Measurement& m,
+                       const servesim::proto::ServerRun& run) {
+  const ClientMethod& c = m.client();
+  if (c.kind() == ClientMethod::SERVER_LOG ||
+      c.kind() == ClientMethod::KIND_UNSPECIFIED) {
+    return "";
+  }
+  if (pass == kLeaveOneInputLengthOut) {
+    if (c.input_lens_size() > 0) return "";
+    return absl::StrCat("in", c.input_tokens());
+  }
+  if (pass == kLeaveOneConcurrencyOut) {
+    if (c.kind() == ClientMethod::SAGEMAKER_DECODE_RATE) return "c1";
+    if (c.kind() == ClientMethod::BENCH_SERVE_OPEN_LOOP || c.max_concurrency() <= 0) {
+      return "";
+    }
+    return absl::StrCat("c", c.max_concurrency());
+  }
+  if (pass == kLeaveOneModelOut) return run.model();
+  return "";
+}
+
+// Metrics the block passes grade (the per-dollar and cost rows are the
+// throughput divided by a price, the memory rows come from the planner).
+bool BlockGraded(const std::string& metric) {
+  return metric == "output_throughput" || metric == "total_throughput" ||
+         metric == "decode_rate" || metric == "mean_ttft_ms" ||
+         metric == "median_ttft_ms" || metric == "p99_ttft_ms" ||
+         metric == "median_tpot_ms" || metric == "median_itl_ms" ||
+         metric == "p99_itl_ms";
+}
+
+// Per-metric held-out errors of points (id, metric, error %), metrics in
+// name order.
+std::vector<MetricError> ErrorsByMetric(
+    const std::vector<std::tuple<std::string, std::string, double>>& errs) {
+  std::map<std::string, MetricError> by;
+  for (const auto& [id, metric, e] : errs) {
+    if (!std::isfinite(e)) continue;
+    MetricError& me = by[metric];
+    me.metric = metric;
+    ++me.num_points;
+    me.mape += std::abs(e);
+    if (me.worst_id.empty() || std::abs(e) > std::abs(me.worst_error_pct)) {
+      me.worst_id = id;
+      me.worst_error_pct = e;
+    }
+  }
+  std::vector<MetricError> out;
+  for (auto& [metric, me] : by) {
+    me.mape /= me.num_points;
+    out.push_back(me);
+  }
+  return out;
 }
 
 // Name of a member's own (unshared) parameter in a joint problem.
@@ -292,16 +360,43 @@ absl::StatusOr<std::vector<GroupFit>> FitJointly(const std::vector<GroupData*>& 
   };
   ASSIGN_OR_RETURN(FitResult fit, FitParameters(start, pts, fn, fo));
   std::vector<double> held_out = fit.predicted;
+  std::map<std::string, std::vector<double>> block_held_out;
   if (!skip_loo) {
     ASSIGN_OR_RETURN(held_out, LeaveOneGroupOut(start, pts, cells, fn, fo));
+    // Block passes: a member's block is held out of the whole joint
+    // problem (labels carry the member index, so one member's block at a
+    // time).
+    std::set<std::string> passes;
+    for (const GroupData* g : members) {
+      for (const auto& [pass, labels] : g->block_labels) passes.insert(pass);
+    }
+    for (const std::string& pass : passes) {
+      std::vector<std::string> labels;
+      for (size_t k = 0; k < members.size(); ++k) {
+        auto it = members[k]->block_labels.find(pass);
+        for (size_t i = 0; i < members[k]->pts.size(); ++i) {
+          const std::string& l =
+              it == members[k]->block_labels.end() ? "" : it->second[i];
+          labels.push_back(l.empty() ? "" : absl::StrCat("m", k, ":", l));
+        }
+      }
+      ASSIGN_OR_RETURN(block_held_out[pass],
+                       LeaveOneGroupOut(start, pts, labels, fn, fo));
+    }
   }
   std::vector<GroupFit> out(members.size());
   for (size_t k = 0; k < members.size(); ++k) {
     GroupFit& f = out[k];
     f.params = member_params(k, fit.params);
-    f.held_out.assign(held_out.begin() + static_cast<std::ptrdiff_t>(offset[k]),
-                      held_out.begin() + static_cast<std::ptrdiff_t>(
-                                             offset[k] + members[k]->pts.size()));
+    auto slice = [&](const std::vector<double>& v) {
+      return std::vector<double>(
+          v.begin() + static_cast<std::ptrdiff_t>(offset[k]),
+          v.begin() + static_cast<std::ptrdiff_t>(offset[k] + members[k]->pts.size()));
+    };
+    f.held_out = slice(held_out);
+    for (const auto& [pass, v] : block_held_out) {
+      if (members[k]->block_labels.count(pass)) f.block_held_out[pass] = slice(v);
+    }
     f.converged = fit.converged;
     f.iterations = fit.iterations;
     f.shared = shared;
@@ -373,6 +468,47 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       g.pts.push_back(p);
       g.cells.push_back(CellKeyOf(m));
     }
+    // The physics rule: a cell whose measured mean TTFT is below what fresh
+    // prompts allow is excluded, every point of it.
+    g.excluded.assign(g.ids.size(), "");
+    std::map<std::string, std::string> bad_cells;
+    for (size_t i = 0; i < g.ids.size(); ++i) {
+      const Measurement& m = *db.FindMeasurement(g.ids[i]);
+      const ClientMethod& c = m.client();
+      if (m.metric() != servesim::proto::MEAN_TTFT_MS ||
+          c.kind() != ClientMethod::BENCH_SERVE_CLOSED_LOOP || c.input_lens_size() > 0 ||
+          !(m.value() > 0)) {
+        continue;
+      }
+      const Deployment* d = g.predictor->FindDeployment(m.run());
+      if (d == nullptr || d->graph == nullptr) continue;
+      const int32_t n =
+          c.num_prompts() > 0 ? c.num_prompts() : std::max(8, 2 * c.max_concurrency());
+      std::string why =
+          ImpossibleTtftReason(*d, c.max_concurrency(), n, c.input_tokens(), m.value());
+      if (!why.empty()) bad_cells[g.cells[i]] = why;
+    }
+    for (size_t i = 0; i < g.ids.size(); ++i) {
+      auto it = bad_cells.find(g.cells[i]);
+      if (it == bad_cells.end()) continue;
+      g.excluded[i] = it->second;
+      g.pts[i].use = false;
+    }
+    // Block labels of the passes with at least two blocks of fitted points.
+    if (!options.skip_loo) {
+      for (const char* pass :
+           {kLeaveOneInputLengthOut, kLeaveOneConcurrencyOut, kLeaveOneModelOut}) {
+        std::vector<std::string> labels;
+        std::set<std::string> used;
+        for (size_t i = 0; i < g.ids.size(); ++i) {
+          const Measurement& m = *db.FindMeasurement(g.ids[i]);
+          labels.push_back(
+              g.excluded[i].empty() ? BlockLabel(pass, m, *db.FindRun(m.run())) : "");
+          if (g.pts[i].use && !labels.back().empty()) used.insert(labels.back());
+        }
+        if (used.size() >= 2) g.block_labels[pass] = std::move(labels);
+      }
+    }
     g.fo.jobs = options.jobs;
     const FitSpec* spec = FindSpec(fit_config, g.device, g.build);
     if (spec != nullptr) {
@@ -398,6 +534,33 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     }
   }
 
+  // The groups fitted alone (reported ones; with the block passes, every
+  // group with a predictor, since leave-one-device-out learns priors from
+  // the other devices' fits).
+  for (auto& [key, gd] : groups) {
+    if (!gd.predictor.has_value() || fits.count(key)) continue;
+    const Predictor& predictor = *gd.predictor;
+    const PredictFn fn = [&predictor](const ParameterSet& p) {
+      return predictor.PredictValues(p);
+    };
+    const ParameterSet& start = predictor.prior_params();
+    GroupFit gf;
+    ASSIGN_OR_RETURN(FitResult fit, FitParameters(start, gd.pts, fn, gd.fo));
+    gf.params = fit.params;
+    gf.converged = fit.converged;
+    gf.iterations = fit.iterations;
+    if (options.skip_loo) {
+      gf.held_out = fit.predicted;
+    } else {
+      ASSIGN_OR_RETURN(gf.held_out, LeaveOneGroupOut(start, gd.pts, gd.cells, fn, gd.fo));
+      for (const auto& [pass, labels] : gd.block_labels) {
+        ASSIGN_OR_RETURN(gf.block_held_out[pass],
+                         LeaveOneGroupOut(start, gd.pts, labels, fn, gd.fo));
+      }
+    }
+    fits[key] = std::move(gf);
+  }
+
   ValidationReport report;
   std::vector<double> all_fit_err, all_loo_err;
   for (auto& [key, gd] : groups) {
@@ -409,24 +572,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     const std::vector<FitPoint>& pts = gd.pts;
     const std::vector<std::string>& cells = gd.cells;
     const FitOptions& fo = gd.fo;
-    GroupFit gf;
-    if (auto it = fits.find(key); it != fits.end()) {
-      gf = it->second;
-    } else {
-      const PredictFn fn = [&predictor](const ParameterSet& p) {
-        return predictor.PredictValues(p);
-      };
-      const ParameterSet& start = predictor.prior_params();
-      ASSIGN_OR_RETURN(FitResult fit, FitParameters(start, pts, fn, fo));
-      gf.params = fit.params;
-      gf.converged = fit.converged;
-      gf.iterations = fit.iterations;
-      if (options.skip_loo) {
-        gf.held_out = fit.predicted;
-      } else {
-        ASSIGN_OR_RETURN(gf.held_out, LeaveOneGroupOut(start, pts, cells, fn, fo));
-      }
-    }
+    const GroupFit& gf = fits.at(key);
     ASSIGN_OR_RETURN(std::vector<PointPrediction> in_sample,
                      predictor.Predict(gf.params));
     const std::vector<double>& held_out = gf.held_out;
@@ -471,7 +617,13 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       v.note = in_sample[i].note;
       v.error_pct = Pct(v.predicted, v.measured);
       v.held_out_error_pct = Pct(v.held_out, v.measured);
-      if (m.infeasible()) {
+      v.excluded = gd.excluded[i];
+      for (const auto& [pass, pred] : gf.block_held_out) {
+        if (!gd.block_labels.at(pass)[i].empty()) v.block_held_out[pass] = pred[i];
+      }
+      if (!v.excluded.empty()) {
+        report.excluded.push_back(absl::StrCat(v.id, ": ", v.excluded));
+      } else if (m.infeasible()) {
         v.checked = true;
         v.pass = !v.predicted_feasible;
         v.tolerance_rule = "measured infeasible: the simulator must reject the cell";
@@ -504,6 +656,131 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       }
       report.points.push_back(std::move(v));
     }
+    // Block passes of this group (the refits ran above).
+    const size_t first_point = report.points.size() - ids.size();
+    for (const char* pass :
+         {kLeaveOneInputLengthOut, kLeaveOneConcurrencyOut, kLeaveOneModelOut}) {
+      BlockPass bp;
+      bp.pass = pass;
+      bp.device = device;
+      bp.software_build = build;
+      auto lit = gd.block_labels.find(pass);
+      bp.applicable = lit != gd.block_labels.end();
+      if (options.skip_loo) {
+        bp.note = "skipped (--no-held-out)";
+      } else if (!bp.applicable) {
+        bp.note = "not applicable: fewer than two blocks hold a fitted point";
+      } else {
+        std::map<std::string, std::vector<std::tuple<std::string, std::string, double>>>
+            by_block;
+        std::vector<std::tuple<std::string, std::string, double>> all;
+        for (size_t i = 0; i < ids.size(); ++i) {
+          const ValidatedPoint& v = report.points[first_point + i];
+          auto it = v.block_held_out.find(pass);
+          if (it == v.block_held_out.end() || !BlockGraded(v.metric) ||
+              v.measured_infeasible || !(v.measured > 0)) {
+            continue;
+          }
+          const double e = Pct(it->second, v.measured);
+          by_block[lit->second[i]].emplace_back(v.id, v.metric, e);
+          all.emplace_back(v.id, v.metric, e);
+        }
+        for (const auto& [key, errs] : by_block) {
+          bp.blocks.push_back(BlockResult{key, ErrorsByMetric(errs)});
+        }
+        bp.overall = ErrorsByMetric(all);
+      }
+      report.blocks.push_back(std::move(bp));
+    }
+    // Leave-one-device-out: no fit on this device; its free efficiencies
+    // take the median of the values fitted on other devices' groups that
+    // were not fitted jointly with a group of this device.
+    {
+      BlockPass bp;
+      bp.pass = kLeaveOneDeviceOut;
+      bp.device = device;
+      bp.software_build = build;
+      if (options.skip_loo) {
+        bp.note = "skipped (--no-held-out)";
+      } else if (!options.device.empty()) {
+        bp.note = "not applicable with --device (the other devices are not fitted)";
+      } else if (fo.free_parameters.empty()) {
+        bp.note = "not applicable: no free parameters (priors only)";
+      } else {
+        ParameterSet q = predictor.prior_params();
+        std::vector<std::string> learned;
+        int num_learned = 0;
+        for (const std::string& name : fo.free_parameters) {
+          // Only the efficiencies (fractions of a datasheet peak) transfer
+          // across devices; times and counts belong to a serving stack or
+          // a kernel and keep this device's prior.
+          const Parameter* own = q.Find(name);
+          if (own != nullptr && own->unit != "fraction") {
+            learned.push_back(
+                absl::StrFormat("%s prior %.4g (not an efficiency)", name, own->value));
+            continue;
+          }
+          std::vector<double> vals;
+          for (const auto& [okey, og] : groups) {
+            if (okey.first == device || !fits.count(okey)) continue;
+            if (joint_of.count(okey)) {
+              bool with_this_device = false;
+              const auto& jf = fit_config.joint_fits(joint_of.at(okey));
+              for (const auto& mem : jf.members())
+                with_this_device |= mem.device() == device;
+              if (with_this_device) continue;
+            }
+            if (std::find(og.fo.free_parameters.begin(), og.fo.free_parameters.end(),
+                          name) == og.fo.free_parameters.end()) {
+              continue;
+            }
+            const Parameter* fp = fits.at(okey).params.Find(name);
+            if (fp != nullptr) vals.push_back(fp->value);
+          }
+          Parameter* dst = q.FindMutable(name);
+          if (vals.empty() || dst == nullptr) {
+            learned.push_back(absl::StrFormat("%s prior %.4g (no other device fits it)",
+                                              name, dst == nullptr ? 0.0 : dst->value));
+            continue;
+          }
+          std::sort(vals.begin(), vals.end());
+          const size_t n = vals.size();
+          const double med = n % 2 ? vals[n / 2] : 0.5 * (vals[n / 2 - 1] + vals[n / 2]);
+          dst->value = std::clamp(med, dst->lower, dst->upper);
+          ++num_learned;
+          learned.push_back(
+              absl::StrFormat("%s %.4g (median of %d groups)", name, dst->value, n));
+        }
+        std::vector<double> pred(ids.size(), std::nan(""));
+        if (num_learned > 0) {
+          ASSIGN_OR_RETURN(pred, predictor.PredictValues(q));
+        }
+        std::vector<std::tuple<std::string, std::string, double>> all;
+        for (size_t i = 0; i < ids.size(); ++i) {
+          ValidatedPoint& v = report.points[first_point + i];
+          if (!v.excluded.empty() || !BlockGraded(v.metric) || v.measured_infeasible ||
+              !(v.measured > 0)) {
+            continue;
+          }
+          v.block_held_out[kLeaveOneDeviceOut] = pred[i];
+          all.emplace_back(v.id, v.metric, Pct(pred[i], v.measured));
+        }
+        bp.applicable = !all.empty() && num_learned > 0;
+        bp.note = absl::StrCat("datasheet priors; learned from the other devices: ",
+                               absl::StrJoin(learned, ", "));
+        if (num_learned == 0) {
+          bp.note =
+              "not applicable: no other device's fit has any of these efficiencies free";
+          all.clear();
+          for (size_t i = 0; i < ids.size(); ++i) {
+            report.points[first_point + i].block_held_out.erase(kLeaveOneDeviceOut);
+          }
+        }
+        bp.overall = ErrorsByMetric(all);
+        if (bp.applicable) bp.blocks.push_back(BlockResult{device, bp.overall});
+      }
+      report.blocks.push_back(std::move(bp));
+    }
     g.num_fit_points = static_cast<int>(fit_err.size());
     std::tie(g.fit_mape, g.fit_max_ape) = MeanMaxAbs(fit_err);
     std::tie(g.loo_mape, g.loo_max_ape) = MeanMaxAbs(loo_err);
@@ -513,6 +790,45 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
   }
   report.overall_fit_mape = MeanMaxAbs(all_fit_err).first;
   report.overall_loo_mape = MeanMaxAbs(all_loo_err).first;
+
+  // Pass/fail on the block errors (issue 13's targets, shipped data only).
+  if (options.shipped_data_checks) {
+    for (const BlockPass& bp : report.blocks) {
+      if (!bp.applicable) continue;
+      const bool length_or_conc =
+          bp.pass == kLeaveOneInputLengthOut || bp.pass == kLeaveOneConcurrencyOut;
+      for (const MetricError& me : bp.overall) {
+        std::vector<std::pair<std::string, double>> limits;  // (what, limit)
+        if (length_or_conc && me.metric == "output_throughput") {
+          limits = {{"MAPE", 10}, {"worst", 25}};
+        } else if (length_or_conc &&
+                   (me.metric == "mean_ttft_ms" || me.metric == "median_ttft_ms" ||
+                    me.metric == "median_tpot_ms")) {
+          limits = {{"MAPE", 15}};
+        } else if (length_or_conc && me.metric == "p99_ttft_ms") {
+          limits = {{"MAPE", 25}};
+        } else if (bp.pass == kLeaveOneModelOut) {
+          limits = {{"MAPE", 12}};
+        } else if (bp.pass == kLeaveOneDeviceOut) {
+          limits = {{"MAPE", 25}};
+        }
+        for (const auto& [what, limit] : limits) {
+          AggregateCheck a;
+          a.name =
+              absl::StrFormat("%s / %s %s %s (%d points) %s", bp.device,
+                              bp.software_build, bp.pass, me.metric, me.num_points, what);
+          a.rule = absl::StrFormat("issue 13: %s %s %s <= %g%%", bp.pass, me.metric, what,
+                                   limit);
+          a.value = what == "MAPE" ? me.mape : std::abs(me.worst_error_pct);
+          a.limit = limit;
+          a.pass = a.value <= a.limit;
+          report.aggregates.push_back(a);
+          ++report.num_checked;
+          if (!a.pass) ++report.num_failed;
+        }
+      }
+    }
+  }
 
   // The MI300X grid: held-out MAE over the 12 feasible cells <= 10%.
   std::vector<double> grid;
@@ -648,6 +964,7 @@ std::string FormatReportText(const ValidationReport& r) {
     for (const ValidatedPoint& v : r.points) {
       if (v.device != g.device || v.software_build != g.software_build) continue;
       std::string result = v.checked ? (v.pass ? "ok" : "MISS") : "-";
+      if (!v.excluded.empty()) result = "EXCLUDED";
       std::string meas = Num(v.measured), pred = Num(v.predicted), held = Num(v.held_out);
       if (v.measured_infeasible) meas = "infeasible";
       if (!v.predicted_feasible) pred = held = "infeasible";
@@ -672,6 +989,36 @@ std::string FormatReportText(const ValidationReport& r) {
         absl::StrAppend(&s, "    ", v.note, "\n");
       }
     }
+    bool header = false;
+    for (const BlockPass& bp : r.blocks) {
+      if (bp.device != g.device || bp.software_build != g.software_build) continue;
+      if (!header) {
+        absl::StrAppend(
+            &s,
+            "block-held-out (each block's points predicted by a refit without "
+            "the whole block; per metric: points, MAPE, worst):\n");
+        header = true;
+      }
+      if (!bp.applicable) {
+        absl::StrAppend(&s, absl::StrFormat("  %-27s %s\n", bp.pass, bp.note));
+        continue;
+      }
+      if (bp.pass == kLeaveOneDeviceOut) {
+        absl::StrAppend(&s, absl::StrFormat("  %-27s %s\n", bp.pass, bp.note));
+      }
+      auto line = [&](const std::string& key, const MetricError& me) {
+        absl::StrAppend(
+            &s, absl::StrFormat("  %-27s %-12s %-18s %3d %6.1f%% %8s  %s\n", bp.pass, key,
+                                me.metric, me.num_points, me.mape,
+                                PctStr(me.worst_error_pct), me.worst_id));
+      };
+      if (bp.pass != kLeaveOneDeviceOut) {
+        for (const BlockResult& b : bp.blocks) {
+          for (const MetricError& me : b.metrics) line(b.key, me);
+        }
+      }
+      for (const MetricError& me : bp.overall) line("all blocks", me);
+    }
     absl::StrAppend(
         &s, absl::StrFormat(
                 "%d fitted points: in-sample MAPE %.1f%% (max %.1f%%), held-out MAPE "
@@ -679,10 +1026,14 @@ std::string FormatReportText(const ValidationReport& r) {
                 g.num_fit_points, g.fit_mape, g.fit_max_ape, g.loo_mape, g.loo_max_ape,
                 g.worst_id.empty() ? "-" : g.worst_id));
   }
+  if (!r.excluded.empty()) {
+    absl::StrAppend(&s, "\n== excluded by the physics rule (in no fit, no grade)\n");
+    for (const std::string& e : r.excluded) absl::StrAppend(&s, e, "\n");
+  }
   if (!r.aggregates.empty()) {
     absl::StrAppend(&s, "\n== aggregate checks\n");
     for (const AggregateCheck& a : r.aggregates) {
-      absl::StrAppend(&s, absl::StrFormat("%-60s %6.1f%% (limit %.0f%%)  %s\n", a.name,
+      absl::StrAppend(&s, absl::StrFormat("%-88s %6.1f%% (limit %.0f%%)  %s\n", a.name,
                                           a.value, a.limit, a.pass ? "ok" : "MISS"));
     }
   }
@@ -730,6 +1081,14 @@ std::string FormatReportJson(const ValidationReport& r) {
     w.KV("tolerance_pct", v.tolerance_pct).KV("tolerance_rule", v.tolerance_rule);
     w.KV("checked", v.checked).KV("pass", v.pass);
     w.KV("provenance", v.cell).KV("note", v.note);
+    w.KV("excluded", !v.excluded.empty()).KV("excluded_reason", v.excluded);
+    w.Key("block_held_out").BeginObject();
+    for (const auto& [pass, pred] : v.block_held_out) {
+      w.Key(pass).BeginObject();
+      w.KV("predicted", pred).KV("error_pct", Pct(pred, v.measured));
+      w.EndObject();
+    }
+    w.EndObject();
     w.EndObject();
   }
   w.EndArray();
@@ -759,6 +1118,34 @@ std::string FormatReportJson(const ValidationReport& r) {
     w.EndArray();
     w.KV("joint_reason", g.joint_reason);
     w.KV("joint_fit_points", static_cast<int64_t>(g.joint_fit_points));
+    auto metric_errors = [&w](const std::vector<MetricError>& v) {
+      w.BeginArray();
+      for (const MetricError& me : v) {
+        w.BeginObject();
+        w.KV("metric", me.metric).KV("num_points", static_cast<int64_t>(me.num_points));
+        w.KV("mape", me.mape).KV("worst_error_pct", me.worst_error_pct);
+        w.KV("worst", me.worst_id);
+        w.EndObject();
+      }
+      w.EndArray();
+    };
+    for (const BlockPass& bp : r.blocks) {
+      if (bp.device != g.device || bp.software_build != g.software_build) continue;
+      w.Key(bp.pass).BeginObject();
+      w.KV("applicable", bp.applicable).KV("note", bp.note);
+      w.Key("blocks").BeginArray();
+      for (const BlockResult& b : bp.blocks) {
+        w.BeginObject();
+        w.KV("block", b.key);
+        w.Key("metrics");
+        metric_errors(b.metrics);
+        w.EndObject();
+      }
+      w.EndArray();
+      w.Key("overall");
+      metric_errors(bp.overall);
+      w.EndObject();
+    }
     w.EndObject();
   }
   w.EndArray();
@@ -769,6 +1156,9 @@ std::string FormatReportJson(const ValidationReport& r) {
     w.KV("pass", a.pass);
     w.EndObject();
   }
+  w.EndArray();
+  w.Key("excluded").BeginArray();
+  for (const std::string& e : r.excluded) w.String(e);
   w.EndArray();
   w.Key("consistency").BeginArray();
   for (const ConsistencyFinding& c : r.consistency) {

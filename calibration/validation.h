@@ -14,6 +14,7 @@
 #ifndef SERVESIM_CALIBRATION_VALIDATION_H_
 #define SERVESIM_CALIBRATION_VALIDATION_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,49 @@ struct ValidatedPoint {
   bool checked = false;  // has a tolerance
   bool pass = true;      // checked against the held-out prediction
   std::string note;
+  // Non-empty: the cell breaks the physics rule (calibration/physics.h);
+  // the point is in no fit and no grade, and this says why.
+  std::string excluded;
+  // Block-held-out predictions by pass name (kBlockPasses): the refit that
+  // saw no point of this point's block (absent: the point is in no block).
+  std::map<std::string, double> block_held_out;
+};
+
+// The block-held-out passes, in report order (also the JSON keys).
+inline constexpr const char* kLeaveOneInputLengthOut = "leave_one_input_length_out";
+inline constexpr const char* kLeaveOneConcurrencyOut = "leave_one_concurrency_out";
+inline constexpr const char* kLeaveOneModelOut = "leave_one_model_out";
+inline constexpr const char* kLeaveOneDeviceOut = "leave_one_device_out";
+
+// Held-out errors of one metric over some points.
+struct MetricError {
+  std::string metric;
+  int num_points = 0;
+  double mape = 0;             // mean |error| %
+  double worst_error_pct = 0;  // signed, largest |error|
+  std::string worst_id;
+};
+
+// One block: its key ("in1024", "c16", "gemma-4-12b", "tpu-v5e") and the
+// held-out errors of its points per metric.
+struct BlockResult {
+  std::string key;
+  std::vector<MetricError> metrics;
+};
+
+// One block pass over one (device, build) group. The refit passes fit the
+// group without every point of a block and predict them; the
+// leave-one-device-out pass fits nothing on the device: its free
+// efficiencies (unit "fraction") take the median of the values fitted on the
+// other devices' groups (not fitted jointly with it); times and counts (a
+// serving stack's or a kernel's) and the rest keep the device file's priors.
+struct BlockPass {
+  std::string pass;  // kLeaveOne...
+  std::string device, software_build;
+  bool applicable = false;  // false: one block only (nothing to hold out)
+  std::string note;         // why not applicable, or how the priors were made
+  std::vector<BlockResult> blocks;
+  std::vector<MetricError> overall;  // per metric over every block
 };
 
 struct GroupReport {
@@ -76,6 +120,9 @@ struct ValidationReport {
   std::vector<GroupReport> groups;
   std::vector<AggregateCheck> aggregates;
   std::vector<ConsistencyFinding> consistency;
+  std::vector<BlockPass> blocks;  // by group, then pass
+  // Cells excluded by the physics rule: "point id: reason".
+  std::vector<std::string> excluded;
   double overall_fit_mape = 0, overall_loo_mape = 0;
   std::string worst_id;
   double worst_held_out_error_pct = 0;
@@ -84,8 +131,8 @@ struct ValidationReport {
 };
 
 struct ValidateOptions {
-  std::string device;  // empty: every device
-  bool skip_loo = false;
+  std::string device;     // empty: every device
+  bool skip_loo = false;  // also skips the block passes
   // Checks that only make sense on the shipped data (calibration/data):
   // the MI300X grid MAE and the published tables' consistency.
   bool shipped_data_checks = true;
@@ -119,7 +166,8 @@ servesim::proto::CalibrationProfile MakeProfile(
 absl::Status WriteProfile(const servesim::proto::CalibrationProfile& profile,
                           const std::string& path);
 // calibration/profiles/<device>.textproto for the device's main build (the
-// group with the most fitted points), <device>@<build>.textproto otherwise.
+// group with the most fitted throughput cells), <device>@<build>.textproto
+// otherwise.
 std::string ProfilePath(const std::string& dir, const GroupReport& group,
                         bool main_build);
 

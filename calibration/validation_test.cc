@@ -67,6 +67,82 @@ TEST(ValidationTest, HeldOutPredictionDoesNotSeeThePointsOwnMeasurement) {
   EXPECT_EQ(Find(base, row)->held_out, Find(changed, row)->held_out);
 }
 
+// A block pass refits without every point of the block: changing all of
+// the 16-stream cell's measurements (every metric) leaves their
+// leave-one-concurrency-out predictions bit-identical, while a point of
+// another block, whose refit does see the 16-stream cell, moves. Fails as
+// soon as any point of the block leaks into its own refit.
+TEST(ValidationTest, BlockHeldOutRefitDoesNotSeeTheBlock) {
+  auto sets = ShippedSets();
+  const ValidationReport base = RunFor(sets, "tpu-v6e");
+  int changed_points = 0;
+  for (auto& m : *sets[0].mutable_measurements()) {
+    if (m.run() == "tpu-v6e-e2b-2026-08-25" && m.client().max_concurrency() == 16) {
+      m.set_value(m.value() * 1.5);
+      ++changed_points;
+    }
+  }
+  ASSERT_GE(changed_points, 7);
+  const ValidationReport changed = RunFor(sets, "tpu-v6e");
+  int in_block = 0;
+  for (const ValidatedPoint& a : base.points) {
+    if (a.device != "tpu-v6e") continue;
+    const ValidatedPoint* b = Find(changed, a.id);
+    ASSERT_NE(b, nullptr);
+    auto ia = a.block_held_out.find(kLeaveOneConcurrencyOut);
+    auto ib = b->block_held_out.find(kLeaveOneConcurrencyOut);
+    ASSERT_EQ(ia == a.block_held_out.end(), ib == b->block_held_out.end()) << a.id;
+    if (ia == a.block_held_out.end()) continue;
+    if (a.id.find("/c16") != std::string::npos) {
+      ++in_block;
+      EXPECT_EQ(ia->second, ib->second) << a.id;
+    }
+  }
+  EXPECT_GE(in_block, 7);
+  const ValidatedPoint* other = Find(base, "tpu-v6e/output_throughput/in1024/c4");
+  ASSERT_NE(other, nullptr);
+  EXPECT_NE(other->block_held_out.at(kLeaveOneConcurrencyOut),
+            Find(changed, other->id)->block_held_out.at(kLeaveOneConcurrencyOut));
+  // One length only: leave-one-input-length-out has nothing to hold out.
+  bool saw_pass = false;
+  for (const BlockPass& bp : base.blocks) {
+    if (bp.device != "tpu-v6e") continue;
+    if (bp.pass == std::string(kLeaveOneInputLengthOut)) {
+      EXPECT_FALSE(bp.applicable);
+    }
+    if (bp.pass == std::string(kLeaveOneConcurrencyOut)) {
+      saw_pass = true;
+      EXPECT_TRUE(bp.applicable);
+      EXPECT_EQ(bp.blocks.size(), 7u);
+    }
+  }
+  EXPECT_TRUE(saw_pass);
+}
+
+// The physics rule: the v5e 4 and 16 x 8,192 cells (mean TTFT below what
+// fresh prompts allow) are excluded from every fit and grade, every metric
+// of them, and the report says so; 1 and 64 x 8,192 are kept.
+TEST(ValidationTest, PhysicallyImpossibleCellsAreExcludedAndNamed) {
+  const ValidationReport r = RunFor(ShippedSets(), "tpu-v5e", /*skip_loo=*/true);
+  for (const char* id :
+       {"tpu-v5e/output_throughput/in8192/c4", "tpu-v5e/mean_ttft_ms/in8192/c16",
+        "tpu-v5e/median_tpot_ms/in8192/c16"}) {
+    const ValidatedPoint* p = Find(r, id);
+    ASSERT_NE(p, nullptr) << id;
+    EXPECT_NE(p->excluded.find("physically impossible"), std::string::npos) << id;
+    EXPECT_FALSE(p->fitted) << id;
+    EXPECT_FALSE(p->checked) << id;
+  }
+  for (const char* id :
+       {"tpu-v5e/output_throughput/in8192/c1", "tpu-v5e/output_throughput/in8192/c64"}) {
+    const ValidatedPoint* p = Find(r, id);
+    ASSERT_NE(p, nullptr) << id;
+    EXPECT_EQ(p->excluded, "") << id;
+    EXPECT_TRUE(p->fitted) << id;
+  }
+  EXPECT_NE(FormatReportText(r).find("excluded by the physics rule"), std::string::npos);
+}
+
 const GroupReport* FindGroup(const ValidationReport& r, const std::string& device) {
   for (const auto& g : r.groups) {
     if (g.device == device && !g.joint_with.empty()) return &g;

@@ -85,6 +85,7 @@ void PrintJson(const Deployment& d, const FitHints& hints) {
   w.KV("kv_cache_tokens", m.kv_cache_tokens);
   w.KV("max_concurrency", m.max_concurrency);
   w.KV("sources", m.sources);
+  w.KV("accounting", m.accounting);
   w.Key("kv_groups").BeginArray();
   for (const KvGroupSpec& g : d.kv_cache.groups) {
     w.BeginObject();
@@ -119,6 +120,7 @@ void PrintText(const Deployment& d, const FitHints& hints) {
               m.kv_cache_gib, static_cast<long long>(m.num_blocks),
               static_cast<long long>(m.kv_block_bytes), d.kv_cache.groups.size());
   std::printf("  sources           %s\n", m.sources.c_str());
+  std::printf("  accounting        %s\n", m.accounting.c_str());
   if (!m.fits) {
     std::printf("DOES NOT FIT: %s\n", m.reason.c_str());
     if (hints.largest_max_model_len > 0) {

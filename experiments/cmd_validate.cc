@@ -100,11 +100,22 @@ int RunValidate(const ValidateFlags& f) {
   const std::string out = f.json ? FormatReportJson(*report) : FormatReportText(*report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (f.refit) {
-    // The device's main build: the group with the most fitted points.
+    // The device's main build: the group with the most fitted throughput
+    // cells (output throughput or decode rate points; a cell's latency
+    // metrics do not make a build the main one).
+    std::map<const GroupReport*, int> cells;
+    for (const GroupReport& g : report->groups) {
+      for (const ValidatedPoint& v : report->points) {
+        if (v.fitted && v.device == g.device && v.software_build == g.software_build &&
+            (v.metric == "output_throughput" || v.metric == "decode_rate")) {
+          ++cells[&g];
+        }
+      }
+    }
     std::map<std::string, const GroupReport*> main;
     for (const GroupReport& g : report->groups) {
       auto& m = main[g.device];
-      if (m == nullptr || g.num_fit_points > m->num_fit_points) m = &g;
+      if (m == nullptr || cells[&g] > cells[m]) m = &g;
     }
     for (const GroupReport& g : report->groups) {
       if (g.free_parameters.empty()) continue;
@@ -135,8 +146,10 @@ void RegisterValidateCommand(CLI::App& app, int* exit_code) {
       "--device", flags->device, "only this device (t4, l4, mi300x, tpu-v5e, tpu-v6e)");
   cmd->add_flag("--refit", flags->refit,
                 "also write the fitted profiles to --profiles-dir (<device>.textproto)");
-  cmd->add_flag("--no-held-out", flags->no_held_out,
-                "skip the leave-one-cell-out refits (faster; held-out = in-sample)");
+  cmd->add_flag(
+      "--no-held-out", flags->no_held_out,
+      "skip the leave-one-cell-out and block-held-out refits (faster; held-out = "
+      "in-sample)");
   cmd->add_option("--data", flags->data_dir,
                   "folder of measurement *.textproto files (default: the shipped data, "
                   "embedded in the binary)")

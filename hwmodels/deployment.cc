@@ -156,6 +156,12 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   s.async_scheduling = spec.async_scheduling;
 
   ASSIGN_OR_RETURN(KvLayout layout, PlanKvLayout(d.model, dtype_bytes, spec.block_size));
+  // The TPU build keeps every layer's whole context (no sliding-window
+  // block freeing): its logged capacity is KV bytes / bytes per token of all
+  // KV layers (v5e: 5.52 GiB / 18,432 B = 321,563 tokens; logged 321,376).
+  if (UsesTpuAccounting(d.device)) {
+    for (KvGroupSpec& g : layout.spec.groups) g.sliding_window = 0;
+  }
   d.memory = PlanMemory(d.device, d.model, d.format, dtype_bytes, s, spec, layout);
   d.kv_cache = layout.spec;
   d.kv_cache.num_blocks = d.memory.num_blocks;

@@ -62,6 +62,9 @@ struct MemoryPlan {
   // Which of the overheads came from measured overrides, e.g.
   // "weights=measured kv_cache=estimated".
   std::string sources;
+  // The runtime's KV budget rule (memory_planner.h kAccounting*), e.g.
+  // "vllm-tpu: KV = usable x gpu_memory_utilization - weights".
+  std::string accounting;
 };
 
 // Everything one simulated replica needs. Value type; cheap to copy (the

@@ -25,6 +25,10 @@ std::string Gib(double v) { return absl::StrFormat("%.2f GiB", v); }
 
 }  // namespace
 
+bool UsesTpuAccounting(const proto::Device& device) {
+  return device.vendor() == "google";
+}
+
 absl::StatusOr<KvLayout> PlanKvLayout(const ModelArch& m, int kv_dtype_bytes,
                                       int32_t block_size) {
   if (block_size <= 0) {
@@ -125,6 +129,8 @@ MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m,
                       const KvLayout& layout) {
   MemoryPlan p;
   std::vector<std::string> src;
+  const bool tpu = UsesTpuAccounting(device);
+  p.accounting = tpu ? kAccountingTpu : kAccountingGpu;
   p.total_gib = device.usable_memory_gib();
   p.requested_gib = p.total_gib * spec.gpu_memory_utilization;
   auto pick = [&](const std::optional<double>& measured, double estimate,
@@ -136,10 +142,10 @@ MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m,
       pick(spec.measured_weights_gib,
            ComputeWeightBytes(m, f, dtype_bytes).Total() / kBytesPerGib, "weights");
   p.non_torch_gib =
-      pick(spec.measured_non_torch_gib, device.non_torch_gib(), "non_torch");
-  p.activation_gib =
-      pick(spec.measured_activation_peak_gib,
-           EstimateActivationGib(device, m, sched, dtype_bytes), "activation");
+      pick(spec.measured_non_torch_gib, tpu ? 0.0 : device.non_torch_gib(), "non_torch");
+  p.activation_gib = pick(
+      spec.measured_activation_peak_gib,
+      tpu ? 0.0 : EstimateActivationGib(device, m, sched, dtype_bytes), "activation");
   p.cuda_graph_gib =
       pick(spec.measured_cuda_graph_gib,
            device.cuda_graph_gib_per_layer() * static_cast<double>(m.layers.size()),

@@ -1,7 +1,16 @@
-// vLLM's memory accounting and hybrid KV cache layout (newer V1 builds):
-// requested = total x gpu_memory_utilization; KV = requested - weights -
-// non-torch - activation peak of a profiling step; pages equalised across
-// attention types; layers split into equal groups sharing one block pool.
+// vLLM's memory accounting and hybrid KV cache layout (newer V1 builds),
+// per runtime:
+//  - GPU builds (CUDA, ROCm): requested = total x gpu_memory_utilization;
+//    KV = requested - weights - non-torch - activation peak of a profiling
+//    step (CUDA graph memory is logged, not subtracted).
+//  - TPU builds (vllm-tpu, device vendor "google"): KV = requested -
+//    weights; no non-torch term and no activation peak (the v5e log: usable
+//    14.49 GiB, weights 8.97 GiB, KV 5.52 GiB = 14.49 - 8.97), and every
+//    layer keeps its whole context (no sliding-window freeing: the
+//    deployment zeroes the groups' windows), so capacity = KV bytes / bytes
+//    per token of all KV layers.
+// Pages equalised across attention types; layers split into equal groups
+// sharing one block pool.
 // See docs/reference/hardware-and-models.md for the worked checks.
 // Pure functions; thread-safe.
 #ifndef SERVESIM_HWMODELS_MEMORY_PLANNER_H_
@@ -19,6 +28,15 @@
 namespace servesim {
 
 constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
+
+inline constexpr char kAccountingGpu[] =
+    "vllm-gpu: KV = usable x gpu_memory_utilization - weights - non-torch - activation "
+    "peak";
+inline constexpr char kAccountingTpu[] =
+    "vllm-tpu: KV = usable x gpu_memory_utilization - weights (no non-torch term, no "
+    "activation peak); every layer keeps its whole context";
+// Which accounting the device's runtime uses: TPU for vendor "google".
+bool UsesTpuAccounting(const proto::Device& device);
 
 // The block layout of the hybrid allocator.
 struct KvLayout {

@@ -218,3 +218,66 @@ TEST(MemoryPlannerTest, DefaultSchedulerLimitsFollowVllmRule) {
 
 }  // namespace
 }  // namespace servesim
+
+namespace servesim {
+namespace {
+
+ServerSpec E2bOnV5e() {
+  ServerSpec s;
+  s.device = "tpu-v5e";
+  s.model = "gemma-4-e2b";
+  s.max_model_len = 16384;
+  s.max_num_batched_tokens = 4096;
+  s.gpu_memory_utilization = 0.90;
+  return s;
+}
+
+// The TPU v5e log (write-up B run): usable 14.49 GiB, weights 8.97 GiB, KV
+// 5.52 GiB = usable - weights (no activation peak, no non-torch term), KV
+// cache 321,376 tokens = KV bytes / 18,432 B per token of the 15 KV layers
+// (no sliding-window saving). The GPU accounting gave 236,336 (-26%).
+TEST(MemoryPlannerTest, TpuAccountingReproducesTheV5eLogWithinOnePercent) {
+  ServerSpec s = E2bOnV5e();
+  s.measured_weights_gib = 8.97;
+  auto d = BuildDeployment(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->memory.accounting, kAccountingTpu);
+  EXPECT_NEAR(d->memory.requested_gib, 14.49, 0.005);
+  EXPECT_EQ(d->memory.activation_gib, 0);
+  EXPECT_EQ(d->memory.non_torch_gib, 0);
+  EXPECT_NEAR(d->memory.kv_cache_gib, 5.52, 0.005);
+  EXPECT_NEAR(static_cast<double>(d->memory.kv_cache_tokens), 321376, 0.01 * 321376);
+  for (const KvGroupSpec& g : d->kv_cache.groups) EXPECT_EQ(g.sliding_window, 0);
+  // The logged KV memory alone gives the same.
+  ServerSpec logged = E2bOnV5e();
+  logged.measured_kv_cache_gib = 5.52;
+  auto dl = BuildDeployment(logged);
+  ASSERT_TRUE(dl.ok()) << dl.status();
+  EXPECT_NEAR(static_cast<double>(dl->memory.kv_cache_tokens), 321376, 0.01 * 321376);
+}
+
+// The GPU builds keep their accounting and sliding-window groups.
+TEST(MemoryPlannerTest, GpuBuildsKeepTheActivationPeakAndSlidingGroups) {
+  auto d = BuildDeployment(E2bOnMi300x());
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->memory.accounting, kAccountingGpu);
+  EXPECT_GT(d->memory.activation_gib, 0);
+  EXPECT_EQ(d->kv_cache.groups[1].sliding_window, 512);
+}
+
+// The EC2 L4 log (write-up B comparator, vLLM 0.28.0): KV 9.65 GiB ->
+// 1,076,849 tokens at max_model_len 16,384.
+TEST(MemoryPlannerTest, L4LoggedKvGivesTheLoggedCapacityWithinOnePercent) {
+  ServerSpec s;
+  s.device = "l4";
+  s.model = "gemma-4-e2b";
+  s.max_model_len = 16384;
+  s.max_num_seqs = 8;
+  s.measured_kv_cache_gib = 9.65;
+  auto d = BuildDeployment(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_NEAR(static_cast<double>(d->memory.kv_cache_tokens), 1076849, 0.01 * 1076849);
+}
+
+}  // namespace
+}  // namespace servesim
