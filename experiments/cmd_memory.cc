@@ -46,6 +46,7 @@ void PrintJson(const Deployment& d) {
   w.KV("fits", m.fits);
   w.KV("reason", m.reason);
   w.KV("device", d.device.id());
+  if (!d.uncalibrated_note.empty()) w.KV("uncalibrated", d.uncalibrated_note);
   w.KV("model", d.model.id);
   w.KV("quantization", d.format.id);
   w.KV("dtype", d.dtype);
@@ -145,6 +146,8 @@ int RunMemory(const MemoryFlags& f) {
   }
   auto d = BuildDeployment(spec);
   if (!d.ok()) return fail(d.status());
+  if (!d->uncalibrated_note.empty())
+    std::fprintf(stderr, "servesim memory: note: %s\n", d->uncalibrated_note.c_str());
   if (spec.measured_kv_cache_gib && *spec.measured_kv_cache_gib > d->memory.total_gib) {
     return fail(absl::InvalidArgumentError(absl::StrFormat(
         "--measured-kv-cache-gib: %g is out of range [0, %.2f] GiB (the usable memory of "
@@ -168,7 +171,10 @@ void RegisterMemoryCommand(CLI::App& app, int* exit_code) {
       "vLLM's memory plan for one replica: weights, non-torch, activation peak, KV cache "
       "GiB / blocks / tokens and maximum concurrency, or why it does not fit.");
   ServerSpec& s = f->spec;
-  cmd->add_option("--device", s.device, "t4 | l4 | mi300x | tpu-v5e | tpu-v6e")
+  cmd->add_option(
+         "--device", s.device,
+         "an id of `servesim devices` (t4, l4, mi300x, h100-sxm, ...) or a device "
+         "file path")
       ->required();
   cmd->add_option(
          "--model", s.model,

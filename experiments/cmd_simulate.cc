@@ -2,6 +2,7 @@
 // dataset or trace) through the discrete-event simulator; prints a summary
 // like `vllm bench serve`, or the result JSON with --json, and writes the
 // optional files (--save-result, --requests-csv, --chrome-trace).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -145,6 +146,17 @@ int RunSimulate(SimulateArgs& args) {
   if (!run.ok()) return fail(run.status());
   const std::unique_ptr<Engine>& engine = run->engine;
   const std::vector<std::string>& provenance = run->fleet.provenance;
+  // A prediction on an uncalibrated device says so (also in the provenance).
+  {
+    std::vector<std::string> seen;
+    for (const Deployment& d : run->fleet.deployments) {
+      if (d.uncalibrated_note.empty() ||
+          std::find(seen.begin(), seen.end(), d.uncalibrated_note) != seen.end())
+        continue;
+      seen.push_back(d.uncalibrated_note);
+      std::fprintf(stderr, "servesim simulate: note: %s\n", d.uncalibrated_note.c_str());
+    }
+  }
   const ClientConfig& client = run->client;
   const std::unique_ptr<RequestSource>& source = run->source;
 

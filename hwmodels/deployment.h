@@ -75,16 +75,24 @@ struct Deployment {
   std::shared_ptr<const CompiledStepGraph> graph;
   // Human-readable: formula, parameters and their sources.
   std::string provenance;
+  // Non-empty when the device is not calibrated (hwmodels/catalog_priors.h):
+  // its priors came by rule, and this says from where and with what expected
+  // error. Commands print it on stderr; it is also in `provenance`.
+  std::string uncalibrated_note;
 };
 
 // Resolves names, plans memory and builds the step model. Errors
 // (InvalidArgument) name the flag and the allowed values: unknown device,
 // model, quantization or dtype (bf16 on t4), out-of-range numbers.
+// The device's vLLM build must run the weight format (CheckWeightFormat).
 // Not fitting in memory is NOT an error: memory.fits == false.
 // Parameters: params_override if given (must contain every parameter of
 // DefaultParameters; missing ones keep the default), else the calibration
 // profile (spec.calibration_profile, or calibration/profiles/<device>.textproto
-// when present), else the priors.
+// when present and the device is the shipped file of that id), else the
+// priors (by rule from the calibrated devices for an uncalibrated device).
+// A profile is refused on another device: its `device` must name this one,
+// and its device_content_hash (when set) must equal the device file's hash.
 absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
                                            const ParameterSet* params_override = nullptr);
 
