@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "experiments/cli.h"
 #include "experiments/cost.h"
@@ -17,7 +18,9 @@
 #include "experiments/sweep.h"
 #include "google/protobuf/text_format.h"
 #include "hwmodels/catalog.h"
+#include "hwmodels/catalog_priors.h"
 #include "hwmodels/deployment.h"
+#include "hwmodels/model_arch.h"
 #include "sim/router.h"
 #include "sim/status_macros.h"
 
@@ -128,22 +131,42 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   }
   std::vector<std::string> ids;
   if (f.devices.empty()) {
-    ids = DeviceIds();
+    // The calibrated devices; an uncalibrated one (priors by rule) only when
+    // --devices names it.
+    for (const proto::Device& d : EmbeddedDevices())
+      if (IsCalibratedDevice(d)) ids.push_back(d.id());
   } else {
     for (absl::string_view d : absl::StrSplit(f.devices, ',', absl::SkipWhitespace())) {
       ids.emplace_back(d);
     }
   }
+  ASSIGN_OR_RETURN(const WeightFormat format,
+                   ResolveWeightFormat(o.base.server().quantization()));
+  std::vector<std::string> skipped;
   for (const std::string& id : ids) {
     absl::StatusOr<proto::Device> dev = FindDevice(id);
     if (!dev.ok()) return dev.status();
+    // A fleet whose vLLM build has no kernel for the format cannot start.
+    if (absl::Status st = CheckWeightFormat(*dev, format.id); !st.ok()) {
+      std::fprintf(stderr, "servesim plan: skipping %s: %s\n", dev->id().c_str(),
+                   std::string(st.message()).c_str());
+      skipped.push_back(dev->id());
+      continue;
+    }
     PlanDevice pd;
-    pd.device = dev->id();
+    // A device file given by path is planned by its path.
+    pd.device = IsShippedDevice(*dev) ? dev->id() : id;
     absl::StatusOr<PriceOffer> offer =
         SelectOffer(OffersFromDevice(*dev), dev->id(), f.price, &pd.price_note);
     if (!offer.ok()) return offer.status();
     pd.offer = *offer;
     o.devices.push_back(std::move(pd));
+  }
+  if (o.devices.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--quantization ", format.id,
+        ": no device to plan on can run it (skipped: ", absl::StrJoin(skipped, ", "),
+        "); allowed: a device whose weight_formats list it"));
   }
   absl::StatusOr<std::vector<SloTerm>> slo = ParseSlo(f.slo, runner.metric_names);
   if (!slo.ok()) return slo.status();
