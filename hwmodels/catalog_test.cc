@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hwmodels/calibration_profile.h"
+#include "hwmodels/catalog_priors.h"
 #include "hwmodels/memory_planner.h"
 #include "hwmodels/model_arch.h"
 
@@ -443,6 +445,68 @@ TEST(CatalogTest, UnsupportedArchitecturesNameModelTypeAndField) {
       ImportHfConfig(R"({"model_type": "mamba", "vocab_size": 1000})", "m/config.json");
   ASSERT_FALSE(mamba.ok());
   EXPECT_THAT(mamba.status().message(), HasSubstr("field model_type: 'mamba'"));
+}
+
+// The calibrated value of `key` on shipped device `id`: the shipped
+// profile's fit where it fits the key, else the device file's prior.
+double CalibratedValue(const std::string& id, const std::string& key) {
+  auto prof = LoadCalibrationProfile(DefaultProfilePath(id));
+  EXPECT_TRUE(prof.ok()) << id;
+  for (const auto& p : prof->parameters())
+    if (p.name() == key) return p.value();
+  return FindDevice(id)->param_priors().at(key);
+}
+
+TEST(CatalogPriorsTest, UncalibratedDevicesTakeTheMeanOfTheirVendorsCalibratedValues) {
+  EXPECT_TRUE(IsCalibratedDevice(*FindDevice("t4")));
+  EXPECT_FALSE(IsCalibratedDevice(*FindDevice("h100-sxm")));
+  auto h100 = DerivePriorsByRule(*FindDevice("h100-sxm"));
+  ASSERT_TRUE(h100.ok()) << h100.status();
+  EXPECT_EQ(h100->from, (std::vector<std::string>{"l4", "t4"}));
+  for (const char* key :
+       {"flops_eff_gemm", "bw_eff_weights", "device_step_us", "host_step_us"}) {
+    EXPECT_DOUBLE_EQ(h100->device.param_priors().at(key),
+                     (CalibratedValue("l4", key) + CalibratedValue("t4", key)) / 2)
+        << key;
+  }
+  // Kernel efficiencies: the class's device priors, not a profile's fit.
+  const std::string marlin = "quant_kernel_eff.marlin";
+  EXPECT_DOUBLE_EQ(h100->device.param_priors().at(marlin),
+                   (FindDevice("l4")->param_priors().at(marlin) +
+                    FindDevice("t4")->param_priors().at(marlin)) /
+                       2);
+  // Not every NVIDIA device has the no-split-KV attention term: none here.
+  EXPECT_FALSE(h100->device.param_priors().contains("attn_unit_gbs"));
+  EXPECT_THAT(h100->note, HasSubstr("device h100-sxm"));
+  EXPECT_THAT(h100->note, HasSubstr("not yet measured"));
+  EXPECT_THAT(h100->note, HasSubstr("--device h100-sxm --bench"));
+
+  // MI325X: from MI300X alone, with its fitted attention unit bandwidth and
+  // its own compute units.
+  auto mi = DerivePriorsByRule(*FindDevice("mi325x"));
+  ASSERT_TRUE(mi.ok()) << mi.status();
+  EXPECT_EQ(mi->from, (std::vector<std::string>{"mi300x"}));
+  EXPECT_DOUBLE_EQ(mi->device.param_priors().at("attn_unit_gbs"),
+                   CalibratedValue("mi300x", "attn_unit_gbs"));
+  EXPECT_DOUBLE_EQ(mi->device.param_priors().at("attn_units"), 304);
+  EXPECT_DOUBLE_EQ(mi->device.non_torch_gib(), FindDevice("mi300x")->non_torch_gib());
+
+  // TPU v5p from v5e and v6e.
+  auto v5p = DerivePriorsByRule(*FindDevice("tpu-v5p"));
+  ASSERT_TRUE(v5p.ok());
+  EXPECT_EQ(v5p->from, (std::vector<std::string>{"tpu-v5e", "tpu-v6e"}));
+
+  // A prior the file sets itself wins over the rule.
+  proto::Device own = *FindDevice("h100-sxm");
+  (*own.mutable_param_priors())["flops_eff_gemm"] = 0.3;
+  auto kept = DerivePriorsByRule(own);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_DOUBLE_EQ(kept->device.param_priors().at("flops_eff_gemm"), 0.3);
+  // An edited copy of a shipped file is not calibrated.
+  auto copy =
+      ParseDeviceText(*DeviceFileText("t4") + "\n# edited\n", "t4-copy.textproto");
+  ASSERT_TRUE(copy.ok());
+  EXPECT_FALSE(IsCalibratedDevice(*copy));
 }
 
 }  // namespace
