@@ -155,8 +155,8 @@ TEST(ValidateCliTest, ReportIsByteIdenticalWhateverTheJobs) {
 }
 
 TEST(CalibrateCliTest, UnknownModelFromTheFilesIsNamedAsTheFilesNotAFlag) {
-  const std::string dstack = std::string(SERVESIM_DATA_DIR) +
-                             "/bench/dstack-llama405b/mi300x8-16qps.json.gz";
+  const std::string dstack =
+      std::string(SERVESIM_DATA_DIR) + "/bench/dstack-llama405b/mi300x8-16qps.json.gz";
   CliRun r = Servesim("calibrate --device mi300x --bench '" + dstack + "' --out '" +
                       ProfileOut() + "'");
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -203,6 +203,50 @@ TEST(ValidateCliTest, RunsFromAnyDirectoryAndNamesDataFlag) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("--data"));
   EXPECT_THAT(missing.err, HasSubstr("current directory"));
+}
+
+// The shipped profiles, measurements and fit config are embedded in the
+// binary: a copy of the binary run from a folder holding decoys of all three
+// (a profile that would slow the TPU v6e tenfold, unreadable data, a broken
+// fit config) prints the very bytes the build tree's binary prints from the
+// repository root.
+TEST(ShippedDataCliTest, CopiedBinaryInAFolderOfDecoysGivesIdenticalBytes) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(Scratch("decoy"));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "calibration" / "profiles");
+  fs::create_directories(dir / "calibration" / "data");
+  std::ofstream(dir / "calibration" / "profiles" / "tpu-v6e.textproto")
+      << "device: \"tpu-v6e\"\nparameters { name: \"flops_eff_gemm\" value: 0.01 }\n"
+         "parameters { name: \"bw_eff_weights\" value: 0.05 }\n";
+  std::ofstream(dir / "calibration" / "data" / "decoy.textproto") << "not a proto\n";
+  std::ofstream(dir / "calibration" / "fit_config.textproto") << "not a proto\n";
+  fs::copy_file(SERVESIM_BINARY, dir / "servesim", fs::copy_options::overwrite_existing);
+  auto run_copy = [&](const std::string& args) {
+    const std::string out = (dir / "out.txt").string();
+    const std::string cmd =
+        "cd '" + dir.string() + "' && ./servesim " + args + " >'" + out + "' 2>/dev/null";
+    const int status = std::system(cmd.c_str());
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadText(out));
+  };
+  const std::string validate = "validate --no-held-out --device tpu-v6e";
+  CliRun here = Servesim(validate);
+  auto copy = run_copy(validate);
+  EXPECT_EQ(copy.first, here.exit_code);
+  EXPECT_EQ(copy.second, here.out);
+  const std::string simulate =
+      "simulate --device tpu-v6e --model gemma-4-e2b --max-model-len 4096 "
+      "--num-prompts 16 --random-input-len 512 --random-output-len 32 --json";
+  CliRun sim_here = Servesim(simulate);
+  ASSERT_EQ(sim_here.exit_code, 0) << sim_here.err;
+  auto sim_copy = run_copy(simulate);
+  EXPECT_EQ(sim_copy.first, 0);
+  EXPECT_EQ(sim_copy.second, sim_here.out);
+  // Named explicitly, a file path is a file path: the decoy profile is read.
+  auto explicit_path =
+      run_copy(simulate + " --calibration ./calibration/profiles/tpu-v6e.textproto");
+  EXPECT_EQ(explicit_path.first, 0);
+  EXPECT_NE(explicit_path.second, sim_here.out);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "calibration/embedded_data.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "proto/text_format.h"
@@ -32,18 +33,6 @@ absl::StatusOr<MeasurementSet> ParseFile(const std::string& path) {
 }
 
 }  // namespace
-
-std::string ResolveRepoPath(const std::string& rel) {
-  std::error_code ec;
-  if (std::filesystem::exists(rel, ec)) return rel;
-#ifdef SERVESIM_SOURCE_DIR
-  if (std::filesystem::path(rel).is_relative()) {
-    const std::string src = absl::StrFormat("%s/%s", SERVESIM_SOURCE_DIR, rel);
-    if (std::filesystem::exists(src, ec)) return src;
-  }
-#endif
-  return rel;
-}
 
 std::string MetricName(servesim::proto::Metric m) {
   return absl::AsciiStrToLower(servesim::proto::Metric_Name(m));
@@ -128,6 +117,28 @@ absl::StatusOr<MeasurementDb> MeasurementDb::LoadDir(const std::string& dir) {
   }
   std::sort(paths.begin(), paths.end());
   return Load(paths);
+}
+
+absl::StatusOr<MeasurementDb> MeasurementDb::LoadShipped() {
+  std::vector<MeasurementSet> sets;
+  std::vector<std::string> names;
+  for (int i = 0; i < internal::kNumEmbeddedMeasurementFiles; ++i) {
+    const internal::EmbeddedFile& f = internal::kEmbeddedMeasurementFiles[i];
+    if (f.name[0] == '\0') continue;
+    names.push_back(absl::StrFormat("%s/%s", kDefaultDataDir, f.name));
+    MeasurementSet set;
+    RETURN_IF_ERROR(ParseTextProto(f.text, names.back(), &set));
+    sets.push_back(std::move(set));
+  }
+  if (sets.empty()) {
+    return absl::NotFoundError(absl::StrFormat(
+        "%s: no data files were embedded in this build", kDefaultDataDir));
+  }
+  return FromSets(sets, absl::StrJoin(names, ", "));
+}
+
+absl::StatusOr<MeasurementDb> MeasurementDb::LoadNamed(const std::string& dir) {
+  return dir == kDefaultDataDir ? LoadShipped() : LoadDir(dir);
 }
 
 const ServerRun* MeasurementDb::FindRun(const std::string& id) const {

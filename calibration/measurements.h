@@ -24,6 +24,12 @@ class MeasurementDb {
   static absl::StatusOr<MeasurementDb> Load(const std::vector<std::string>& paths);
   // Every *.textproto in `dir`, sorted by file name.
   static absl::StatusOr<MeasurementDb> LoadDir(const std::string& dir);
+  // The shipped data: the files of calibration/data/, embedded in the binary
+  // at build time (named "calibration/data/<file>" in errors).
+  static absl::StatusOr<MeasurementDb> LoadShipped();
+  // `dir` == kDefaultDataDir: LoadShipped() (never a folder of that name in
+  // the current directory); anything else: LoadDir(dir).
+  static absl::StatusOr<MeasurementDb> LoadNamed(const std::string& dir);
   // From in-memory sets (tests, `calibrate`); `origin` names them in errors.
   static absl::StatusOr<MeasurementDb> FromSets(
       const std::vector<servesim::proto::MeasurementSet>& sets,
@@ -50,15 +56,8 @@ class MeasurementDb {
   std::map<std::string, size_t> measurement_index_;
 };
 
-// Default data folder, relative to the repository root.
+// The name of the shipped data (the repository folder it is embedded from).
 inline constexpr char kDefaultDataDir[] = "calibration/data";
-
-// A default path relative to the repository root (kDefaultDataDir,
-// kDefaultFitConfig, calibration/profiles), so that the commands work from
-// any directory: `rel` when it exists from the working directory, else the
-// copy in the source tree this binary was built from when that exists,
-// else `rel` unchanged (the caller's open then fails naming it).
-std::string ResolveRepoPath(const std::string& rel);
 
 // Metric name as in the proto enum, lower case ("output_throughput").
 std::string MetricName(servesim::proto::Metric m);

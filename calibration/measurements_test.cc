@@ -1,6 +1,7 @@
 #include "calibration/measurements.h"
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "calibration/validation.h"
@@ -91,22 +92,46 @@ class ScopedCwd {
   std::filesystem::path old_;
 };
 
-TEST(ResolveRepoPathTest, DefaultPathsResolveToTheSourceTreeFromAnyDirectory) {
-  ScopedCwd cwd(::testing::TempDir());
-  EXPECT_EQ(ResolveRepoPath(kDefaultDataDir), DataDir());
-  EXPECT_EQ(ResolveRepoPath(kDefaultFitConfig),
-            std::string(SERVESIM_SOURCE_DIR) + "/" + kDefaultFitConfig);
-  EXPECT_TRUE(MeasurementDb::LoadDir(ResolveRepoPath(kDefaultDataDir)).ok());
-  // Not in the source tree either: returned unchanged, so the open names it.
-  EXPECT_EQ(ResolveRepoPath("calibration/no-such-dir"), "calibration/no-such-dir");
+TEST(ShippedDataTest, EmbeddedDataIsTheSourceTreesData) {
+  auto shipped = MeasurementDb::LoadShipped();
+  auto source = MeasurementDb::LoadDir(DataDir());
+  ASSERT_TRUE(shipped.ok()) << shipped.status();
+  ASSERT_TRUE(source.ok()) << source.status();
+  ASSERT_EQ(shipped->measurements().size(), source->measurements().size());
+  for (size_t i = 0; i < shipped->measurements().size(); ++i) {
+    EXPECT_EQ(shipped->measurements()[i].DebugString(),
+              source->measurements()[i].DebugString());
+  }
+  auto fit = LoadNamedFitConfig(kDefaultFitConfig);
+  auto fit_src =
+      LoadFitConfig(std::string(SERVESIM_SOURCE_DIR) + "/" + kDefaultFitConfig);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  ASSERT_TRUE(fit_src.ok()) << fit_src.status();
+  EXPECT_EQ(fit->DebugString(), fit_src->DebugString());
 }
 
-TEST(ResolveRepoPathTest, PathPresentInWorkingDirectoryWins) {
-  const std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) / "resolve_cwd";
+TEST(ShippedDataTest, DecoyInTheWorkingDirectoryIsIgnored) {
+  // A folder that happens to hold calibration/data and a fit config must not
+  // change what the default names load.
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "decoy";
   std::filesystem::create_directories(dir / "calibration" / "data");
+  {
+    std::ofstream(dir / "calibration" / "data" / "decoy.textproto")
+        << "runs { id: \"x\" }\n";
+  }
+  { std::ofstream(dir / "calibration" / "fit_config.textproto") << "not a proto\n"; }
   ScopedCwd cwd(dir);
-  EXPECT_EQ(ResolveRepoPath(kDefaultDataDir), kDefaultDataDir);
+  auto named = MeasurementDb::LoadNamed(kDefaultDataDir);
+  auto shipped = MeasurementDb::LoadShipped();
+  ASSERT_TRUE(named.ok()) << named.status();
+  ASSERT_TRUE(shipped.ok()) << shipped.status();
+  EXPECT_EQ(named->measurements().size(), shipped->measurements().size());
+  EXPECT_TRUE(LoadNamedFitConfig(kDefaultFitConfig).ok());
+  // An explicit path is a path: the decoy is read, and its error names it.
+  auto decoy = MeasurementDb::LoadNamed("./calibration/data");
+  EXPECT_FALSE(decoy.ok());
+  EXPECT_NE(decoy.status().message().find("decoy.textproto"), std::string::npos)
+      << decoy.status();
 }
 
 }  // namespace

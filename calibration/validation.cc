@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "calibration/embedded_data.h"
 #include "calibration/predictor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -110,6 +111,15 @@ absl::StatusOr<FitConfig> LoadFitConfig(const std::string& path) {
   FitConfig config;
   RETURN_IF_ERROR(ParseTextProto(buf.str(), path, &config));
   RETURN_IF_ERROR(CheckJointFits(config, path));
+  return config;
+}
+
+absl::StatusOr<FitConfig> LoadNamedFitConfig(const std::string& path) {
+  if (path != kDefaultFitConfig) return LoadFitConfig(path);
+  FitConfig config;
+  RETURN_IF_ERROR(ParseTextProto(internal::kEmbeddedFitConfigFiles[0].text,
+                                 kDefaultFitConfig, &config));
+  RETURN_IF_ERROR(CheckJointFits(config, kDefaultFitConfig));
   return config;
 }
 

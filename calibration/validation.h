@@ -1,7 +1,13 @@
+// Reading guide to calibration/ (-> hwmodels, traces, sim). Start here.
+// Then measurements.h (the measured data and its provenance), predictor.h
+// and bench_sim.h (each measurement re-simulated as it was measured),
+// fitter.h (the parameter fit), bench_import.h (user bench files for
+// `servesim calibrate`), consistency.h (checks of the published tables).
+//
 // `servesim validate`: fits each (device, software build) group of the
 // measured data, predicts every measured point the way it was measured,
 // with leave-one-cell-out cross-validation beside the in-sample fit, checks
-// each point against the tolerance, and checks the published
+// each point against its measurement's tolerance_pct, and checks the published
 // tables for internal consistency. Also the building block of
 // `servesim calibrate` (FitGroup on a user's own measurements).
 // Deterministic: same data give byte-identical reports and profiles.
@@ -90,6 +96,10 @@ struct ValidateOptions {
 
 // Free parameters per (device, build): calibration/fit_config.textproto.
 absl::StatusOr<servesim::proto::FitConfig> LoadFitConfig(const std::string& path);
+// `path` == kDefaultFitConfig: the shipped fit configuration embedded in the
+// binary (never a file of that name in the current directory); anything
+// else: LoadFitConfig(path).
+absl::StatusOr<servesim::proto::FitConfig> LoadNamedFitConfig(const std::string& path);
 // Joint fits: >= 2 members, each with a `fits` entry, none listed twice,
 // at least one shared parameter, free in every member. Messages name
 // `path` and the entry.

@@ -188,9 +188,8 @@ TEST(ValidationTest, PlannerSays26bDoesNotFitOneT4) {
 }
 
 TEST(BenchImportTest, InfersSingleStreamCellFromSummaryKeys) {
-  auto c =
-      ImportBenchFile(std::string(SERVESIM_DATA_DIR) +
-                      "/bench/mi300x-gemma4-e2b-2026-09-17/c1-in1024-out128.json");
+  auto c = ImportBenchFile(std::string(SERVESIM_DATA_DIR) +
+                           "/bench/mi300x-gemma4-e2b-2026-09-17/c1-in1024-out128.json");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->max_concurrency, 1);
   EXPECT_EQ(c->num_prompts, 8);
@@ -207,8 +206,8 @@ TEST(BenchImportTest, InfersSingleStreamCellFromSummaryKeys) {
 // the measured rate; requests that produced no output are left out.
 TEST(BenchImportTest, OpenLoopFilesReplayTheirRateAndPerRequestLengths) {
   for (const char* f : {"h100x8-16qps.json.gz", "mi300x8-16qps.json.gz"}) {
-    auto c = ImportBenchFile(std::string(SERVESIM_DATA_DIR) +
-                             "/bench/dstack-llama405b/" + f);
+    auto c =
+        ImportBenchFile(std::string(SERVESIM_DATA_DIR) + "/bench/dstack-llama405b/" + f);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_TRUE(c->has_per_request) << f;
     EXPECT_EQ(c->num_prompts, 1000);

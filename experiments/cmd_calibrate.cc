@@ -18,6 +18,7 @@
 #include "calibration/predictor.h"
 #include "calibration/validation.h"
 #include "experiments/cli.h"
+#include "experiments/server_flags.h"
 #include "hwmodels/catalog.h"
 #include "hwmodels/catalog_priors.h"
 
@@ -25,17 +26,8 @@ namespace servesim::cli {
 namespace {
 
 struct CalibrateFlags {
-  std::string device;
+  ServerFlags server;  // the server the files were measured on
   std::vector<std::string> bench;
-  std::string model;
-  std::string quantization = "none";
-  std::string dtype = "auto";
-  int32_t max_model_len = 0;
-  double gpu_memory_utilization = 0.90;
-  int32_t max_num_seqs = 0;
-  int32_t max_num_batched_tokens = 0;
-  bool no_async_scheduling = false;
-  bool no_prefix_caching = false;
   std::string software_build = "user";
   std::string out;
   double tolerance_pct = 5;
@@ -81,6 +73,25 @@ std::vector<std::string> ExpandPaths(const std::vector<std::string>& in) {
 }
 
 int RunCalibrate(const CalibrateFlags& f) {
+  proto::ServerConfig server;
+  if (absl::Status st = f.server.ApplyTo(server); !st.ok()) {
+    Err(std::string(st.message()));
+    return kExitBadInput;
+  }
+  for (const std::string& name : f.server.GivenNames()) {
+    // A measurement run records neither (the fit starts from the device's
+    // priors and assumes vLLM's 16-token blocks).
+    if (name == "--calibration" || name == "--block-size") {
+      Err(absl::StrFormat(
+          "%s: does not apply to calibrate (it fits a new profile from the device's "
+          "priors, for servers with vLLM's default 16-token KV blocks)",
+          name));
+      return kExitBadInput;
+    }
+  }
+  const std::string model_flag = server.model();
+  ApplyServerDefaults(server);
+  const std::string& device = server.device();
   // 0 or NaN would turn every per-point check off ("0 checks, 0 missed").
   if (!(std::isfinite(f.tolerance_pct) && f.tolerance_pct > 0 &&
         f.tolerance_pct <= kMaxTolerancePct)) {
@@ -124,16 +135,16 @@ int RunCalibrate(const CalibrateFlags& f) {
   }
 
   // --device is an id or a device file; the profile names the file's hash.
-  absl::StatusOr<servesim::proto::Device> device = FindDevice(f.device);
-  if (!device.ok()) {
-    Err(std::string(device.status().message()));
+  absl::StatusOr<servesim::proto::Device> device_file = FindDevice(device);
+  if (!device_file.ok()) {
+    Err(std::string(device_file.status().message()));
     return kExitBadInput;
   }
   servesim::proto::MeasurementSet set;
   auto* run = set.add_runs();
   run->set_id("user-run");
-  run->set_device(f.device);
-  std::string model = f.model;
+  run->set_device(device);
+  std::string model = model_flag;
   if (model.empty()) {
     for (const ImportedCell& c : cells) {
       if (!c.model_id.empty()) model = c.model_id;
@@ -143,7 +154,7 @@ int RunCalibrate(const CalibrateFlags& f) {
     Err("--model is required (the result files name no model_id)");
     return kExitBadInput;
   }
-  if (f.model.empty()) {
+  if (model_flag.empty()) {
     // The name came from the files, not from a flag: say so.
     if (auto known = FindModel(model); !known.ok()) {
       Err(absl::StrFormat(
@@ -154,15 +165,15 @@ int RunCalibrate(const CalibrateFlags& f) {
     }
   }
   run->set_model(model);
-  run->set_dtype(f.dtype);
-  run->set_quantization(f.quantization);
+  run->set_dtype(server.dtype());
+  run->set_quantization(server.quantization());
   run->set_software_build(f.software_build);
-  run->set_max_model_len(f.max_model_len);
-  run->set_gpu_memory_utilization(f.gpu_memory_utilization);
-  run->set_max_num_seqs(f.max_num_seqs);
-  run->set_max_num_batched_tokens(f.max_num_batched_tokens);
-  run->set_async_scheduling(!f.no_async_scheduling);
-  run->set_enable_prefix_caching(!f.no_prefix_caching);
+  run->set_max_model_len(server.max_model_len());
+  run->set_gpu_memory_utilization(server.gpu_memory_utilization());
+  run->set_max_num_seqs(server.max_num_seqs());
+  run->set_max_num_batched_tokens(server.max_num_batched_tokens());
+  run->set_async_scheduling(server.async_scheduling());
+  run->set_enable_prefix_caching(server.enable_prefix_caching());
   std::vector<std::string> refused;
   for (const ImportedCell& c : cells) {
     auto ms = CellMeasurements(c, run->id(), f.tolerance_pct);
@@ -182,9 +193,7 @@ int RunCalibrate(const CalibrateFlags& f) {
     Err(std::string(db.status().message()));
     return kExitBadInput;
   }
-  const std::string fit_config =
-      f.fit_config == kDefaultFitConfig ? ResolveRepoPath(f.fit_config) : f.fit_config;
-  auto shipped = LoadFitConfig(fit_config);
+  auto shipped = LoadNamedFitConfig(f.fit_config);
   if (!shipped.ok()) {
     std::error_code ec;
     Err(absl::StrFormat(
@@ -199,8 +208,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   for (const std::string& build :
        {f.software_build, std::string("user"), std::string()}) {
     for (const auto& spec : shipped->fits()) {
-      if (spec.device() == f.device &&
-          (build.empty() || spec.software_build() == build)) {
+      if (spec.device() == device && (build.empty() || spec.software_build() == build)) {
         chosen = &spec;
         break;
       }
@@ -214,7 +222,8 @@ int RunCalibrate(const CalibrateFlags& f) {
   if (chosen == nullptr) {
     for (const bool same_vendor : {true, false}) {
       for (const servesim::proto::Device& d : EmbeddedDevices()) {
-        if (!IsCalibratedDevice(d) || (same_vendor && d.vendor() != device->vendor()))
+        if (!IsCalibratedDevice(d) ||
+            (same_vendor && d.vendor() != device_file->vendor()))
           continue;
         for (const auto& spec : shipped->fits()) {
           if (spec.device() == d.id() && spec.software_build() == "user") {
@@ -227,19 +236,20 @@ int RunCalibrate(const CalibrateFlags& f) {
       if (chosen != nullptr) break;
     }
     if (chosen != nullptr) {
-      fit_rule = absl::StrFormat(" (%s has no entry: %s's user entry, by vendor %s)",
-                                 device->id(), chosen->device(), device->vendor());
+      fit_rule =
+          absl::StrFormat(" (%s has no entry: %s's user entry, by vendor %s)",
+                          device_file->id(), chosen->device(), device_file->vendor());
     }
   }
   if (chosen == nullptr) {
     Err(absl::StrFormat("device '%s' has no fit specification in %s (devices: %s)",
-                        f.device, fit_config, AllowedDeviceNamesForFit(*shipped)));
+                        device, f.fit_config, AllowedDeviceNamesForFit(*shipped)));
     return kExitBadInput;
   }
   servesim::proto::FitConfig config;
   auto* spec = config.add_fits();
   *spec = *chosen;
-  spec->set_device(f.device);
+  spec->set_device(device);
   spec->set_software_build(f.software_build);
   // Keep the free parameters this deployment has: no quant_kernel_eff for
   // an unquantized model, no client parameter of write-up A's SageMaker
@@ -263,7 +273,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   }
   std::fprintf(progress, "fit: %s / %s parameters of %s%s (%s)%s%s\n",
                chosen->device().c_str(), chosen->software_build().c_str(),
-               fit_config.c_str(), fit_rule.c_str(),
+               f.fit_config.c_str(), fit_rule.c_str(),
                absl::StrJoin(spec->free_parameters(), ", ").c_str(),
                dropped.empty() ? "" : "; not in this deployment: ",
                absl::StrJoin(dropped, ", ").c_str());
@@ -278,13 +288,14 @@ int RunCalibrate(const CalibrateFlags& f) {
   const std::string text = f.json ? FormatReportJson(*report) : FormatReportText(*report);
   std::fwrite(text.data(), 1, text.size(), stdout);
   const std::string out =
-      f.out.empty() ? absl::StrFormat("%s@%s.textproto", device->id(), f.software_build)
-                    : f.out;
+      f.out.empty()
+          ? absl::StrFormat("%s@%s.textproto", device_file->id(), f.software_build)
+          : f.out;
   servesim::proto::CalibrationProfile profile =
       MakeProfile(report->groups.front(), report->points);
   // Named by id, and bound to this exact device file by its hash.
-  profile.set_device(device->id());
-  profile.set_device_content_hash(device->content_hash());
+  profile.set_device(device_file->id());
+  profile.set_device_content_hash(device_file->content_hash());
   auto st = WriteProfile(profile, out);
   if (!st.ok()) {
     Err(std::string(st.message()));
@@ -306,24 +317,12 @@ void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
                                      "lengths from --save-detailed files), report "
                                      "in-sample and leave-one-out errors, save the "
                                      "profile.");
-  cmd->add_option("--device", f->device, "device the files were measured on")->required();
+  f->server.Register(cmd);  // the flags the measured server ran with
+  f->server.device()->required();
   cmd->add_option("--bench", f->bench,
                   "result files (.json, .json.gz) or folders of them")
       ->required()
       ->expected(1, -1);
-  cmd->add_option("--model", f->model, "model (default: the files' model_id)");
-  cmd->add_option("--quantization", f->quantization, "none|fp8|w8a8|w4a16|w4a16-emb4")
-      ->capture_default_str();
-  cmd->add_option("--dtype", f->dtype, "bf16|fp16|auto")->capture_default_str();
-  cmd->add_option("--max-model-len", f->max_model_len, "server flag (0: model limit)");
-  cmd->add_option("--gpu-memory-utilization", f->gpu_memory_utilization, "server flag")
-      ->capture_default_str();
-  cmd->add_option("--max-num-seqs", f->max_num_seqs, "server flag (0: vLLM default)");
-  cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens,
-                  "server flag (0: vLLM default)");
-  cmd->add_flag("--no-async-scheduling", f->no_async_scheduling, "server ran without it");
-  cmd->add_flag("--no-enable-prefix-caching", f->no_prefix_caching,
-                "server ran without it");
   cmd->add_option("--software-build", f->software_build, "label stored in the profile")
       ->capture_default_str();
   cmd->add_option("--out", f->out,

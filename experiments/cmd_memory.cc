@@ -18,7 +18,7 @@ namespace {
 constexpr double kNotGiven = -1e300;  // CLI11 cannot tell NaN given from NaN unset
 
 struct MemoryFlags {
-  ServerSpec spec;
+  ServerFlags server;
   // NaN: not given.
   double measured_weights_gib = kNotGiven;
   double measured_non_torch_gib = kNotGiven;
@@ -119,7 +119,9 @@ int RunMemory(const MemoryFlags& f) {
     std::fprintf(stderr, "servesim memory: %s\n", std::string(st.message()).c_str());
     return kExitBadInput;
   };
-  ServerSpec spec = f.spec;
+  proto::ServerConfig server;
+  if (absl::Status st = f.server.ApplyTo(server); !st.ok()) return fail(st);
+  ServerSpec spec = ToServerSpec(server);
   const struct {
     double value;
     const char* flag;
@@ -170,35 +172,9 @@ void RegisterMemoryCommand(CLI::App& app, int* exit_code) {
       "memory",
       "vLLM's memory plan for one replica: weights, non-torch, activation peak, KV cache "
       "GiB / blocks / tokens and maximum concurrency, or why it does not fit.");
-  ServerSpec& s = f->spec;
-  cmd->add_option(
-         "--device", s.device,
-         "an id of `servesim devices` (t4, l4, mi300x, h100-sxm, ...) or a device "
-         "file path")
-      ->required();
-  cmd->add_option(
-         "--model", s.model,
-         "gemma-4-e2b | gemma-4-e4b | gemma-4-12b | gemma-4-26b-a4b | gemma-4-31b, a "
-         "Hugging Face id, or a config.json path")
-      ->required();
-  cmd->add_option("--quantization,-q", s.quantization,
-                  "none | fp8 | w8a8 | w4a16 | w4a16-emb4")
-      ->capture_default_str();
-  cmd->add_option("--dtype", s.dtype, "auto | bf16 | fp16 (auto: fp16 on t4)")
-      ->capture_default_str();
-  cmd->add_option("--max-model-len", s.max_model_len, "0: the model's limit");
-  cmd->add_option("--gpu-memory-utilization", s.gpu_memory_utilization)
-      ->capture_default_str();
-  cmd->add_option("--max-num-seqs", s.max_num_seqs, "0: vLLM's default for the device");
-  cmd->add_option("--max-num-batched-tokens", s.max_num_batched_tokens,
-                  "0: vLLM's default for the device");
-  cmd->add_option("--block-size", s.block_size)->capture_default_str();
-  cmd->add_flag("--async-scheduling,!--no-async-scheduling", s.async_scheduling,
-                "two batches in flight (default on)");
-  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching",
-                s.enable_prefix_caching, "(default on)");
-  cmd->add_option("--calibration,--calibration-profile", s.calibration_profile,
-                  "calibration profile (as simulate --calibration)");
+  f->server.Register(cmd);
+  f->server.device()->required();
+  f->server.model()->required();
   cmd->add_option("--measured-weights-gib", f->measured_weights_gib,
                   "from the server log");
   cmd->add_option("--measured-non-torch-gib", f->measured_non_torch_gib,

@@ -2,7 +2,6 @@
 // dataset or trace) through the discrete-event simulator; prints a summary
 // like `vllm bench serve`, or the result JSON with --json, and writes the
 // optional files (--save-result, --requests-csv, --chrome-trace).
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +22,7 @@
 #include "sim/engine.h"
 #include "sim/report.h"
 #include "sim/status_macros.h"
+#include "sim/version.h"
 
 namespace servesim::cli {
 namespace {
@@ -30,6 +30,7 @@ namespace {
 struct SimulateArgs {
   ExperimentFlags flags;
   bool json = false;
+  bool explain = false;  // the provenance notes under the summary
   // As `vllm bench serve`: --save-result switches the result file on; it
   // goes to --result-dir / --result-filename, or vLLM's default name. A
   // path right after --save-result (a servesim extension) names the file.
@@ -144,19 +145,11 @@ int RunSimulate(SimulateArgs& args) {
   if (!args.chrome_trace.empty()) trace = std::make_unique<ChromeTraceRecorder>();
   absl::StatusOr<ExperimentRun> run = RunExperiment(config, opts, trace.get());
   if (!run.ok()) return fail(run.status());
+  for (const std::string& w : UncalibratedWarnings(run->fleet.deployments)) {
+    std::fprintf(stderr, "servesim simulate: warning: %s\n", w.c_str());
+  }
   const std::unique_ptr<Engine>& engine = run->engine;
   const std::vector<std::string>& provenance = run->fleet.provenance;
-  // A prediction on an uncalibrated device says so (also in the provenance).
-  {
-    std::vector<std::string> seen;
-    for (const Deployment& d : run->fleet.deployments) {
-      if (d.uncalibrated_note.empty() ||
-          std::find(seen.begin(), seen.end(), d.uncalibrated_note) != seen.end())
-        continue;
-      seen.push_back(d.uncalibrated_note);
-      std::fprintf(stderr, "servesim simulate: note: %s\n", d.uncalibrated_note.c_str());
-    }
-  }
   const ClientConfig& client = run->client;
   const std::unique_ptr<RequestSource>& source = run->source;
 
@@ -170,7 +163,8 @@ int RunSimulate(SimulateArgs& args) {
   ctx.request_rate = client.request_rate;
   ctx.burstiness = client.burstiness;
   ctx.max_concurrency = client.max_concurrency;
-  ctx.provenance.push_back("servesim 0.1 simulate");
+  ctx.provenance.push_back(absl::StrCat("servesim ", VersionString(), " (commit ",
+                                        CommitString(), ") simulate"));
   ctx.provenance.push_back(engine->Describe());
   for (const std::string& p : provenance) ctx.provenance.push_back(p);
   ctx.provenance.push_back(absl::StrCat("client: ", source->Describe()));
@@ -248,7 +242,13 @@ int RunSimulate(SimulateArgs& args) {
   } else {
     const std::string text = SummaryText(result, ctx);
     std::fwrite(text.data(), 1, text.size(), stdout);
-    for (const std::string& p : provenance) std::printf("note: %s\n", p.c_str());
+    if (args.explain) {
+      for (const std::string& p : provenance) std::printf("note: %s\n", p.c_str());
+    } else {
+      std::printf(
+          "(where each number comes from: --explain, or servesim.provenance in "
+          "--json)\n");
+    }
   }
   return kExitOk;
 }
@@ -267,6 +267,10 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       "--router", args->router,
       "fleet router: round-robin | least-outstanding | kv-aware | prefix-aware");
   cmd->add_flag("--json", args->json, "print the result JSON instead of the summary");
+  cmd->add_flag("--explain", args->explain,
+                "print the provenance under the summary: memory plan, step-time formula, "
+                "each parameter's value and source (always whole in the JSON and the "
+                ".config.textproto)");
   CLI::Option* save = cmd->add_option(
       "--save-result", args->save_result,
       "write the result JSON (vllm bench serve keys) and <file>.config.textproto: to\n"

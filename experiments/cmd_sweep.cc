@@ -51,6 +51,7 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     bool progress = false;
     bool no_progress = false;
     bool json = false;
+    ServerFlags server;  // override the grid's base server
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -74,11 +75,27 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
                 "progress line even when stderr is no terminal");
   cmd->add_flag("--no-progress", flags->no_progress, "no progress line");
   cmd->add_flag("--json", flags->json, "print the summary as one JSON object on stdout");
+  flags->server.Register(cmd);  // set on the grid's base server (axes still win)
   cmd->callback([flags, exit_code] {
     absl::StatusOr<proto::SweepGrid> grid = ReadGridFile(flags->grid);
     if (!grid.ok()) {
       std::fprintf(stderr, "servesim sweep: %s\n",
                    std::string(grid.status().message()).c_str());
+      *exit_code = kExitBadInput;
+      return;
+    }
+    if (const auto given = flags->server.GivenNames();
+        !given.empty() && grid->base().fleet().replicas_size() > 0) {
+      std::fprintf(stderr,
+                   "servesim sweep: %s: the grid's base defines a fleet "
+                   "(fleet.replicas); set it in each replica's server instead\n",
+                   given.front().c_str());
+      *exit_code = kExitBadInput;
+      return;
+    }
+    if (absl::Status st = flags->server.ApplyTo(*grid->mutable_base()->mutable_server());
+        !st.ok()) {
+      std::fprintf(stderr, "servesim sweep: %s\n", std::string(st.message()).c_str());
       *exit_code = kExitBadInput;
       return;
     }

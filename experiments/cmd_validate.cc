@@ -45,15 +45,9 @@ std::string PathHint(const char* flag) {
       flag, std::filesystem::current_path(ec).string());
 }
 
-// The flag's value, or for the default the repository's copy wherever the
-// command runs from.
-std::string Resolve(const std::string& value, const char* default_value) {
-  return value == default_value ? ResolveRepoPath(value) : value;
-}
-
 int RunValidate(const ValidateFlags& f) {
-  const std::string data_dir = Resolve(f.data_dir, kDefaultDataDir);
-  auto db = MeasurementDb::LoadDir(data_dir);
+  const std::string& data_dir = f.data_dir;
+  auto db = MeasurementDb::LoadNamed(data_dir);
   if (!db.ok()) {
     Err(absl::StrFormat("%s %s", db.status().message(), PathHint("--data")));
     return kExitBadInput;
@@ -70,8 +64,7 @@ int RunValidate(const ValidateFlags& f) {
       return kExitBadInput;
     }
   }
-  const std::string fit_config = Resolve(f.fit_config, kDefaultFitConfig);
-  auto config = LoadFitConfig(fit_config);
+  auto config = LoadNamedFitConfig(f.fit_config);
   if (!config.ok()) {
     Err(absl::StrFormat("%s %s", config.status().message(), PathHint("--fit-config")));
     return kExitBadInput;
@@ -115,8 +108,7 @@ int RunValidate(const ValidateFlags& f) {
     }
     for (const GroupReport& g : report->groups) {
       if (g.free_parameters.empty()) continue;
-      const std::string path = ProfilePath(Resolve(f.profiles_dir, kDefaultProfilesDir),
-                                           g, main[g.device] == &g);
+      const std::string path = ProfilePath(f.profiles_dir, g, main[g.device] == &g);
       auto st = WriteProfile(MakeProfile(g, report->points), path);
       if (!st.ok()) {
         Err(absl::StrFormat("%s %s", st.message(), PathHint("--profiles-dir")));
@@ -145,11 +137,17 @@ void RegisterValidateCommand(CLI::App& app, int* exit_code) {
                 "also write the fitted profiles to --profiles-dir (<device>.textproto)");
   cmd->add_flag("--no-held-out", flags->no_held_out,
                 "skip the leave-one-cell-out refits (faster; held-out = in-sample)");
-  cmd->add_option("--data", flags->data_dir, "folder of measurement *.textproto files")
+  cmd->add_option("--data", flags->data_dir,
+                  "folder of measurement *.textproto files (default: the shipped data, "
+                  "embedded in the binary)")
       ->capture_default_str();
-  cmd->add_option("--fit-config", flags->fit_config, "free parameters per device/build")
+  cmd->add_option("--fit-config", flags->fit_config,
+                  "free parameters per device/build (default: the shipped config, "
+                  "embedded in the binary)")
       ->capture_default_str();
-  cmd->add_option("--profiles-dir", flags->profiles_dir, "where --refit writes profiles")
+  cmd->add_option("--profiles-dir", flags->profiles_dir,
+                  "where --refit writes profiles (relative to the current directory; "
+                  "run from the source tree and rebuild to ship them)")
       ->capture_default_str();
   cmd->add_option("--jobs,-j", flags->jobs,
                   "threads for the held-out refits (default: all cores; the report is "

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "experiments/server_flags.h"
-#include "hwmodels/calibration_profile.h"
 #include "sim/random_source.h"
 #include "sim/router.h"
 #include "sim/status_macros.h"
@@ -14,24 +13,30 @@
 #include "traces/transforms.h"
 
 namespace servesim::cli {
-namespace {
 
-// `api_overhead_ms` of the profile the deployment was built with (not a
-// step-time knob, so BuildDeployment does not apply it); 0 when none.
-double ApiOverheadMs(const ServerSpec& spec) {
-  const std::string path = spec.calibration_profile.empty()
-                               ? DefaultProfilePath(spec.device)
-                               : spec.calibration_profile;
-  if (path.empty()) return 0;
-  absl::StatusOr<proto::CalibrationProfile> profile = LoadCalibrationProfile(path);
-  if (!profile.ok()) return 0;  // BuildDeployment already reported a bad profile
-  for (const auto& p : profile->parameters()) {
-    if (p.name() == "api_overhead_ms") return p.value() > 0 ? p.value() : 0;
+std::vector<std::string> UncalibratedWarnings(
+    const std::vector<Deployment>& deployments) {
+  std::vector<std::string> out;
+  std::vector<std::string> seen;
+  for (const Deployment& d : deployments) {
+    if (d.calibrated) continue;
+    if (std::find(seen.begin(), seen.end(), d.device.id()) != seen.end()) continue;
+    seen.push_back(d.device.id());
+    // Priors by rule (hwmodels/catalog_priors.h): the note says from where.
+    if (!d.uncalibrated_note.empty()) {
+      out.push_back(d.uncalibrated_note);
+      continue;
+    }
+    out.push_back(absl::StrCat(
+        "no calibration profile for device ", d.device.id(),
+        ": step times come from its datasheet and the default efficiency priors, "
+        "which no measurement on this device has checked (expect errors well beyond "
+        "the calibrated devices' held-out errors in `servesim validate`; fit one with "
+        "`servesim calibrate --device ",
+        d.device.id(), " --bench FILE...`)"));
   }
-  return 0;
+  return out;
 }
-
-}  // namespace
 
 absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
   std::vector<std::pair<proto::ServerConfig, int>> servers;
@@ -59,7 +64,7 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
       return absl::FailedPreconditionError(absl::StrCat(
           server.model(), " does not fit on ", server.device(), ": ", d.memory.reason));
     }
-    const double api_ms = ApiOverheadMs(d.spec);
+    const double api_ms = d.api_overhead_ms;
     fleet.api_overhead_ms = std::max(fleet.api_overhead_ms, api_ms);
     fleet.provenance.push_back(
         api_ms > 0

@@ -1,3 +1,9 @@
+// Reading guide to experiments/ (the command line; links everything).
+// Start here: RunExperiment is the one pipeline behind simulate, sweep and
+// plan. Then server_flags.h (flags to config), cli.h and cmd_*.cc (one
+// file per subcommand), sweep.h, plan.h and cost.h (capacity what-ifs);
+// configs/ and results/ are data, results/ written by run_all.sh.
+//
 // One experiment, end to end: an ExperimentConfig (server or fleet, client,
 // workload) -> hwmodels deployments -> replicas, router, client, request
 // source -> the simulated run. The single pipeline behind `simulate`,
@@ -45,6 +51,12 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config);
 // are replayed as recorded).
 absl::StatusOr<std::unique_ptr<RequestSource>> OpenRequestSource(
     const proto::ClientConfig& client);
+
+// One warning per distinct device of `deployments` that no calibration
+// profile covers: its step times are datasheet priors (by rule from the
+// calibrated devices: Deployment::uncalibrated_note, when set), and the
+// prediction carries their error (not the calibrated devices' validate error).
+std::vector<std::string> UncalibratedWarnings(const std::vector<Deployment>& deployments);
 
 struct ExperimentRun {
   Fleet fleet;

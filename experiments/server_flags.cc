@@ -46,14 +46,20 @@ absl::StatusOr<double> ParseRequestRate(const std::string& text) {
   return v;
 }
 
-void ExperimentFlags::RegisterServerFlags(CLI::App* cmd) {
+void ServerFlags::Register(CLI::App* cmd) {
   device_ =
-      cmd->add_option("--device", device_v_, "t4 | l4 | mi300x | tpu-v5e | tpu-v6e");
-  model_ =
-      cmd->add_option("--model", model_v_, "gemma-4-e2b, gemma-4-e4b, gemma-4-12b, ...");
-  quantization_ = cmd->add_option("--quantization", quantization_v_,
-                                  "none | fp8 | w8a8 | w4a16 | w4a16-emb4");
-  dtype_ = cmd->add_option("--dtype", dtype_v_, "auto | bf16 | fp16");
+      cmd->add_option("--device", device_v_,
+                      "an id of `servesim devices` (t4, l4, mi300x, h100-sxm, ...) or a "
+                      "device file path");
+  model_ = cmd->add_option(
+      "--model", model_v_,
+      "gemma-4-e2b | gemma-4-e4b | gemma-4-12b | gemma-4-26b-a4b | gemma-4-31b, a "
+      "Hugging Face id, or a config.json path");
+  quantization_ =
+      cmd->add_option("--quantization,-q", quantization_v_,
+                      "none | fp8 | w8a8 | w4a16 | w4a16-emb4 (default none)");
+  dtype_ = cmd->add_option("--dtype", dtype_v_,
+                           "auto | bf16 | fp16 (default auto: the device's, fp16 on t4)");
   max_model_len_ = cmd->add_option("--max-model-len", max_model_len_v_,
                                    "context length (default: the model's limit)");
   gpu_mem_ =
@@ -69,9 +75,70 @@ void ExperimentFlags::RegisterServerFlags(CLI::App* cmd) {
                                   prefix_caching_v_, "prefix caching (default on)");
   async_ = cmd->add_flag("--async-scheduling,!--no-async-scheduling", async_v_,
                          "async scheduling (default on)");
-  calibration_ =
-      cmd->add_option("--calibration", calibration_v_,
-                      "calibration profile (.textproto); default: the device's");
+  calibration_ = cmd->add_option(
+      "--calibration,--calibration-profile", calibration_v_,
+      "calibration profile: a file from `servesim calibrate`, or a shipped one by name "
+      "(calibration/profiles/NAME.textproto); default: the device's shipped profile");
+}
+
+std::vector<CLI::Option*> ServerFlags::All() const {
+  return {device_,        model_,          quantization_, dtype_,
+          max_model_len_, gpu_mem_,        max_num_seqs_, max_num_batched_tokens_,
+          block_size_,    prefix_caching_, async_,        calibration_};
+}
+
+std::vector<std::string> ServerFlags::Names() {
+  CLI::App app;
+  ServerFlags f;
+  f.Register(&app);
+  std::vector<std::string> out;
+  for (const CLI::Option* o : f.All()) out.push_back(o->get_name());
+  return out;
+}
+
+std::vector<std::string> ServerFlags::GivenNames() const {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : All()) {
+    if (Given(o)) out.push_back(o->get_name());
+  }
+  return out;
+}
+
+absl::Status ServerFlags::ApplyTo(proto::ServerConfig& s) const {
+  if (Given(device_)) s.set_device(device_v_);
+  if (Given(model_)) s.set_model(model_v_);
+  if (Given(quantization_)) s.set_quantization(quantization_v_);
+  if (Given(dtype_)) s.set_dtype(dtype_v_);
+  if (Given(max_model_len_)) {
+    if (max_model_len_v_ < 1 || max_model_len_v_ > INT32_MAX) {
+      return OutOfRange("--max-model-len", absl::StrCat(max_model_len_v_), "[1, 2^31)");
+    }
+    s.set_max_model_len(static_cast<int32_t>(max_model_len_v_));
+  }
+  if (Given(gpu_mem_)) s.set_gpu_memory_utilization(gpu_mem_v_);
+  if (Given(max_num_seqs_)) {
+    if (max_num_seqs_v_ < 1 || max_num_seqs_v_ > INT32_MAX) {
+      return OutOfRange("--max-num-seqs", absl::StrCat(max_num_seqs_v_), "[1, 2^31)");
+    }
+    s.set_max_num_seqs(static_cast<int32_t>(max_num_seqs_v_));
+  }
+  if (Given(max_num_batched_tokens_)) {
+    if (max_num_batched_tokens_v_ < 1 || max_num_batched_tokens_v_ > INT32_MAX) {
+      return OutOfRange("--max-num-batched-tokens",
+                        absl::StrCat(max_num_batched_tokens_v_), "[1, 2^31)");
+    }
+    s.set_max_num_batched_tokens(static_cast<int32_t>(max_num_batched_tokens_v_));
+  }
+  if (Given(block_size_)) {
+    if (block_size_v_ < 1 || block_size_v_ > 1024) {
+      return OutOfRange("--block-size", absl::StrCat(block_size_v_), "[1, 1024]");
+    }
+    s.set_block_size(static_cast<int32_t>(block_size_v_));
+  }
+  if (Given(prefix_caching_)) s.set_enable_prefix_caching(prefix_caching_v_);
+  if (Given(async_)) s.set_async_scheduling(async_v_);
+  if (Given(calibration_)) s.set_calibration_profile(calibration_v_);
+  return absl::OkStatus();
 }
 
 void ExperimentFlags::RegisterClientFlags(CLI::App* cmd) {
@@ -126,54 +193,17 @@ absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
   for (size_t i = 0; i < sets_.size(); ++i) {
     RETURN_IF_ERROR(MergeText(sets_[i], absl::StrFormat("--set #%d", i + 1), c));
   }
-  proto::ServerConfig& s = *c.mutable_server();
   // A fleet config names each replica's server: a single-server flag would be
   // silently ignored.
   if (c.fleet().replicas_size() > 0) {
-    for (CLI::Option* o :
-         {device_, model_, quantization_, dtype_, max_model_len_, gpu_mem_, max_num_seqs_,
-          max_num_batched_tokens_, block_size_, prefix_caching_, async_, calibration_}) {
-      if (Given(o)) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: the config defines a fleet (fleet.replicas); set it in each replica's "
-            "server instead",
-            o->get_name()));
-      }
+    if (const std::vector<std::string> given = server_.GivenNames(); !given.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: the config defines a fleet (fleet.replicas); set it in each replica's "
+          "server instead",
+          given.front()));
     }
   }
-  if (Given(device_)) s.set_device(device_v_);
-  if (Given(model_)) s.set_model(model_v_);
-  if (Given(quantization_)) s.set_quantization(quantization_v_);
-  if (Given(dtype_)) s.set_dtype(dtype_v_);
-  if (Given(max_model_len_)) {
-    if (max_model_len_v_ < 1 || max_model_len_v_ > INT32_MAX) {
-      return OutOfRange("--max-model-len", absl::StrCat(max_model_len_v_), "[1, 2^31)");
-    }
-    s.set_max_model_len(static_cast<int32_t>(max_model_len_v_));
-  }
-  if (Given(gpu_mem_)) s.set_gpu_memory_utilization(gpu_mem_v_);
-  if (Given(max_num_seqs_)) {
-    if (max_num_seqs_v_ < 1 || max_num_seqs_v_ > INT32_MAX) {
-      return OutOfRange("--max-num-seqs", absl::StrCat(max_num_seqs_v_), "[1, 2^31)");
-    }
-    s.set_max_num_seqs(static_cast<int32_t>(max_num_seqs_v_));
-  }
-  if (Given(max_num_batched_tokens_)) {
-    if (max_num_batched_tokens_v_ < 1 || max_num_batched_tokens_v_ > INT32_MAX) {
-      return OutOfRange("--max-num-batched-tokens",
-                        absl::StrCat(max_num_batched_tokens_v_), "[1, 2^31)");
-    }
-    s.set_max_num_batched_tokens(static_cast<int32_t>(max_num_batched_tokens_v_));
-  }
-  if (Given(block_size_)) {
-    if (block_size_v_ < 1 || block_size_v_ > 1024) {
-      return OutOfRange("--block-size", absl::StrCat(block_size_v_), "[1, 1024]");
-    }
-    s.set_block_size(static_cast<int32_t>(block_size_v_));
-  }
-  if (Given(prefix_caching_)) s.set_enable_prefix_caching(prefix_caching_v_);
-  if (Given(async_)) s.set_async_scheduling(async_v_);
-  if (Given(calibration_)) s.set_calibration_profile(calibration_v_);
+  RETURN_IF_ERROR(server_.ApplyTo(*c.mutable_server()));
 
   proto::ClientConfig& cl = *c.mutable_client();
   if (Given(num_prompts_)) {
@@ -240,14 +270,20 @@ absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
   return c;
 }
 
+void ApplyServerDefaults(proto::ServerConfig& s) {
+  const ServerSpec kDefault;  // the one home of the server defaults
+  if (s.dtype().empty()) s.set_dtype(kDefault.dtype);
+  if (s.quantization().empty()) s.set_quantization(kDefault.quantization);
+  if (!s.has_gpu_memory_utilization())
+    s.set_gpu_memory_utilization(kDefault.gpu_memory_utilization);
+  if (!s.has_block_size()) s.set_block_size(kDefault.block_size);
+  if (!s.has_enable_prefix_caching())
+    s.set_enable_prefix_caching(kDefault.enable_prefix_caching);
+  if (!s.has_async_scheduling()) s.set_async_scheduling(kDefault.async_scheduling);
+}
+
 void ApplyDefaults(proto::ExperimentConfig& c) {
-  proto::ServerConfig& s = *c.mutable_server();
-  if (s.dtype().empty()) s.set_dtype("auto");
-  if (s.quantization().empty()) s.set_quantization("none");
-  if (!s.has_gpu_memory_utilization()) s.set_gpu_memory_utilization(0.90);
-  if (!s.has_block_size()) s.set_block_size(16);
-  if (!s.has_enable_prefix_caching()) s.set_enable_prefix_caching(true);
-  if (!s.has_async_scheduling()) s.set_async_scheduling(true);
+  ApplyServerDefaults(*c.mutable_server());
   proto::ClientConfig& cl = *c.mutable_client();
   // With a trace, num_prompts 0 means every request of the trace.
   if (cl.num_prompts() == 0 && cl.trace().empty()) cl.set_num_prompts(1000);
@@ -261,7 +297,9 @@ void ApplyDefaults(proto::ExperimentConfig& c) {
 absl::Status ValidateServer(const proto::ServerConfig& s, const std::string& where) {
   if (s.device().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        where, "--device: required; one of t4, l4, mi300x, tpu-v5e, tpu-v6e"));
+        where,
+        "--device: required; an id of `servesim devices` (t4, l4, mi300x, tpu-v5e, "
+        "tpu-v6e, h100-sxm, ...) or a device file path"));
   }
   if (s.model().empty()) {
     return absl::InvalidArgumentError(
@@ -397,21 +435,21 @@ absl::Status CheckRandomLengthsFit(const proto::ClientConfig& cl, int64_t max_mo
   return absl::OkStatus();
 }
 
-ServerSpec ToServerSpec(const proto::ServerConfig& s) {
+ServerSpec ToServerSpec(const proto::ServerConfig& server) {
+  proto::ServerConfig s = server;
+  ApplyServerDefaults(s);
   ServerSpec spec;
   spec.device = s.device();
   spec.model = s.model();
-  spec.dtype = s.dtype().empty() ? "auto" : s.dtype();
-  spec.quantization = s.quantization().empty() ? "none" : s.quantization();
+  spec.dtype = s.dtype();
+  spec.quantization = s.quantization();
   spec.max_model_len = s.max_model_len();
-  spec.gpu_memory_utilization =
-      s.has_gpu_memory_utilization() ? s.gpu_memory_utilization() : 0.90;
+  spec.gpu_memory_utilization = s.gpu_memory_utilization();
   spec.max_num_seqs = s.max_num_seqs();
   spec.max_num_batched_tokens = s.max_num_batched_tokens();
-  spec.block_size = s.has_block_size() ? s.block_size() : 16;
-  spec.enable_prefix_caching =
-      s.has_enable_prefix_caching() ? s.enable_prefix_caching() : true;
-  spec.async_scheduling = s.has_async_scheduling() ? s.async_scheduling() : true;
+  spec.block_size = s.block_size();
+  spec.enable_prefix_caching = s.enable_prefix_caching();
+  spec.async_scheduling = s.async_scheduling();
   spec.calibration_profile = s.calibration_profile();
   return spec;
 }

@@ -23,32 +23,35 @@
 
 namespace servesim::cli {
 
-// Binds the flags to a CLI11 subcommand and keeps their values. Register
-// once, parse, then call Resolve(). Not copyable (CLI11 holds pointers).
-class ExperimentFlags {
+// The `vllm serve` flags: one vocabulary, one set of help texts and
+// defaults (ServerSpec's initialisers, applied by ApplyDefaults) for every
+// subcommand that takes a server: simulate, memory, calibrate, plan and
+// sweep's base. Spelled as vllm serve spells them, with both --X and --no-X
+// where vLLM has both. Not copyable (CLI11 holds pointers to the values).
+class ServerFlags {
  public:
-  ExperimentFlags() = default;
-  ExperimentFlags(const ExperimentFlags&) = delete;
-  ExperimentFlags& operator=(const ExperimentFlags&) = delete;
+  ServerFlags() = default;
+  ServerFlags(const ServerFlags&) = delete;
+  ServerFlags& operator=(const ServerFlags&) = delete;
 
-  // `vllm serve` flags: --device --model --quantization --dtype
-  // --max-model-len --gpu-memory-utilization --max-num-seqs
-  // --max-num-batched-tokens --block-size --[no-]enable-prefix-caching
-  // --[no-]async-scheduling --calibration.
-  void RegisterServerFlags(CLI::App* cmd);
-  // `vllm bench serve` flags: --num-prompts --request-rate --burstiness
-  // --max-concurrency --random-input-len --random-output-len
-  // --random-range-ratio --seed --ignore-eos --client-overhead-s --trace
-  // --trace-format.
-  void RegisterClientFlags(CLI::App* cmd);
-  // --config FILE.textproto and repeated --set 'TEXT'.
-  void RegisterConfigFlags(CLI::App* cmd);
+  // Registers --device --model --quantization --dtype --max-model-len
+  // --gpu-memory-utilization --max-num-seqs --max-num-batched-tokens
+  // --block-size --[no-]enable-prefix-caching --[no-]async-scheduling
+  // --calibration on `cmd`.
+  void Register(CLI::App* cmd);
+  // Sets the field of every flag given on the command line; range errors
+  // name the flag. Fields of flags not given are left as they are.
+  absl::Status ApplyTo(proto::ServerConfig& server) const;
+  // The names of the flags given on the command line ("--device", ...).
+  std::vector<std::string> GivenNames() const;
+  CLI::Option* device() const { return device_; }
+  CLI::Option* model() const { return model_; }
 
-  // Defaults < --config < --set < explicit flags; then Validate().
-  absl::StatusOr<proto::ExperimentConfig> Resolve() const;
+  // Every flag Register adds, as --help lists them (first spelling).
+  static std::vector<std::string> Names();
 
  private:
-  // Server.
+  std::vector<CLI::Option*> All() const;
   CLI::Option* device_ = nullptr;
   CLI::Option* model_ = nullptr;
   CLI::Option* quantization_ = nullptr;
@@ -66,6 +69,31 @@ class ExperimentFlags {
           block_size_v_ = 0;
   double gpu_mem_v_ = 0;
   bool prefix_caching_v_ = true, async_v_ = true;
+};
+
+// Binds the flags to a CLI11 subcommand and keeps their values. Register
+// once, parse, then call Resolve(). Not copyable (CLI11 holds pointers).
+class ExperimentFlags {
+ public:
+  ExperimentFlags() = default;
+  ExperimentFlags(const ExperimentFlags&) = delete;
+  ExperimentFlags& operator=(const ExperimentFlags&) = delete;
+
+  // `vllm serve` flags (ServerFlags::Register).
+  void RegisterServerFlags(CLI::App* cmd) { server_.Register(cmd); }
+  // `vllm bench serve` flags: --num-prompts --request-rate --burstiness
+  // --max-concurrency --random-input-len --random-output-len
+  // --random-range-ratio --seed --ignore-eos --client-overhead-s --trace
+  // --trace-format.
+  void RegisterClientFlags(CLI::App* cmd);
+  // --config FILE.textproto and repeated --set 'TEXT'.
+  void RegisterConfigFlags(CLI::App* cmd);
+
+  // Defaults < --config < --set < explicit flags; then Validate().
+  absl::StatusOr<proto::ExperimentConfig> Resolve() const;
+
+ private:
+  ServerFlags server_;
   // Client.
   CLI::Option* num_prompts_ = nullptr;
   CLI::Option* request_rate_ = nullptr;
@@ -89,11 +117,15 @@ class ExperimentFlags {
   std::vector<std::string> sets_;
 };
 
-// Fills unset fields with the documented defaults (num_prompts 1000,
+// Fills unset fields with the documented defaults: the server's from
+// ServerSpec's initialisers (hwmodels/server_spec.h: dtype auto,
+// quantization none, gpu_memory_utilization 0.90, block_size 16, prefix
+// caching on, async scheduling on), the client's num_prompts 1000,
 // random_input_len 1024, random_output_len 128, burstiness 1, seed 0,
-// ignore_eos true, gpu_memory_utilization 0.90, block_size 16, prefix
-// caching on, async scheduling on, request_rate inf).
+// ignore_eos true, request_rate inf.
 void ApplyDefaults(proto::ExperimentConfig& config);
+// The server part of ApplyDefaults.
+void ApplyServerDefaults(proto::ServerConfig& server);
 
 // Range checks; the message names the flag and the allowed range.
 // Validate = ValidateRanges (each field on its own) + CheckRandomLengthsFit

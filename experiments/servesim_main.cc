@@ -1,8 +1,10 @@
 // servesim: simulate LLM inference serving (vLLM V1) without the hardware.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "experiments/cli.h"
+#include "sim/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -10,7 +12,8 @@ int main(int argc, char** argv) {
       "Predicts TTFT, TPOT/ITL, throughput, KV-cache fit and cost on t4, l4, "
       "mi300x, tpu-v5e and tpu-v6e."};
   app.require_subcommand(1, 1);
-  app.set_version_flag("--version", "servesim 0.1");
+  app.set_version_flag("--version", std::string("servesim ") + servesim::VersionString() +
+                                        " (commit " + servesim::CommitString() + ")");
   int exit_code = 0;
   servesim::cli::RegisterSimulateCommand(app, &exit_code);
   servesim::cli::RegisterMemoryCommand(app, &exit_code);

@@ -1,18 +1,28 @@
 #include "hwmodels/calibration_profile.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "hwmodels/embedded_data.h"
 #include "proto/text_format.h"
 #include "sim/status_macros.h"
+#include "sim/version.h"
 
 namespace servesim {
 namespace {
 
-bool Exists(const std::string& p) { return std::ifstream(p).good(); }
+// The embedded profile of that shipped name, or nullptr.
+const internal::EmbeddedFile* FindShipped(const std::string& name) {
+  for (int i = 0; i < internal::kNumEmbeddedProfileFiles; ++i) {
+    const internal::EmbeddedFile& f = internal::kEmbeddedProfileFiles[i];
+    if (f.name[0] != '\0' && ShippedProfileName(f.name) == name) return &f;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -43,14 +53,38 @@ absl::Status SaveCalibrationProfile(const proto::CalibrationProfile& profile,
   return absl::OkStatus();
 }
 
-std::string DefaultProfilePath(const std::string& device_id) {
-  const std::string rel = absl::StrCat("calibration/profiles/", device_id, ".textproto");
-  if (Exists(rel)) return rel;
-#ifdef SERVESIM_SOURCE_DIR
-  const std::string src = absl::StrCat(SERVESIM_SOURCE_DIR, "/", rel);
-  if (Exists(src)) return src;
-#endif
-  return "";
+std::string ShippedProfileName(const std::string& file_name) {
+  return absl::StrCat(kShippedProfilePrefix, file_name);
+}
+
+std::vector<std::string> ShippedProfileNames() {
+  std::vector<std::string> out;
+  for (int i = 0; i < internal::kNumEmbeddedProfileFiles; ++i) {
+    const internal::EmbeddedFile& f = internal::kEmbeddedProfileFiles[i];
+    if (f.name[0] != '\0') out.push_back(ShippedProfileName(f.name));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::StatusOr<ResolvedProfile> ResolveCalibrationProfile(const std::string& value,
+                                                          const std::string& device_id) {
+  ResolvedProfile r;
+  const std::string name =
+      value.empty() ? ShippedProfileName(absl::StrCat(device_id, ".textproto")) : value;
+  if (const internal::EmbeddedFile* f = FindShipped(name)) {
+    RETURN_IF_ERROR(ParseTextProto(f->text, name, &r.profile));
+    r.found = true;
+    r.shipped = true;
+    r.origin =
+        absl::StrCat("shipped ", name, " (embedded in servesim ", VersionString(), ")");
+    return r;
+  }
+  if (value.empty()) return r;  // no shipped profile: priors
+  ASSIGN_OR_RETURN(r.profile, LoadCalibrationProfile(value));
+  r.found = true;
+  r.origin = value;
+  return r;
 }
 
 int ApplyProfile(const proto::CalibrationProfile& profile, ParameterSet* params) {

@@ -27,8 +27,19 @@ bool IsShippedDevice(const proto::Device& device) {
   return false;
 }
 
+namespace {
+
+// The shipped profile of a device id, if one is shipped.
+absl::StatusOr<ResolvedProfile> ShippedProfile(const std::string& id) {
+  return ResolveCalibrationProfile("", id);
+}
+
+}  // namespace
+
 bool IsCalibratedDevice(const proto::Device& device) {
-  return IsShippedDevice(device) && !DefaultProfilePath(device.id()).empty();
+  if (!IsShippedDevice(device)) return false;
+  absl::StatusOr<ResolvedProfile> prof = ShippedProfile(device.id());
+  return prof.ok() && prof->found;
 }
 
 std::string LeaveOneDeviceOutError(const std::string& vendor) {
@@ -43,11 +54,10 @@ absl::StatusOr<PriorsByRule> DerivePriorsByRule(const proto::Device& device) {
   };
   std::vector<Member> all;
   for (const proto::Device& d : EmbeddedDevices()) {
-    const std::string path = DefaultProfilePath(d.id());
-    if (path.empty()) continue;
-    ASSIGN_OR_RETURN(proto::CalibrationProfile prof, LoadCalibrationProfile(path));
+    ASSIGN_OR_RETURN(ResolvedProfile prof, ShippedProfile(d.id()));
+    if (!prof.found) continue;
     Member m{d, {}};
-    for (const auto& p : prof.parameters()) m.fitted[p.name()] = p.value();
+    for (const auto& p : prof.profile.parameters()) m.fitted[p.name()] = p.value();
     all.push_back(std::move(m));
   }
   std::vector<const Member*> cls;

@@ -1,7 +1,8 @@
 // Priors for a device nobody calibrated, by rule from the calibrated ones.
 //
 // A device is calibrated when it is a shipped device (hwmodels/devices/)
-// with a shipped profile (calibration/profiles/<id>.textproto). For any
+// with a shipped profile (calibration/profiles/<id>.textproto, embedded;
+// hwmodels/calibration_profile.h). For any
 // other device, each step-model prior its file leaves out is the mean, over
 // the calibrated devices of the same vendor (all calibrated devices when
 // its vendor has none), of their calibrated values: the profile's fitted

@@ -450,9 +450,9 @@ TEST(CatalogTest, UnsupportedArchitecturesNameModelTypeAndField) {
 // The calibrated value of `key` on shipped device `id`: the shipped
 // profile's fit where it fits the key, else the device file's prior.
 double CalibratedValue(const std::string& id, const std::string& key) {
-  auto prof = LoadCalibrationProfile(DefaultProfilePath(id));
-  EXPECT_TRUE(prof.ok()) << id;
-  for (const auto& p : prof->parameters())
+  auto prof = ResolveCalibrationProfile("", id);
+  EXPECT_TRUE(prof.ok() && prof->found) << id;
+  for (const auto& p : prof->profile.parameters())
     if (p.name() == key) return p.value();
   return FindDevice(id)->param_priors().at(key);
 }

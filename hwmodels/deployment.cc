@@ -188,41 +188,51 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
     }
     param_source = "caller-supplied parameters";
   } else {
-    std::string path = spec.calibration_profile;
-    if (path.empty() && IsShippedDevice(d.device))
-      path = DefaultProfilePath(d.device.id());
-    if (!path.empty()) {
-      ASSIGN_OR_RETURN(proto::CalibrationProfile prof, LoadCalibrationProfile(path));
+    // A shipped profile belongs to the shipped file of its device id.
+    const bool shipped_device = IsShippedDevice(d.device);
+    ResolvedProfile prof;
+    if (!spec.calibration_profile.empty() || shipped_device) {
+      ASSIGN_OR_RETURN(
+          prof, ResolveCalibrationProfile(spec.calibration_profile, d.device.id()));
+    }
+    if (prof.found) {
+      const std::string& path = prof.origin;
       // A profile fitted on one device says nothing about another: the
       // hash names the exact device file; without one, the shipped file.
-      const std::string& want_hash = prof.device_content_hash();
-      if (want_hash.empty() ? !IsShippedDevice(d.device)
-                            : want_hash != d.device.content_hash()) {
+      const std::string& want_hash = prof.profile.device_content_hash();
+      if (want_hash.empty() ? !shipped_device : want_hash != d.device.content_hash()) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "--calibration %s: the profile was fitted on %s (device_content_hash "
             "%s), not on this device file %s (%s); fit one for it with `servesim "
             "calibrate --device %s --bench FILE...`",
             path,
-            want_hash.empty() ? absl::StrCat("the shipped device '", prof.device(), "'")
-                              : absl::StrCat("device '", prof.device(), "'"),
+            want_hash.empty()
+                ? absl::StrCat("the shipped device '", prof.profile.device(), "'")
+                : absl::StrCat("device '", prof.profile.device(), "'"),
             want_hash.empty() ? "none: the shipped file" : want_hash, d.device.origin(),
             d.device.content_hash(), d.device.origin()));
       }
-      if (!prof.device().empty()) {
-        auto of = want_hash.empty() ? FindDevice(prof.device())
+      if (!prof.profile.device().empty()) {
+        auto of = want_hash.empty() ? FindDevice(prof.profile.device())
                                     : absl::StatusOr<proto::Device>(d.device);
         if (!of.ok() || of->id() != d.device.id()) {
           return absl::InvalidArgumentError(absl::StrFormat(
               "--calibration %s: the profile was fitted on device '%s' (its device "
               "field), not on '%s'; fit one for %s with `servesim calibrate --device %s "
               "--bench FILE...` or leave --calibration out for the shipped profile",
-              path, prof.device(), d.device.id(), d.device.id(), d.device.id()));
+              spec.calibration_profile, prof.profile.device(), d.device.id(),
+              d.device.id(), d.device.id()));
         }
       }
-      const int n = ApplyProfile(prof, &d.params);
+      const int n = ApplyProfile(prof.profile, &d.params);
       param_source = absl::StrCat("calibration profile ", path, " (", n,
                                   " step-model parameters; client-side ones such as "
                                   "api_overhead_ms are applied by the client)");
+      d.calibrated = true;
+      d.api_overhead_ms = 0;
+      for (const auto& p : prof.profile.parameters()) {
+        if (p.name() == "api_overhead_ms" && p.value() > 0) d.api_overhead_ms = p.value();
+      }
     }
   }
   d.step_model = RooflineStepModel::Compile(d.graph, d.params);

@@ -1,3 +1,8 @@
+// Reading guide to hwmodels/ (-> sim, proto). Start here. Then catalog.h
+// and model_arch.h (devices and models), memory_planner.h (KV capacity),
+// step_model.h (the step-time formula; docs/step_model.md), params.h
+// (calibration parameters), calibration_profile.h (fitted profiles).
+//
 // The top-level entry of hwmodels: from the `vllm serve` flags of one
 // replica (ServerSpec) to everything the simulator needs: the resolved
 // device / model / weight format / dtype, the scheduler config with vLLM's
@@ -7,7 +12,9 @@
 // Typical use:
 //   ASSIGN_OR_RETURN(Deployment d, BuildDeployment(spec));
 //   if (!d.memory.fits) { ...print d.memory.reason... }
-//   engine.Run(d.scheduler, d.kv_cache, *d.step_model);
+//   std::vector<ReplicaConfig> r = {{d.scheduler, d.kv_cache, d.step_model.get()}};
+//   ASSIGN_OR_RETURN(auto engine, Engine::Create(std::move(r), router, client));
+//   RETURN_IF_ERROR(engine->Run(&source));  // sim/engine.h
 //
 // Calibration (the fitter) builds once, then re-prices thousands of times:
 //   ASSIGN_OR_RETURN(Deployment d, BuildDeployment(spec));
@@ -75,9 +82,17 @@ struct Deployment {
   std::shared_ptr<const CompiledStepGraph> graph;
   // Human-readable: formula, parameters and their sources.
   std::string provenance;
-  // Non-empty when the device is not calibrated (hwmodels/catalog_priors.h):
-  // its priors came by rule, and this says from where and with what expected
-  // error. Commands print it on stderr; it is also in `provenance`.
+  // False when no calibration profile applies (datasheet priors only, or
+  // caller-supplied parameters): the CLI warns that such a prediction
+  // carries the priors' error.
+  bool calibrated = false;
+  // The profile's api_overhead_ms (a client-side cost, not a step-time
+  // knob: the client adds it); 0 when none.
+  double api_overhead_ms = 0;
+  // Non-empty when no profile applies and the device's priors came by rule
+  // from the calibrated devices (hwmodels/catalog_priors.h): says from where
+  // and with what expected error. The CLI's warning uses it; it is also in
+  // `provenance`.
   std::string uncalibrated_note;
 };
 
@@ -88,8 +103,9 @@ struct Deployment {
 // Not fitting in memory is NOT an error: memory.fits == false.
 // Parameters: params_override if given (must contain every parameter of
 // DefaultParameters; missing ones keep the default), else the calibration
-// profile (spec.calibration_profile, or calibration/profiles/<device>.textproto
-// when present and the device is the shipped file of that id), else the
+// profile (ResolveCalibrationProfile of spec.calibration_profile: a user's file,
+// or the shipped calibration/profiles/<device>.textproto embedded in the
+// binary, which applies only to the shipped file of that device), else the
 // priors (by rule from the calibrated devices for an uncalibrated device).
 // A profile is refused on another device: its `device` must name this one,
 // and its device_content_hash (when set) must equal the device file's hash.

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "sim/int_math.h"
+#include "sim/kv_cache.h"
 
 namespace servesim {
 namespace {
@@ -18,8 +20,6 @@ namespace {
 // forward: factor x tokens x (2 x max FFN width + 4 x hidden) x dtype bytes.
 constexpr double kSamplerLogitCopies = 1.63;
 constexpr double kForwardActivationFactor = 4.22;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::string Gib(double v) { return absl::StrFormat("%.2f GiB", v); }
 
@@ -89,16 +89,7 @@ absl::StatusOr<KvLayout> PlanKvLayout(const ModelArch& m, int kv_dtype_bytes,
 int64_t BlocksPerRequest(const KvLayout& layout, int64_t len,
                          int32_t max_num_batched_tokens, bool async_scheduling) {
   const int64_t in_flight = int64_t{async_scheduling ? 2 : 1} * max_num_batched_tokens;
-  int64_t blocks = 0;
-  for (const KvGroupSpec& g : layout.spec.groups) {
-    if (g.sliding_window <= 0) {
-      blocks += CeilDiv(len, g.block_size_tokens);
-    } else {
-      const int64_t span = std::min<int64_t>(g.sliding_window - 1 + in_flight, len);
-      blocks += CeilDiv(span, g.block_size_tokens) + 1;
-    }
-  }
-  return blocks;
+  return VllmMaxBlocksPerRequest(layout.spec, len, in_flight);
 }
 
 ActivationParts EstimateActivationParts(const proto::Device& device, const ModelArch& m,

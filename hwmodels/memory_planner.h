@@ -33,9 +33,10 @@ struct KvLayout {
 absl::StatusOr<KvLayout> PlanKvLayout(const ModelArch& m, int kv_dtype_bytes,
                                       int32_t block_size);
 
-// Blocks one request of `len` tokens needs at its peak: full groups
-// ceil(len / bs); sliding groups ceil(min(window - 1 + in_flight, len) / bs)
-// + 1 with in_flight = (async ? 2 : 1) x max_num_batched_tokens.
+// Blocks one request of `len` tokens needs at its peak as vLLM estimates
+// it: VllmMaxBlocksPerRequest (sim/kv_cache.h, where it is compared with
+// the scheduler's exact MaxBlocksHeld) with in_flight = (async ? 2 : 1) x
+// max_num_batched_tokens.
 int64_t BlocksPerRequest(const KvLayout& layout, int64_t len,
                          int32_t max_num_batched_tokens, bool async_scheduling);
 

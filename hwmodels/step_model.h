@@ -121,7 +121,8 @@ class CompiledStepGraph {
 };
 
 // The parameters RooflineStepModel reads (names of ParameterSet entries).
-// Priors come from the device file (param_priors); see step_params.cc.
+// Priors come from the device file (param_priors), else the defaults
+// written in PriorStepParameters (step_model.cc), with bounds and meaning.
 ParameterSet PriorStepParameters(const servesim::proto::Device& device,
                                  const ModelArch& model, const WeightFormat& format);
 

@@ -1,3 +1,12 @@
+// Reading guide to sim/ (the simulator core; depends on Abseil only).
+// Start here: this loop drives everything. Then scheduler.h (vLLM's step
+// rules and preemption), kv_cache.h (blocks, sliding windows, prefix
+// cache), step_time_model.h (the interface hwmodels/ implements), client.h
+// and router.h (the front end), metrics.h and report.h (the outputs).
+// request.h and request_source.h are the data types; random.h, hash.h,
+// int_math.h, parallel.h, status_macros.h and json_writer.h are utilities
+// the other folders share. docs/architecture.md has the whole picture.
+//
 // The discrete-event loop: a client (sim/client.h) sends requests to a
 // fleet of one or more replicas through a Router; each replica runs vLLM
 // V1 scheduling (sim/scheduler.h) with its own SchedulerConfig,

@@ -5,27 +5,14 @@
 #include <numeric>
 
 #include "absl/strings/str_format.h"
+#include "sim/hash.h"
+#include "sim/int_math.h"
 #include "sim/status_macros.h"
 
 namespace servesim {
 namespace {
 
-inline uint64_t Mix(uint64_t h, uint64_t v) {
-  // splitmix64-style combine: deterministic, well spread.
-  uint64_t x = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
 constexpr uint64_t kUniqueSalt = 0x5eed0f00dULL;
-
-inline int32_t CeilDiv(int64_t a, int64_t b) {
-  return static_cast<int32_t>((a + b - 1) / b);
-}
 
 }  // namespace
 
@@ -81,16 +68,32 @@ KvCache::KvCache(const KvCacheSpec& spec, bool caching)
   }
 }
 
-int64_t KvCache::MaxBlocksHeld(int64_t kv_tokens, int64_t max_chunk_tokens) const {
+int64_t MaxBlocksHeld(const KvCacheSpec& spec, int64_t kv_tokens,
+                      int64_t max_chunk_tokens) {
   int64_t total = 0;
-  for (const GroupInfo& gi : groups_) {
-    const int64_t full = CeilDiv(kv_tokens, gi.block_size);
-    if (gi.window == 0) {
+  for (const KvGroupSpec& g : spec.groups) {
+    const int64_t full = CeilDiv(kv_tokens, g.block_size_tokens);
+    if (g.sliding_window <= 0) {
       total += full;
     } else {
       const int64_t sliding =
-          CeilDiv(gi.window - 1 + max_chunk_tokens, gi.block_size) + 1;
+          CeilDiv(g.sliding_window - 1 + max_chunk_tokens, g.block_size_tokens) + 1;
       total += std::min(full, sliding);
+    }
+  }
+  return total;
+}
+
+int64_t VllmMaxBlocksPerRequest(const KvCacheSpec& spec, int64_t tokens,
+                                int64_t in_flight_tokens) {
+  int64_t total = 0;
+  for (const KvGroupSpec& g : spec.groups) {
+    if (g.sliding_window <= 0) {
+      total += CeilDiv(tokens, g.block_size_tokens);
+    } else {
+      const int64_t span =
+          std::min<int64_t>(g.sliding_window - 1 + in_flight_tokens, tokens);
+      total += CeilDiv(span, g.block_size_tokens) + 1;
     }
   }
   return total;
@@ -110,8 +113,8 @@ void KvCache::EnsureSlot(int32_t slot) {
 }
 
 uint64_t KvCache::SeedHash(int g) const {
-  return Mix(0x7a11ULL + static_cast<uint64_t>(g),
-             static_cast<uint64_t>(groups_[g].block_size));
+  return HashCombine(0x7a11ULL + static_cast<uint64_t>(g),
+                     static_cast<uint64_t>(groups_[g].block_size));
 }
 
 uint64_t KvCache::BlockHash(uint64_t parent, const KvRequestView& req, int g, int32_t j,
@@ -128,13 +131,14 @@ uint64_t KvCache::BlockHash(uint64_t parent, const KvRequestView& req, int g, in
   if (e <= hashed_limit) {
     *shared = true;
     const int64_t hbt = req.hash_block_tokens;
-    uint64_t content = Mix(req.prefix_hashes[s / hbt], req.prefix_hashes[(e - 1) / hbt]);
-    content = Mix(content, static_cast<uint64_t>(s % hbt));
-    return Mix(parent, content) | 1;  // nonzero: 0 means "no key"
+    uint64_t content =
+        HashCombine(req.prefix_hashes[s / hbt], req.prefix_hashes[(e - 1) / hbt]);
+    content = HashCombine(content, static_cast<uint64_t>(s % hbt));
+    return HashCombine(parent, content) | 1;  // nonzero: 0 means "no key"
   }
   *shared = false;
-  return Mix(parent,
-             Mix(kUniqueSalt ^ static_cast<uint64_t>(req.id), static_cast<uint64_t>(j))) |
+  return HashCombine(parent, HashCombine(kUniqueSalt ^ static_cast<uint64_t>(req.id),
+                                         static_cast<uint64_t>(j))) |
          1;
 }
 

@@ -14,7 +14,12 @@
 // e <= hashed tokens is identified by the trace blocks s / hash_block_tokens
 // .. (e - 1) / hash_block_tokens and the offset s % hash_block_tokens; other
 // blocks (past the hashed part, or generated tokens) are unique to the
-// request. Freed blocks keep their hash and go to the tail of an LRU free
+// request. Prefix hashes are chained (traces/prefix_hash.h: equal hashes at
+// index i mean equal trace blocks 0..i), so the first and last trace block
+// stand for every one between. A block that becomes full holding a key
+// another block already holds stays uncached: the first keeps the key
+// (vLLM keeps both, which differs only once the first is evicted while the
+// second is still held). Freed blocks keep their hash and go to the tail of an LRU free
 // queue, tail blocks of a request first so they are evicted first; an
 // allocation takes the queue head and evicts its hash. A prefix hit is the
 // longest run of cached whole blocks from the left, at most num_tokens - 1
@@ -38,6 +43,10 @@
 // anonymous block. With no shared content (a trace without prefix hashes)
 // no block is ever labelled and the pool is a few counters.
 //
+// kv_cache_model_test drives this class and a literal reference
+// (ReferenceKvCache in sim/kv_cache_model.h) with the same random
+// operations and compares them after each one.
+//
 // Thread-compatible. Allocate/Free are O(blocks touched); no heap
 // allocation in steady state (slot tables keep their capacity). Without
 // prefix caching, blocks are only counted (no block ids).
@@ -56,6 +65,29 @@
 
 namespace servesim {
 
+// The peak-blocks rule, in its two forms (the one home of both; tests in
+// kv_cache_test state where they differ).
+//
+// The most blocks one request holds at once when its KV reaches
+// `kv_tokens` tokens and each step computes at most `max_chunk_tokens`:
+// full groups ceil(kv_tokens / bs); sliding groups the blocks overlapping
+// the last window - 1 computed tokens plus one chunk, at most
+// ceil((window - 1 + max_chunk_tokens) / bs) + 1 (the window may start
+// inside a block), and never more than ceil(kv_tokens / bs). The scheduler
+// rejects a request above the pool with it (Scheduler::CheckFits).
+int64_t MaxBlocksHeld(const KvCacheSpec& spec, int64_t kv_tokens,
+                      int64_t max_chunk_tokens);
+// vLLM's estimate of the same (KVCacheSpec.max_memory_usage_bytes over the
+// page size), behind its "Maximum concurrency" line and its start-up check
+// that max_model_len fits: sliding groups
+// ceil(min(window - 1 + in_flight_tokens, tokens) / bs) + 1. It caps the
+// span before adding the boundary block, so for a request shorter than
+// window - 1 + in_flight_tokens it counts one block per sliding group more
+// than MaxBlocksHeld (a window that has not slid starts at token 0, on a
+// block boundary). The memory planner reports this one, as vLLM does.
+int64_t VllmMaxBlocksPerRequest(const KvCacheSpec& spec, int64_t tokens,
+                                int64_t in_flight_tokens);
+
 // What the KV cache needs to know about a request's content.
 struct KvRequestView {
   RequestId id = 0;
@@ -72,9 +104,10 @@ class KvCache {
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
-  // The most blocks a request ever holds at once when its KV reaches
-  // `kv_tokens` tokens and each step computes at most `max_chunk_tokens`.
-  int64_t MaxBlocksHeld(int64_t kv_tokens, int64_t max_chunk_tokens) const;
+  // servesim::MaxBlocksHeld for this cache's groups.
+  int64_t MaxBlocksHeld(int64_t kv_tokens, int64_t max_chunk_tokens) const {
+    return servesim::MaxBlocksHeld(spec_, kv_tokens, max_chunk_tokens);
+  }
 
   // Prefix-cache hit, in tokens, for a request about to be admitted whose
   // sequence has `num_tokens` tokens (prompt plus tokens generated before a

@@ -1,5 +1,6 @@
 #include "sim/kv_cache.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -165,6 +166,58 @@ TEST(KvCacheTest, HybridHitNeedsTheSlidingWindowBlocksCached) {
   // Sliding group: tokens [224-63, 224) -> blocks 5 and 6 taken, 0..4 null.
   EXPECT_EQ(kv->num_used_blocks(), 16 + 3);
   EXPECT_TRUE(kv->CheckInvariant(true));
+}
+
+// The exact peak is reached: decoding one token a step through a sliding
+// window of 32 tokens in blocks of 16, three blocks are held at times.
+TEST(KvCachePeakTest, MaxBlocksHeldIsReachedBySlidingDecode) {
+  KvCacheSpec s;
+  s.num_blocks = 20;
+  s.groups.push_back(KvGroupSpec{16, 32, 1});
+  auto kv = KvCache::Create(s, false).value();
+  std::vector<uint64_t> none;
+  int64_t peak = 0;
+  for (int32_t c = 0; c < 300; ++c) {
+    ASSERT_TRUE(kv->Allocate(0, View(1, 1, none), c, 1, false));
+    peak = std::max(peak, kv->num_used_blocks());
+  }
+  EXPECT_EQ(peak, 3);
+  EXPECT_EQ(kv->MaxBlocksHeld(300, 1), 3);
+}
+
+// Why the planner's figure (vLLM's) and the scheduler's differ: vLLM caps
+// the sliding span at the request length before adding the boundary block,
+// so a request shorter than the span counts one block more per sliding
+// group than it can hold (its window has not slid and starts on a block
+// boundary); past the span the two agree.
+TEST(KvCachePeakTest, VllmEstimateCountsOneBoundaryBlockMoreForShortRequests) {
+  KvCacheSpec s;
+  s.groups.push_back(KvGroupSpec{16, 0, 1});     // full attention
+  s.groups.push_back(KvGroupSpec{32, 512, 1});   // sliding, span 511 + chunk
+  s.groups.push_back(KvGroupSpec{32, 1024, 1});  // sliding, span 1023 + chunk
+  const int64_t chunk = 256;
+  // 600 tokens: shorter than both spans (767, 1279).
+  EXPECT_EQ(MaxBlocksHeld(s, 600, chunk), 38 + 19 + 19);
+  EXPECT_EQ(VllmMaxBlocksPerRequest(s, 600, chunk), 38 + 20 + 20);
+  // 1000 tokens: past the first span only.
+  EXPECT_EQ(MaxBlocksHeld(s, 1000, chunk), 63 + 25 + 32);
+  EXPECT_EQ(VllmMaxBlocksPerRequest(s, 1000, chunk), 63 + 25 + 33);
+  // 8192 tokens: past both spans, equal.
+  EXPECT_EQ(MaxBlocksHeld(s, 8192, chunk), VllmMaxBlocksPerRequest(s, 8192, chunk));
+  // A request that short holds exactly ceil(tokens / bs) sliding blocks.
+  KvCacheSpec one;
+  one.num_blocks = 100;
+  one.groups.push_back(KvGroupSpec{32, 512, 1});
+  auto kv = KvCache::Create(one, false).value();
+  std::vector<uint64_t> none;
+  int32_t c = 0;
+  for (; c + chunk <= 600; c += chunk) {
+    ASSERT_TRUE(kv->Allocate(0, View(1, 600, none), c, chunk, false));
+  }
+  ASSERT_TRUE(kv->Allocate(0, View(1, 600, none), c, 600 - c, false));
+  EXPECT_EQ(kv->num_used_blocks(), 19);  // ceil(600 / 32)
+  EXPECT_EQ(MaxBlocksHeld(one, 600, chunk), 19);
+  EXPECT_EQ(VllmMaxBlocksPerRequest(one, 600, chunk), 20);
 }
 
 }  // namespace

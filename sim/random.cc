@@ -2,15 +2,13 @@
 
 #include <cmath>
 
+#include "sim/hash.h"
 #include "sim/status_macros.h"
 
 namespace servesim {
 
 uint64_t StreamSeed(uint64_t seed, RngStream stream) {
-  uint64_t x = seed + 0x9e3779b97f4a7c15ULL * (static_cast<uint64_t>(stream) + 1);
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
+  return Mix64(seed + kGoldenGamma * static_cast<uint64_t>(stream));
 }
 
 int64_t Rng::UniformInt(int64_t lo, int64_t hi) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/json_writer.h"
+#include "sim/version.h"
 
 namespace servesim {
 namespace {
@@ -110,6 +111,7 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
     w.EndArray();
   }
   w.Key("servesim").BeginObject();
+  w.KV("version", VersionString()).KV("commit", CommitString());
   WriteSummaryObject(w, "queueing", r.queueing);
   w.KV("preemptions", r.preemptions);
   w.Key("rejected").BeginObject();

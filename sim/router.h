@@ -1,5 +1,5 @@
 // Routers pick the replica for each request reaching the fleet. Pluggable:
-// implement Router (the fleet work adds KV/prefix-aware routers).
+// implement Router (sim/router_aware.h has the KV/prefix-aware ones).
 // Routers are stateful (round-robin) but deterministic; thread-compatible.
 #ifndef SERVESIM_SIM_ROUTER_H_
 #define SERVESIM_SIM_ROUTER_H_

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "sim/hash.h"
 
 namespace servesim {
 namespace {
@@ -10,14 +11,6 @@ namespace {
 // Fewer outstanding wins; then the lower index (i < j always here).
 bool LessLoaded(const Scheduler& a, const Scheduler& b) {
   return a.num_outstanding() < b.num_outstanding();
-}
-
-uint64_t Mix(uint64_t parent, uint64_t h) {
-  // splitmix64 finaliser over the pair: position-dependent chain key.
-  uint64_t z = parent ^ (h + 0x9e3779b97f4a7c15ull + (parent << 6) + (parent >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
 }
 
 }  // namespace
@@ -54,7 +47,7 @@ void PrefixAwareRouter::ChainKeys(const RequestSpec& request) const {
   keys_.clear();
   uint64_t k = 0x5eed5eed5eed5eedull ^ static_cast<uint64_t>(request.hash_block_tokens);
   for (uint64_t h : request.prefix_hashes) {
-    k = Mix(k, h);
+    k = HashCombine(k, h);  // position-dependent chain key
     keys_.push_back(k);
   }
 }

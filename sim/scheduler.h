@@ -17,9 +17,10 @@
 // sequence length (prompt + generated) emits one token (the first one at the
 // end of the step completing its prefill; a partial chunk emits nothing);
 // finished requests free their blocks.
-// Requests that can never run are rejected by Add (with a reason), never
-// queued: prompt + output > max_model_len, more blocks than the whole pool,
-// or (chunked prefill off) a prefill longer than the token budget.
+// Requests that can never run are never queued: CheckFits names the reason
+// (prompt + output > max_model_len, more blocks than the whole pool, or,
+// chunked prefill off, a prefill longer than the token budget) and the
+// engine records them as rejected; Add aborts on such a request.
 //
 // Thread-compatible. Requests live in flat slots reused after they finish;
 // no heap allocation per step in steady state.

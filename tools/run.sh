@@ -2,9 +2,13 @@
 # One entry point for a fresh Debian 12 machine:
 #   bash tools/run.sh demo   install what is missing, build, run the validation
 #                            report against the measured tables, then a what-if
-#   bash tools/run.sh test   install what is missing, build, run every test
-#                            (plain build, then AddressSanitizer+UBSan build,
-#                            then a short libFuzzer run of each trace reader)
+#   bash tools/run.sh test   install what is missing, build, run every test:
+#                            format check; GCC Release build with warnings as
+#                            errors and its tests; cmake --install and the
+#                            installed binary's validate from /; Clang
+#                            AddressSanitizer+UBSan build and its tests;
+#                            clang-tidy; ThreadSanitizer over the threaded
+#                            tests; a short libFuzzer run of each parser
 #   bash tools/run.sh build  install what is missing and build only
 # Environment: JOBS (default: all cores), BUILD_DIR (default: build).
 set -euo pipefail
@@ -17,7 +21,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 PACKAGES=(cmake g++ ninja-build pkg-config git
   libabsl-dev libprotobuf-dev protobuf-compiler libcli11-dev
   libboost-graph-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  zlib1g-dev clang libclang-rt-14-dev clang-format gnuplot-nox)
+  zlib1g-dev clang libclang-rt-14-dev clang-format clang-tidy gnuplot-nox)
 
 install_missing() {
   local missing=()
@@ -62,17 +66,34 @@ case "$MODE" in
       --random-output-len 256 --ignore-eos --seed 1
     ;;
   test)
-    echo "== format check"
-    if command -v clang-format >/dev/null; then
-      bad=$(git ls-files '*.cc' '*.h' | xargs clang-format --dry-run 2>&1 | grep -c warning || true)
-      echo "clang-format: $bad formatting warnings (informational)"
+    echo "== format check (clang-format, .clang-format)"
+    bad=$(git ls-files '*.cc' '*.h' | xargs clang-format --dry-run 2>&1 | grep -c 'warning:' || true)
+    if [ "$bad" != 0 ]; then
+      git ls-files '*.cc' '*.h' | xargs clang-format --dry-run 2>&1 | grep 'warning:' | head -20
+      echo "clang-format: $bad formatting warnings (run clang-format -i on the files above)"
+      exit 1
     fi
-    echo "== build and test"
-    configure_and_build "$BUILD_DIR"
+    echo "clang-format: 0 warnings"
+    echo "== build (GCC, Release, warnings as errors) and test"
+    configure_and_build "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSERVESIM_WERROR=ON
     run_tests "$BUILD_DIR"
-    echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and test"
-    configure_and_build "${BUILD_DIR}-asan" -DSERVESIM_SANITIZE=ON -DSERVESIM_BENCHMARKS=OFF
+    echo "== cmake --install, then validate from / (same bytes as the build tree)"
+    prefix=$(mktemp -d)
+    cmake --install "$BUILD_DIR" --prefix "$prefix" >/dev/null
+    "$BUILD_DIR/servesim" validate -j "$JOBS" >"$prefix/build.txt" || true
+    (cd / && "$prefix/bin/servesim" validate -j "$JOBS" >"$prefix/installed.txt") || true
+    cmp "$prefix/build.txt" "$prefix/installed.txt"
+    [ -s "$prefix/installed.txt" ]
+    rm -rf "$prefix"
+    echo "installed servesim: same validate report from /"
+    echo "== AddressSanitizer + UndefinedBehaviorSanitizer build (Clang, Debug info) and test"
+    configure_and_build "${BUILD_DIR}-asan" -DCMAKE_CXX_COMPILER=clang++ \
+      -DSERVESIM_SANITIZE=ON -DSERVESIM_WERROR=ON -DSERVESIM_BENCHMARKS=OFF
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_tests "${BUILD_DIR}-asan"
+    echo "== clang-tidy (.clang-tidy) over the sources"
+    bash tools/tidy.sh "${BUILD_DIR}-asan"
+    echo "== ThreadSanitizer build (Clang) of the threaded tests"
+    bash tools/tsan.sh "${BUILD_DIR}-tsan"
     if [ -x tools/fuzz.sh ]; then
       echo "== libFuzzer smoke run of each reader"
       bash tools/fuzz.sh "${BUILD_DIR}-fuzz"

@@ -1,3 +1,12 @@
+// Reading guide to traces/ (RequestSources; -> sim, proto). Start here:
+// OpenTrace turns a file into a request stream. The formats are in
+// trace_reader.h (one reader per file in readers/), arrival processes and
+// synthetic sessions in synthetic.h, stream wrappers in transforms.h,
+// `servesim trace stats` in trace_stats.h, conversion in trace_writer.h;
+// bench_result.h reads `vllm bench serve` result files for calibration/.
+// parse_util.h, json.h and file_util.h are helpers; prefix_hash.h the
+// trace prefix hashes.
+//
 // One entry point for replaying a trace file: detect or take the format,
 // open the streaming reader, attach an arrival process when the file has
 // no timestamps, and apply the transforms. `servesim simulate --trace F`

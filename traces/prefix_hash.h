@@ -6,18 +6,12 @@
 
 #include <cstdint>
 
+#include "sim/hash.h"  // Mix64
+
 namespace servesim {
 
 // The parent of a prompt's first block.
 constexpr uint64_t kPrefixHashRoot = 0x5E5E5E5E'A5A5A5A5ULL;
-
-// SplitMix64 finaliser: a bijective 64-bit mixer.
-inline uint64_t Mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 // Hash of a block whose content id is `block_id`, following `parent`.
 inline uint64_t ChainHash(uint64_t parent, uint64_t block_id) {

@@ -1,0 +1,119 @@
+// The lengths reader: CSV tables of lengths, with optional arrival, session and hash
+// columns.
+#include "traces/readers/readers.h"
+
+namespace servesim::trace_internal {
+namespace {
+
+// ---------------------------------------------------------------- lengths
+
+// A table of lengths (ShareGPT stats, servesim's own CSV): input and output
+// columns by name, optional arrival, session and prefix-hash columns.
+class LengthsReader : public CsvTraceReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const ReaderOptions& opts) {
+    std::unique_ptr<LengthsReader> r(new LengthsReader(opts));
+    RETURN_IF_ERROR(r->ReadCsvHeader());
+    const auto& h = r->header_;
+    r->in_ =
+        FindColumn(h, {"input_tokens", "num_prefill_tokens", "input_length", "input_len",
+                       "prompt_len", "prompt_tokens", "ContextTokens", "Request tokens"});
+    r->out_ = FindColumn(
+        h, {"output_tokens", "num_decode_tokens", "output_length", "output_len",
+            "completion_tokens", "GeneratedTokens", "Response tokens"});
+    r->arrival_ns_ = FindColumn(h, {"arrival_ns"});
+    r->arrival_s_ = FindColumn(h, {"arrival_s", "timestamp_s"});
+    r->session_ = FindColumn(h, {"session_id"});
+    r->block_ = FindColumn(h, {"hash_block_tokens"});
+    r->hashes_ = FindColumn(h, {"prefix_hashes"});
+    if (r->in_ < 0)
+      return r->MissingColumn("input length (input_tokens, num_prefill_tokens, ...)");
+    if (r->out_ < 0) {
+      return r->MissingColumn("output length (output_tokens, num_decode_tokens, ...)");
+    }
+    if (r->arrival_ns_ >= 0) r->time_field_ = "arrival_ns";
+    if (r->arrival_s_ >= 0) r->time_field_ = std::string(h[r->arrival_s_]);
+    return std::unique_ptr<TraceReader>(std::move(r));
+  }
+
+  bool HasArrivalTimes() const override { return arrival_ns_ >= 0 || arrival_s_ >= 0; }
+
+ private:
+  explicit LengthsReader(const ReaderOptions& opts)
+      : CsvTraceReader(TraceFormat::kLengths, opts, "arrival") {}
+
+  bool ParseRow(std::string_view line, RequestSpec& out, int64_t* abs_ns) override {
+    if (!SplitRow(line)) return false;
+    *abs_ns = 0;
+    if (arrival_ns_ >= 0) {
+      const std::string_view a = TrimSpaces(cells_[arrival_ns_]);
+      if (!ParseInt64(a, abs_ns) || *abs_ns < 0) {
+        return Fail(SkipReason::kMalformed,
+                    absl::StrCat("column arrival_ns: \"", Clip(a),
+                                 "\" is not a non-negative integer"));
+      }
+    } else if (arrival_s_ >= 0) {
+      const std::string_view a = TrimSpaces(cells_[arrival_s_]);
+      if (!ParseDecimalToNs(a, kNsPerSec, abs_ns)) {
+        return Fail(SkipReason::kMalformed,
+                    absl::StrCat("column ", time_field_, ": \"", Clip(a),
+                                 "\" is not a non-negative number"));
+      }
+    }
+    if (!ParseLength("column", header_[in_], cells_[in_], 1, &out.input_tokens) ||
+        !ParseLength("column", header_[out_], cells_[out_], 1, &out.output_tokens)) {
+      return false;
+    }
+    if (session_ >= 0) {
+      const std::string_view s = TrimSpaces(cells_[session_]);
+      if (!ParseInt64(s, &out.session_id) || out.session_id < -1) {
+        return Fail(SkipReason::kMalformed, absl::StrCat("column session_id: \"", Clip(s),
+                                                         "\" is not an integer >= -1"));
+      }
+    }
+    if (hashes_ >= 0) {
+      std::string_view rest = TrimSpaces(cells_[hashes_]);
+      while (!rest.empty()) {
+        const size_t sp = rest.find(' ');
+        const std::string_view tok = rest.substr(0, sp);
+        uint64_t h = 0;
+        if (!ParseUint64(tok, &h)) {
+          return Fail(SkipReason::kMalformed,
+                      absl::StrCat("column prefix_hashes: \"", Clip(tok),
+                                   "\" is not an unsigned 64-bit integer"));
+        }
+        out.prefix_hashes.push_back(h);
+        rest = sp == rest.npos ? std::string_view() : TrimSpaces(rest.substr(sp + 1));
+      }
+      int64_t block = opts_.hash_block_tokens;
+      if (block_ >= 0 && !TrimSpaces(cells_[block_]).empty()) {
+        const std::string_view b = TrimSpaces(cells_[block_]);
+        if (!ParseInt64(b, &block) || block < 1 || block > 1'000'000) {
+          return Fail(SkipReason::kMalformed,
+                      absl::StrCat("column hash_block_tokens: \"", Clip(b),
+                                   "\" is outside 1..1000000"));
+        }
+      }
+      if (!out.prefix_hashes.empty()) {
+        if (block <= 0) {
+          return Fail(SkipReason::kMalformed,
+                      "column prefix_hashes: hashes given but no hash_block_tokens");
+        }
+        out.hash_block_tokens = static_cast<int32_t>(block);
+      }
+    }
+    return true;
+  }
+
+  int in_ = -1, out_ = -1, arrival_ns_ = -1, arrival_s_ = -1, session_ = -1, block_ = -1,
+      hashes_ = -1;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenLengthsReader(
+    const ReaderOptions& opts) {
+  return LengthsReader::Open(opts);
+}
+
+}  // namespace servesim::trace_internal
