@@ -211,7 +211,9 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--quantization", f->quantization, "none|fp8|w8a8|w4a16|w4a16-emb4");
   cmd->add_option("--dtype", f->dtype, "bf16|fp16|auto");
   cmd->add_option("--max-model-len", f->max_model_len, "max model length");
-  cmd->add_option("--devices", f->devices, "comma-separated devices (default: all)");
+  cmd->add_option(
+      "--devices", f->devices,
+      "comma-separated device ids or device files (default: the calibrated ones)");
   cmd->add_option("--price", f->price, "price tier: on-demand|spot|commit-1y|commit-3y");
   cmd->add_option("--max-replicas", f->max_replicas, "largest fleet to try")
       ->check(CLI::Range(1, 256));
