@@ -22,6 +22,8 @@ void RegisterCalibrateCommand(CLI::App& app, int* exit_code);
 void RegisterTraceCommand(CLI::App& app, int* exit_code);
 void RegisterSweepCommand(CLI::App& app, int* exit_code);
 void RegisterPlanCommand(CLI::App& app, int* exit_code);
+void RegisterDevicesCommand(CLI::App& app, int* exit_code);
+void RegisterModelsCommand(CLI::App& app, int* exit_code);
 
 // Exit codes shared by every subcommand.
 constexpr int kExitOk = 0;

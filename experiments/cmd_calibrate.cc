@@ -20,6 +20,7 @@
 #include "experiments/cli.h"
 #include "experiments/server_flags.h"
 #include "hwmodels/catalog.h"
+#include "hwmodels/catalog_priors.h"
 
 namespace servesim::cli {
 namespace {
@@ -133,6 +134,12 @@ int RunCalibrate(const CalibrateFlags& f) {
     cells.push_back(*std::move(c));
   }
 
+  // --device is an id or a device file; the profile names the file's hash.
+  absl::StatusOr<servesim::proto::Device> device_file = FindDevice(device);
+  if (!device_file.ok()) {
+    Err(std::string(device_file.status().message()));
+    return kExitBadInput;
+  }
   servesim::proto::MeasurementSet set;
   auto* run = set.add_runs();
   run->set_id("user-run");
@@ -210,6 +217,32 @@ int RunCalibrate(const CalibrateFlags& f) {
     }
     if (chosen != nullptr) break;
   }
+  // A device without its own entry (a user's device file, or a shipped
+  // device nobody calibrated) takes the "user" entry of a calibrated device
+  // of its vendor (by id), else of any calibrated device.
+  std::string fit_rule;
+  if (chosen == nullptr) {
+    for (const bool same_vendor : {true, false}) {
+      for (const servesim::proto::Device& d : EmbeddedDevices()) {
+        if (!IsCalibratedDevice(d) ||
+            (same_vendor && d.vendor() != device_file->vendor()))
+          continue;
+        for (const auto& spec : shipped->fits()) {
+          if (spec.device() == d.id() && spec.software_build() == "user") {
+            chosen = &spec;
+            break;
+          }
+        }
+        if (chosen != nullptr) break;
+      }
+      if (chosen != nullptr) break;
+    }
+    if (chosen != nullptr) {
+      fit_rule =
+          absl::StrFormat(" (%s has no entry: %s's user entry, by vendor %s)",
+                          device_file->id(), chosen->device(), device_file->vendor());
+    }
+  }
   if (chosen == nullptr) {
     Err(absl::StrFormat("device '%s' has no fit specification in %s (devices: %s)",
                         device, f.fit_config, AllowedDeviceNamesForFit(*shipped)));
@@ -218,6 +251,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   servesim::proto::FitConfig config;
   auto* spec = config.add_fits();
   *spec = *chosen;
+  spec->set_device(device);
   spec->set_software_build(f.software_build);
   // Keep the free parameters this deployment has: no quant_kernel_eff for
   // an unquantized model, no client parameter of write-up A's SageMaker
@@ -239,9 +273,10 @@ int RunCalibrate(const CalibrateFlags& f) {
       dropped.push_back(name);
     }
   }
-  std::fprintf(progress, "fit: %s / %s parameters of %s (%s)%s%s\n",
+  std::fprintf(progress, "fit: %s / %s parameters of %s%s (%s)%s%s\n",
                chosen->device().c_str(), chosen->software_build().c_str(),
-               f.fit_config.c_str(), absl::StrJoin(spec->free_parameters(), ", ").c_str(),
+               f.fit_config.c_str(), fit_rule.c_str(),
+               absl::StrJoin(spec->free_parameters(), ", ").c_str(),
                dropped.empty() ? "" : "; not in this deployment: ",
                absl::StrJoin(dropped, ", ").c_str());
   ValidateOptions options;
@@ -255,9 +290,15 @@ int RunCalibrate(const CalibrateFlags& f) {
   const std::string text = f.json ? FormatReportJson(*report) : FormatReportText(*report);
   std::fwrite(text.data(), 1, text.size(), stdout);
   const std::string out =
-      f.out.empty() ? absl::StrFormat("%s@%s.textproto", device, f.software_build)
-                    : f.out;
-  auto st = WriteProfile(MakeProfile(report->groups.front(), report->points), out);
+      f.out.empty()
+          ? absl::StrFormat("%s@%s.textproto", device_file->id(), f.software_build)
+          : f.out;
+  servesim::proto::CalibrationProfile profile =
+      MakeProfile(report->groups.front(), report->points);
+  // Named by id, and bound to this exact device file by its hash.
+  profile.set_device(device_file->id());
+  profile.set_device_content_hash(device_file->content_hash());
+  auto st = WriteProfile(profile, out);
   if (!st.ok()) {
     Err(std::string(st.message()));
     return kExitBadInput;

@@ -63,6 +63,7 @@ void PrintJson(const Deployment& d, const FitHints& hints) {
     w.EndArray();
   }
   w.KV("device", d.device.id());
+  if (!d.uncalibrated_note.empty()) w.KV("uncalibrated", d.uncalibrated_note);
   w.KV("model", d.model.id);
   w.KV("quantization", d.format.id);
   w.KV("dtype", d.dtype);
@@ -178,6 +179,8 @@ int RunMemory(const MemoryFlags& f) {
   }
   auto d = BuildDeployment(spec);
   if (!d.ok()) return fail(d.status());
+  if (!d->uncalibrated_note.empty())
+    std::fprintf(stderr, "servesim memory: note: %s\n", d->uncalibrated_note.c_str());
   if (spec.measured_kv_cache_gib && *spec.measured_kv_cache_gib > d->memory.total_gib) {
     return fail(absl::InvalidArgumentError(absl::StrFormat(
         "--measured-kv-cache-gib: %g is out of range [0, %.2f] GiB (the usable memory of "

@@ -24,7 +24,9 @@
 #include "google/protobuf/text_format.h"
 #include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
+#include "hwmodels/catalog_priors.h"
 #include "hwmodels/deployment.h"
+#include "hwmodels/model_arch.h"
 #include "sim/router.h"
 #include "sim/status_macros.h"
 
@@ -116,17 +118,41 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   }
   std::vector<std::string> ids;
   if (devices.empty()) {
-    ids = DeviceIds();
+    // The calibrated devices; an uncalibrated one (priors by rule) only when
+    // --devices names it.
+    for (const proto::Device& d : EmbeddedDevices())
+      if (IsCalibratedDevice(d)) ids.push_back(d.id());
   } else {
     for (absl::string_view d : absl::StrSplit(devices, ',', absl::SkipWhitespace())) {
       ids.emplace_back(d);
     }
   }
   if (ids.empty()) return absl::InvalidArgumentError("--devices: no device given");
-  for (std::string& id : ids) {
-    absl::StatusOr<proto::Device> dev = FindDevice(id);
-    if (!dev.ok()) return dev.status();
-    id = dev->id();
+  ASSIGN_OR_RETURN(const WeightFormat format,
+                   ResolveWeightFormat(s->quantization().empty() ? std::string("none")
+                                                                 : s->quantization()));
+  {
+    std::vector<std::string> kept, skipped;
+    for (const std::string& id : ids) {
+      absl::StatusOr<proto::Device> dev = FindDevice(id);
+      if (!dev.ok()) return dev.status();
+      // A fleet whose vLLM build has no kernel for the format cannot start.
+      if (absl::Status st = CheckWeightFormat(*dev, format.id); !st.ok()) {
+        std::fprintf(stderr, "servesim plan: skipping %s: %s\n", dev->id().c_str(),
+                     std::string(st.message()).c_str());
+        skipped.push_back(dev->id());
+        continue;
+      }
+      // A device file given by path is planned by its path.
+      kept.push_back(IsShippedDevice(*dev) ? dev->id() : id);
+    }
+    if (kept.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--quantization ", format.id,
+          ": no device to plan on can run it (skipped: ", absl::StrJoin(skipped, ", "),
+          "); allowed: a device whose weight_formats list it"));
+    }
+    ids = std::move(kept);
   }
   auto planned = [&ids](const std::string& d) {
     return std::find(ids.begin(), ids.end(), d) != ids.end();
@@ -230,7 +256,7 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   for (const std::string& id : ids) {
     proto::Device dev = FindDevice(id).value();
     PlanDevice pd;
-    pd.device = dev.id();
+    pd.device = id;
     pd.calibration_profile = profile_of(id);
     const std::vector<PriceOffer> offers = OffersFromDevice(dev);
     const double* user = nullptr;
@@ -293,7 +319,9 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seed", f->seed, "client seed");
   cmd->add_option("--slo", f->slo, "e.g. 'ttft_p99<=500ms,tpot_p99<=50ms'")->required();
   f->server.Register(cmd, /*with_calibration=*/false);  // --model default: gemma-4-e2b
-  cmd->add_option("--devices", f->devices, "comma-separated devices (default: all)");
+  cmd->add_option(
+      "--devices", f->devices,
+      "comma-separated device ids or device files (default: the calibrated ones)");
   cmd->add_option("--price", f->price,
                   "price tier: on-demand|spot|commit-1y|commit-3y; each device pays the\n"
                   "cheapest listed offer of that tier or on-demand (named in every row)");

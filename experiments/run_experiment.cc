@@ -22,6 +22,11 @@ std::vector<std::string> UncalibratedWarnings(
     if (d.calibrated) continue;
     if (std::find(seen.begin(), seen.end(), d.device.id()) != seen.end()) continue;
     seen.push_back(d.device.id());
+    // Priors by rule (hwmodels/catalog_priors.h): the note says from where.
+    if (!d.uncalibrated_note.empty()) {
+      out.push_back(d.uncalibrated_note);
+      continue;
+    }
     out.push_back(absl::StrCat(
         "no calibration profile for device ", d.device.id(),
         ": step times come from its datasheet and the default efficiency priors, "

@@ -53,8 +53,9 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenRequestSource(
     const proto::ClientConfig& client);
 
 // One warning per distinct device of `deployments` that no calibration
-// profile covers: its step times are datasheet priors, and the prediction
-// carries their error (not the calibrated devices' validate error).
+// profile covers: its step times are datasheet priors (by rule from the
+// calibrated devices: Deployment::uncalibrated_note, when set), and the
+// prediction carries their error (not the calibrated devices' validate error).
 std::vector<std::string> UncalibratedWarnings(const std::vector<Deployment>& deployments);
 
 struct ExperimentRun {

@@ -48,7 +48,9 @@ absl::StatusOr<double> ParseRequestRate(const std::string& text) {
 
 void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
   device_ =
-      cmd->add_option("--device", device_v_, "t4 | l4 | mi300x | tpu-v5e | tpu-v6e");
+      cmd->add_option("--device", device_v_,
+                      "an id of `servesim devices` (t4, l4, mi300x, h100-sxm, ...) or a "
+                      "device file path");
   model_ = cmd->add_option(
       "--model", model_v_,
       "gemma-4-e2b | gemma-4-e4b | gemma-4-12b | gemma-4-26b-a4b | gemma-4-31b, a "
@@ -298,7 +300,9 @@ void ApplyDefaults(proto::ExperimentConfig& c) {
 absl::Status ValidateServer(const proto::ServerConfig& s, const std::string& where) {
   if (s.device().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        where, "--device: required; one of t4, l4, mi300x, tpu-v5e, tpu-v6e"));
+        where,
+        "--device: required; an id of `servesim devices` (t4, l4, mi300x, tpu-v5e, "
+        "tpu-v6e, h100-sxm, ...) or a device file path"));
   }
   if (s.model().empty()) {
     return absl::InvalidArgumentError(

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   servesim::cli::RegisterTraceCommand(app, &exit_code);
   servesim::cli::RegisterSweepCommand(app, &exit_code);
   servesim::cli::RegisterPlanCommand(app, &exit_code);
+  servesim::cli::RegisterDevicesCommand(app, &exit_code);
+  servesim::cli::RegisterModelsCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

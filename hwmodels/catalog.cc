@@ -10,27 +10,22 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "hwmodels/embedded_data.h"
+#include "hwmodels/model_arch.h"
+#include "proto/text_format.h"
 #include "sim/status_macros.h"
 
 namespace servesim {
 namespace {
 
+using google::protobuf::FieldDescriptor;
+using google::protobuf::TextFormat;
 using internal::EmbeddedFile;
-
-template <typename Msg>
-absl::StatusOr<Msg> ParseEmbedded(const EmbeddedFile& f) {
-  Msg m;
-  if (!google::protobuf::TextFormat::ParseFromString(f.text, &m)) {
-    return absl::InternalError(
-        absl::StrCat("embedded ", f.name, ": not a valid text proto"));
-  }
-  return m;
-}
 
 // "google/gemma-4-E2B-it" -> "gemma-4-e2b".
 std::string NormalizeModelName(std::string_view name) {
@@ -46,67 +41,525 @@ bool FileExists(const std::string& path) {
   return in.good();
 }
 
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": ", path, ": file not found or not readable"));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A name is a file path when it names a text proto or has a folder in it.
+bool LooksLikePath(const std::string& s) {
+  return absl::EndsWith(s, ".textproto") || absl::EndsWith(s, ".txtpb") ||
+         absl::EndsWith(s, ".pbtxt") || absl::EndsWith(s, ".json") ||
+         absl::StrContains(s, "/");
+}
+
+// "FILE:LINE: " for the `index`-th value of top-level field `name` (or of
+// the whole file when the field is absent).
+std::string Where(const std::string& origin, const google::protobuf::Descriptor* desc,
+                  const TextFormat::ParseInfoTree& tree, const std::string& name,
+                  int index = -1) {
+  const FieldDescriptor* fd = desc->FindFieldByName(name);
+  if (fd != nullptr) {
+    const auto loc = tree.GetLocation(fd, fd->is_repeated() ? std::max(index, 0) : -1);
+    if (loc.line >= 0) return absl::StrCat(origin, ":", loc.line + 1, ": ");
+  }
+  return absl::StrCat(origin, ": ");
+}
+
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+const char* const kWeightFormats[] = {"none", "fp8", "w8a8", "w4a16", "w4a16-emb4"};
+const char* const kDtypes[] = {"fp16", "bf16", "fp8", "int8"};
+const char* const kVendors[] = {"nvidia", "amd", "google", "intel", "aws", "other"};
+const char* const kPriceTiers[] = {"on-demand", "spot", "commit-1y", "commit-3y"};
+// Architectures whose matrix units have no fp8 (vendor whitepapers: Turing
+// and Ampere tensor cores, CDNA2 matrix cores, TPU MXUs before Ironwood).
+const char* const kNoFp8Architectures[] = {"volta",   "turing",  "ampere",
+                                           "cdna1",   "cdna2",   "tpu-v4",
+                                           "tpu-v5e", "tpu-v5p", "tpu-v6e"};
+const char* const kArchitectures[] = {
+    "volta", "turing", "ampere", "ada",     "hopper",  "blackwell", "cdna1",  "cdna2",
+    "cdna3", "cdna4",  "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e",   "tpu-v7", "other"};
+// Step-model parameters a device file may give a prior for
+// (hwmodels/step_model.cc PriorStepParameters); "quant_kernel_eff.<kernel>"
+// per weight-format kernel.
+const char* const kPriorKeys[] = {
+    "bw_eff_weights", "flops_eff_gemm",   "bw_eff_attention", "flops_eff_attention",
+    "attn_unit_gbs",  "attn_units",       "host_step_us",     "host_seq_us",
+    "host_token_us",  "kernel_launch_us", "device_step_us",   "moe_routing_us",
+    "gemm_rows_exp",  "gemm_rows_sat",    "gemm_rows_floor"};
+const char* const kQuantKernels[] = {"marlin", "fp8", "int8"};
+
+template <size_t N>
+bool In(const char* const (&set)[N], std::string_view v) {
+  for (const char* s : set)
+    if (v == s) return true;
+  return false;
+}
+template <size_t N>
+std::string Join(const char* const (&set)[N]) {
+  return absl::StrJoin(set, ", ");
+}
+
 }  // namespace
 
-absl::StatusOr<proto::Device> FindDevice(const std::string& name) {
-  const std::string want = absl::AsciiStrToLower(name);
-  for (int i = 0; i < internal::kNumEmbeddedDeviceFiles; ++i) {
-    ASSIGN_OR_RETURN(proto::Device d,
-                     ParseEmbedded<proto::Device>(internal::kEmbeddedDeviceFiles[i]));
-    if (d.id() == want) return d;
-    for (const std::string& a : d.aliases())
-      if (absl::AsciiStrToLower(a) == want) return d;
+std::string ContentHash(std::string_view bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--device: unknown device '", name,
-                   "'; allowed: ", absl::StrJoin(DeviceIds(), ", ")));
+  return absl::StrFormat("fnv1a64:%016x", h);
+}
+
+absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
+                            const google::protobuf::TextFormat::ParseInfoTree* tree) {
+  const auto* desc = proto::Device::descriptor();
+  TextFormat::ParseInfoTree empty;
+  const TextFormat::ParseInfoTree& t = tree != nullptr ? *tree : empty;
+  auto bad = [&](const std::string& field, const std::string& what, int index = -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(origin, desc, t, field, index), "field ", field, ": ", what));
+  };
+  auto missing = [&](const std::string& field, const std::string& what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": field ", field, " is missing (required: ", what, ")"));
+  };
+  // A positive finite number in (0, hi], or 0 when `optional`.
+  auto range = [&](const char* field, double v, double hi, const char* unit,
+                   bool optional) -> absl::Status {
+    if (optional && v == 0) return absl::OkStatus();
+    if (!(std::isfinite(v) && v > 0 && v <= hi)) {
+      return bad(field, absl::StrCat(v, " is out of range (allowed: ", unit, " in (0, ",
+                                     hi, "]", optional ? ", or 0/absent" : "", ")"));
+    }
+    return absl::OkStatus();
+  };
+  if (!d.origin().empty() || !d.content_hash().empty()) {
+    return bad(d.origin().empty() ? "content_hash" : "origin",
+               "is set by the catalog when it loads a file; remove it");
+  }
+  if (d.id().empty()) return missing("id", "a lower-case name such as \"h100-sxm\"");
+  for (char c : d.id()) {
+    if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '.' ||
+          c == '_')) {
+      return bad("id", absl::StrCat("'", d.id(),
+                                    "' has a character outside [a-z0-9._-] (allowed: "
+                                    "lower-case letters, digits, '-', '.', '_')"));
+    }
+  }
+  if (d.vendor().empty()) return missing("vendor", Join(kVendors));
+  if (!In(kVendors, d.vendor()))
+    return bad("vendor",
+               absl::StrCat("'", d.vendor(), "' (allowed: ", Join(kVendors), ")"));
+  if (d.architecture().empty()) return missing("architecture", Join(kArchitectures));
+  if (!In(kArchitectures, d.architecture())) {
+    return bad("architecture", absl::StrCat("'", d.architecture(),
+                                            "' (allowed: ", Join(kArchitectures), ")"));
+  }
+  // Memory and bandwidth: far above any device, far below overflow.
+  if (d.memory_bytes() == 0)
+    return missing("memory_bytes", "physical memory in bytes, > 0");
+  RETURN_IF_ERROR(range("memory_bytes", d.memory_bytes(), 1e14, "bytes", false));
+  if (d.usable_memory_gib() == 0)
+    return missing("usable_memory_gib", "GiB the runtime can use, > 0");
+  RETURN_IF_ERROR(range("usable_memory_gib", d.usable_memory_gib(),
+                        d.memory_bytes() / kGib, "GiB up to memory_bytes", false));
+  if (d.bandwidth_bytes_per_s() == 0)
+    return missing("bandwidth_bytes_per_s", "peak memory bandwidth in bytes/s, > 0");
+  RETURN_IF_ERROR(
+      range("bandwidth_bytes_per_s", d.bandwidth_bytes_per_s(), 1e14, "bytes/s", false));
+  if (d.peak_flops_fp16() == 0)
+    return missing("peak_flops_fp16", "dense 16-bit tensor FLOP/s, > 0");
+  RETURN_IF_ERROR(range("peak_flops_fp16", d.peak_flops_fp16(), 1e17, "FLOP/s", false));
+  RETURN_IF_ERROR(range("peak_flops_bf16", d.peak_flops_bf16(), 1e17, "FLOP/s", true));
+  RETURN_IF_ERROR(range("peak_flops_fp8", d.peak_flops_fp8(), 1e17, "FLOP/s", true));
+  RETURN_IF_ERROR(range("peak_ops_int8", d.peak_ops_int8(), 1e17, "OP/s", true));
+  RETURN_IF_ERROR(range("onchip_bytes", d.onchip_bytes(), 1e11, "bytes", true));
+  RETURN_IF_ERROR(range("shared_memory_per_block_bytes",
+                        d.shared_memory_per_block_bytes(), 1e9, "bytes", true));
+  RETURN_IF_ERROR(range("board_power_w", d.board_power_w(), 1e5, "W", true));
+  RETURN_IF_ERROR(range("non_torch_gib", d.non_torch_gib(), d.usable_memory_gib(),
+                        "GiB up to usable_memory_gib", true));
+  RETURN_IF_ERROR(
+      range("cuda_graph_gib_per_layer", d.cuda_graph_gib_per_layer(), 10, "GiB", true));
+  RETURN_IF_ERROR(
+      range("sampler_logit_copies", d.sampler_logit_copies(), 1000, "copies", true));
+  RETURN_IF_ERROR(range("forward_activation_factor", d.forward_activation_factor(), 1000,
+                        "factor", true));
+  if (d.default_max_num_batched_tokens() < 0 ||
+      d.default_max_num_batched_tokens() > 1 << 24)
+    return bad(
+        "default_max_num_batched_tokens",
+        absl::StrCat(d.default_max_num_batched_tokens(),
+                     " is out of range (allowed: 0 for vLLM's rule, or [1, 2^24])"));
+  if (d.default_max_num_seqs() < 0 || d.default_max_num_seqs() > 1 << 20)
+    return bad(
+        "default_max_num_seqs",
+        absl::StrCat(d.default_max_num_seqs(),
+                     " is out of range (allowed: 0 for vLLM's rule, or [1, 2^20])"));
+  if (d.max_graph_capture_size() < 0 || d.max_graph_capture_size() > 1 << 20)
+    return bad("max_graph_capture_size",
+               absl::StrCat(d.max_graph_capture_size(), " is out of range [0, 2^20]"));
+  if (d.compute_units() < 0 || d.compute_units() > 1 << 20)
+    return bad("compute_units",
+               absl::StrCat(d.compute_units(), " is out of range [0, 2^20]"));
+  if (d.has_startup_to_ready_s())
+    RETURN_IF_ERROR(
+        range("startup_to_ready_s", d.startup_to_ready_s(), 86400, "seconds", true));
+
+  // dtypes: each listed needs its peak, and each peak its dtype.
+  if (d.dtypes().empty())
+    return missing("dtypes",
+                   absl::StrCat("the tensor dtypes the hardware runs: ", Join(kDtypes)));
+  auto has = [&](const char* dt) {
+    return std::find(d.dtypes().begin(), d.dtypes().end(), dt) != d.dtypes().end();
+  };
+  for (int i = 0; i < d.dtypes_size(); ++i) {
+    if (!In(kDtypes, d.dtypes(i)))
+      return bad("dtypes",
+                 absl::StrCat("'", d.dtypes(i), "' (allowed: ", Join(kDtypes), ")"), i);
+  }
+  const bool no_fp8_arch = In(kNoFp8Architectures, d.architecture());
+  if (has("fp8") && no_fp8_arch) {
+    return bad("dtypes",
+               absl::StrCat("fp8 is listed but ", d.architecture(),
+                            " hardware has no fp8 (allowed: fp16, bf16, int8)"));
+  }
+  if (d.peak_flops_fp8() > 0 && (!has("fp8") || no_fp8_arch)) {
+    return bad("peak_flops_fp8",
+               absl::StrCat(d.peak_flops_fp8(), " is set but ",
+                            no_fp8_arch ? absl::StrCat(d.architecture(), " hardware")
+                                        : std::string("this device (dtypes)"),
+                            " has no fp8 (allowed: 0 or absent)"));
+  }
+  if (has("fp8") && d.peak_flops_fp8() == 0)
+    return missing("peak_flops_fp8", "> 0, since dtypes lists fp8");
+  const bool bf16_peak = d.peak_flops_bf16() > 0;
+  if (has("bf16") != bf16_peak) {
+    return bad(bf16_peak ? "peak_flops_bf16" : "dtypes",
+               bf16_peak ? "is set but dtypes does not list bf16 (allowed: 0 or absent)"
+                         : "lists bf16 but peak_flops_bf16 is 0 (required: > 0)");
+  }
+  if (d.supports_bf16() != has("bf16")) {
+    return bad("supports_bf16", absl::StrCat(d.supports_bf16() ? "true" : "false",
+                                             " disagrees with dtypes (bf16 ",
+                                             has("bf16") ? "" : "not ", "listed)"));
+  }
+  if (d.peak_ops_int8() > 0 && !has("int8"))
+    return bad("peak_ops_int8",
+               "is set but dtypes does not list int8 (allowed: 0 or absent)");
+  if (has("int8") && d.peak_ops_int8() == 0)
+    return missing("peak_ops_int8", "> 0, since dtypes lists int8");
+  if (d.default_dtype() != "fp16" && d.default_dtype() != "bf16")
+    return bad("default_dtype",
+               absl::StrCat("'", d.default_dtype(), "' (allowed: fp16, bf16)"));
+  if (d.default_dtype() == "bf16" && !has("bf16"))
+    return bad("default_dtype", "bf16, but dtypes does not list bf16 (allowed: fp16)");
+
+  // Weight formats the device's vLLM build runs.
+  if (d.weight_formats().empty())
+    return missing("weight_formats",
+                   absl::StrCat("the --quantization formats its vLLM build runs: ",
+                                Join(kWeightFormats)));
+  for (int i = 0; i < d.weight_formats_size(); ++i) {
+    const std::string& f = d.weight_formats(i);
+    if (!In(kWeightFormats, f))
+      return bad("weight_formats",
+                 absl::StrCat("'", f, "' (allowed: ", Join(kWeightFormats), ")"), i);
+    if (f == "w8a8" && !has("int8"))
+      return bad("weight_formats", "w8a8 needs int8 in dtypes", i);
+    if ((f == "w4a16" || f == "w4a16-emb4") && d.vendor() != "nvidia")
+      return bad("weight_formats",
+                 absl::StrCat(f, ": the Marlin W4A16 kernel is CUDA-only (vendor ",
+                              d.vendor(), "); allowed here: none, fp8, w8a8"),
+                 i);
+  }
+  if (std::find(d.weight_formats().begin(), d.weight_formats().end(), "none") ==
+      d.weight_formats().end())
+    return bad("weight_formats", "must list none (the unquantized model)");
+
+  for (int i = 0; i < d.prices_size(); ++i) {
+    const proto::PriceOffer& p = d.prices(i);
+    if (!(std::isfinite(p.usd_per_hour()) && p.usd_per_hour() > 0 &&
+          p.usd_per_hour() <= 1e4))
+      return bad("prices",
+                 absl::StrCat("offer ", i + 1, ": usd_per_hour ", p.usd_per_hour(),
+                              " is out of range (allowed: (0, 10000])"),
+                 i);
+    if (!In(kPriceTiers, p.tier()))
+      return bad("prices",
+                 absl::StrCat("offer ", i + 1, ": tier '", p.tier(),
+                              "' (allowed: ", Join(kPriceTiers), ")"),
+                 i);
+    if (p.provider().empty())
+      return bad("prices", absl::StrCat("offer ", i + 1, ": provider is missing"), i);
+    const std::string& dt = p.date();
+    const bool date_ok = dt.empty() || (dt.size() == 10 && dt[4] == '-' && dt[7] == '-' &&
+                                        std::all_of(dt.begin(), dt.end(), [](char c) {
+                                          return absl::ascii_isdigit(c) || c == '-';
+                                        }));
+    if (!date_ok)
+      return bad("prices",
+                 absl::StrCat("offer ", i + 1, ": date '", dt, "' is not YYYY-MM-DD"), i);
+  }
+  // param_priors: known names, finite non-negative values; fractions <= 1.
+  {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : d.param_priors()) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());  // the first bad key is the same every run
+    for (const std::string& k : keys) {
+      const double v = d.param_priors().at(k);
+      const bool quant = absl::StartsWith(k, "quant_kernel_eff.");
+      if (!In(kPriorKeys, k) && !(quant && In(kQuantKernels, k.substr(17)))) {
+        return bad("param_priors",
+                   absl::StrCat("unknown key '", k, "' (allowed: ", Join(kPriorKeys),
+                                ", quant_kernel_eff.{", Join(kQuantKernels), "})"));
+      }
+      const bool fraction = quant || absl::StrContains(k, "_eff");
+      if (!(std::isfinite(v) && v >= 0 && (!fraction || v <= 1))) {
+        return bad(
+            "param_priors",
+            absl::StrCat("'", k, "': ", v, " is out of range (allowed: ",
+                         fraction ? "a fraction in [0, 1]" : "a finite value >= 0", ")"));
+      }
+    }
+  }
+  if (d.has_interconnect()) {
+    const proto::Interconnect& ic = d.interconnect();
+    if (!(std::isfinite(ic.bandwidth_bytes_per_s()) && ic.bandwidth_bytes_per_s() >= 0 &&
+          ic.bandwidth_bytes_per_s() <= 1e14) ||
+        !(std::isfinite(ic.host_link_bytes_per_s()) && ic.host_link_bytes_per_s() >= 0 &&
+          ic.host_link_bytes_per_s() <= 1e14) ||
+        ic.max_devices_per_node() < 0 || ic.max_devices_per_node() > 1 << 16) {
+      return bad("interconnect",
+                 "a bandwidth or max_devices_per_node is out of range (allowed: bytes/s "
+                 "in [0, 1e14], devices in [0, 65536])");
+    }
+  }
+  if (d.sources().empty())
+    return missing("sources", "where the numbers come from (datasheet name, URL, date)");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<proto::Device> ParseDeviceText(std::string_view text,
+                                              const std::string& origin) {
+  proto::Device d;
+  TextFormat::ParseInfoTree tree;
+  RETURN_IF_ERROR(ParseTextProto(text, origin, &d, /*merge=*/false, &tree));
+  RETURN_IF_ERROR(ValidateDevice(d, origin, &tree));
+  d.set_origin(origin);
+  d.set_content_hash(ContentHash(text));
+  return d;
+}
+
+absl::StatusOr<proto::ModelArch> ParseModelText(std::string_view text,
+                                                const std::string& origin) {
+  proto::ModelArch m;
+  TextFormat::ParseInfoTree tree;
+  RETURN_IF_ERROR(ParseTextProto(text, origin, &m, /*merge=*/false, &tree));
+  if (m.id().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin,
+                     ": field id is missing (required: a name such as "
+                     "\"llama-3.1-8b\")"));
+  }
+  absl::StatusOr<ModelArch> expanded = ExpandModelArch(m);
+  if (!expanded.ok()) {
+    // ExpandModelArch names the field ("... field NAME: ..."); add its line.
+    const std::string msg(expanded.status().message());
+    std::string field;
+    if (const size_t at = msg.find("field "); at != std::string::npos) {
+      for (size_t i = at + 6;
+           i < msg.size() && (absl::ascii_isalnum(msg[i]) || msg[i] == '_'); ++i)
+        field.push_back(msg[i]);
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(origin, proto::ModelArch::descriptor(), tree, field), msg));
+  }
+  return m;
+}
+
+namespace {
+
+struct Catalog {
+  std::vector<proto::Device> devices;  // sorted by id
+  std::vector<std::string> device_texts;
+  std::vector<proto::ModelArch> models;  // sorted by id
+  std::vector<std::string> model_texts;
+  absl::Status status;  // first embedded file that failed to parse
+};
+
+// The embedded files, parsed and validated once (thread-safe static init).
+const Catalog& Embedded() {
+  static const Catalog* const kCatalog = [] {
+    auto* c = new Catalog;
+    std::vector<std::pair<std::string, int>> order;
+    for (int i = 0; i < internal::kNumEmbeddedDeviceFiles; ++i) {
+      const EmbeddedFile& f = internal::kEmbeddedDeviceFiles[i];
+      absl::StatusOr<proto::Device> d =
+          ParseDeviceText(f.text, absl::StrCat("hwmodels/devices/", f.name));
+      if (!d.ok()) {
+        if (c->status.ok()) c->status = absl::InternalError(d.status().message());
+        continue;
+      }
+      c->devices.push_back(*std::move(d));
+      c->device_texts.push_back(f.text);
+    }
+    for (int i = 0; i < internal::kNumEmbeddedModelFiles; ++i) {
+      const EmbeddedFile& f = internal::kEmbeddedModelFiles[i];
+      absl::StatusOr<proto::ModelArch> m =
+          ParseModelText(f.text, absl::StrCat("hwmodels/models/", f.name));
+      if (!m.ok()) {
+        if (c->status.ok()) c->status = absl::InternalError(m.status().message());
+        continue;
+      }
+      c->models.push_back(*std::move(m));
+      c->model_texts.push_back(f.text);
+    }
+    // The embedded lists are sorted by file name; ids follow file names.
+    return c;
+  }();
+  return *kCatalog;
+}
+
+int FindEmbeddedDevice(const std::string& name) {
+  const std::string want = absl::AsciiStrToLower(name);
+  const Catalog& c = Embedded();
+  for (size_t i = 0; i < c.devices.size(); ++i) {
+    const proto::Device& d = c.devices[i];
+    if (d.id() == want) return static_cast<int>(i);
+    for (const std::string& a : d.aliases())
+      if (absl::AsciiStrToLower(a) == want) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int FindEmbeddedModel(const std::string& name) {
+  const std::string want = NormalizeModelName(name);
+  const Catalog& c = Embedded();
+  for (size_t i = 0; i < c.models.size(); ++i) {
+    const proto::ModelArch& m = c.models[i];
+    if (m.id() == want) return static_cast<int>(i);
+    for (const std::string& h : m.hf_ids())
+      if (NormalizeModelName(h) == want) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+absl::Status UnknownDevice(const std::string& name) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--device: unknown device '", name,
+      "'; allowed: ", absl::StrJoin(DeviceIds(), ", "),
+      ", or a path to a device file (.textproto; see `servesim devices show t4`)"));
+}
+
+}  // namespace
+
+absl::StatusOr<proto::Device> FindDevice(const std::string& name_or_path) {
+  RETURN_IF_ERROR(Embedded().status);
+  const int i = FindEmbeddedDevice(name_or_path);
+  if (i >= 0) return Embedded().devices[i];
+  if (LooksLikePath(name_or_path)) {
+    ASSIGN_OR_RETURN(std::string text, ReadWholeFile(name_or_path, "--device"));
+    return ParseDeviceText(text, name_or_path);
+  }
+  return UnknownDevice(name_or_path);
+}
+
+absl::StatusOr<std::string> DeviceFileText(const std::string& name_or_path) {
+  RETURN_IF_ERROR(Embedded().status);
+  const int i = FindEmbeddedDevice(name_or_path);
+  if (i >= 0) return Embedded().device_texts[i];
+  if (LooksLikePath(name_or_path)) return ReadWholeFile(name_or_path, "--device");
+  return UnknownDevice(name_or_path);
+}
+
+std::vector<proto::Device> EmbeddedDevices() {
+  std::vector<proto::Device> v = Embedded().devices;
+  std::sort(v.begin(), v.end(), [](const proto::Device& a, const proto::Device& b) {
+    return a.id() < b.id();
+  });
+  return v;
+}
+
+std::vector<proto::ModelArch> EmbeddedModels() {
+  std::vector<proto::ModelArch> v = Embedded().models;
+  std::sort(v.begin(), v.end(), [](const proto::ModelArch& a, const proto::ModelArch& b) {
+    return a.id() < b.id();
+  });
+  return v;
 }
 
 std::vector<std::string> DeviceIds() {
   std::vector<std::string> ids;
-  for (int i = 0; i < internal::kNumEmbeddedDeviceFiles; ++i) {
-    auto d = ParseEmbedded<proto::Device>(internal::kEmbeddedDeviceFiles[i]);
-    if (d.ok()) ids.push_back(d->id());
-  }
+  for (const proto::Device& d : Embedded().devices) ids.push_back(d.id());
   std::sort(ids.begin(), ids.end());
   return ids;
 }
 
 std::vector<std::string> ModelIds() {
   std::vector<std::string> ids;
-  for (int i = 0; i < internal::kNumEmbeddedModelFiles; ++i) {
-    auto m = ParseEmbedded<proto::ModelArch>(internal::kEmbeddedModelFiles[i]);
-    if (m.ok()) ids.push_back(m->id());
-  }
+  for (const proto::ModelArch& m : Embedded().models) ids.push_back(m.id());
   std::sort(ids.begin(), ids.end());
   return ids;
 }
 
-absl::StatusOr<proto::ModelArch> FindModel(const std::string& name_or_path) {
-  if ((absl::EndsWith(name_or_path, ".json") || absl::StrContains(name_or_path, "/")) &&
-      FileExists(name_or_path)) {
-    std::ifstream in(name_or_path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ImportHfConfig(ss.str(), name_or_path);
-  }
-  if (absl::EndsWith(name_or_path, ".json")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--model: ", name_or_path, ": config file not found or not readable"));
-  }
-  const std::string want = NormalizeModelName(name_or_path);
-  for (int i = 0; i < internal::kNumEmbeddedModelFiles; ++i) {
-    ASSIGN_OR_RETURN(proto::ModelArch m,
-                     ParseEmbedded<proto::ModelArch>(internal::kEmbeddedModelFiles[i]));
-    if (m.id() == want) return m;
-    for (const std::string& h : m.hf_ids())
-      if (NormalizeModelName(h) == want) return m;
-  }
+absl::Status CheckWeightFormat(const proto::Device& d, const std::string& format_id) {
+  if (std::find(d.weight_formats().begin(), d.weight_formats().end(), format_id) !=
+      d.weight_formats().end())
+    return absl::OkStatus();
   return absl::InvalidArgumentError(
-      absl::StrCat("--model: unknown model '", name_or_path,
-                   "'; allowed: ", absl::StrJoin(ModelIds(), ", "),
-                   ", their Hugging Face ids (e.g. google/gemma-4-E2B-it), or a path to "
-                   "a config.json"));
+      absl::StrCat("--quantization: ", format_id, " is not supported on ", d.id(), " (",
+                   d.name(), "): its vLLM build has no kernel for it",
+                   format_id == "fp8" ? " (no fp8 path)"
+                   : absl::StartsWith(format_id, "w4a16") && d.vendor() != "nvidia"
+                       ? " (the Marlin W4A16 kernel is CUDA-only)"
+                       : "",
+                   "; allowed: ", absl::StrJoin(d.weight_formats(), ", "),
+                   " (weight_formats in ", d.origin(), ")"));
+}
+
+namespace {
+
+absl::Status UnknownModel(const std::string& name) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--model: unknown model '", name, "'; allowed: ", absl::StrJoin(ModelIds(), ", "),
+      ", their Hugging Face ids (e.g. google/gemma-4-E2B-it), or a path to "
+      "a config.json or a model .textproto"));
+}
+
+}  // namespace
+
+absl::StatusOr<proto::ModelArch> FindModel(const std::string& name_or_path) {
+  RETURN_IF_ERROR(Embedded().status);
+  const bool text_proto = absl::EndsWith(name_or_path, ".textproto") ||
+                          absl::EndsWith(name_or_path, ".txtpb") ||
+                          absl::EndsWith(name_or_path, ".pbtxt");
+  if (LooksLikePath(name_or_path) &&
+      (FileExists(name_or_path) || text_proto || absl::EndsWith(name_or_path, ".json"))) {
+    ASSIGN_OR_RETURN(std::string text, ReadWholeFile(name_or_path, "--model"));
+    if (text_proto) return ParseModelText(text, name_or_path);
+    return ImportHfConfig(text, name_or_path);
+  }
+  const int i = FindEmbeddedModel(name_or_path);
+  if (i >= 0) return Embedded().models[i];
+  return UnknownModel(name_or_path);
+}
+
+absl::StatusOr<std::string> ModelFileText(const std::string& name_or_path) {
+  RETURN_IF_ERROR(Embedded().status);
+  if (LooksLikePath(name_or_path) && FileExists(name_or_path))
+    return ReadWholeFile(name_or_path, "--model");
+  const int i = FindEmbeddedModel(name_or_path);
+  if (i >= 0) return Embedded().model_texts[i];
+  return UnknownModel(name_or_path);
 }
 
 namespace {
@@ -192,9 +645,32 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   for (const char* f : kFamilies) known = known || absl::StartsWith(model_type, f);
   if (!known) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--model ", origin, ": model_type '", model_type,
+        "--model ", origin, ": field model_type: '", model_type,
         "' is not supported (attention-only decoders: gemma*, llama, mistral, mixtral, "
         "qwen*, phi*, granite, olmo*, internlm*, yi, deepseek*, gpt_oss, starcoder2)"));
+  }
+  // Layer kinds the step model and KV layout do not have, named by the
+  // field that asks for them.
+  auto unsupported = [&](const char* field, const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model ", origin, ": model_type '", model_type, "': field ", field, ": ", why));
+  };
+  if (Field(*cfg, "kv_lora_rank") != nullptr) {
+    return unsupported("kv_lora_rank",
+                       "multi-head latent attention (DeepSeek-V2/V3 MLA) is not modelled "
+                       "(allowed: grouped-query attention, no kv_lora_rank)");
+  }
+  if (const Value* v = Field(*cfg, "mlp_only_layers");
+      v != nullptr && v->kind_case() == Value::kListValue &&
+      v->list_value().values_size() > 0) {
+    return unsupported("mlp_only_layers",
+                       "dense layers between MoE layers are not modelled (allowed: [])");
+  }
+  if (const double step = Num(*cfg, {"decoder_sparse_step"}, 1); step != 1) {
+    return unsupported("decoder_sparse_step",
+                       absl::StrCat(step,
+                                    ": MoE on every n-th layer only is not modelled "
+                                    "(allowed: 1)"));
   }
   // A Hugging Face cache snapshot (.../models--ORG--NAME/snapshots/HASH/
   // config.json) is named after its repository, not its commit hash.
@@ -242,12 +718,37 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
       static_cast<int32_t>(Num(*cfg, {"num_kv_shared_layers"}, 0)));
   m.set_per_layer_embedding_dim(
       static_cast<int32_t>(Num(*cfg, {"hidden_size_per_layer_input"}, 0)));
-  m.set_num_experts(
-      static_cast<int32_t>(Num(*cfg, {"num_experts", "num_local_experts"}, 0)));
-  m.set_experts_top_k(
-      static_cast<int32_t>(Num(*cfg, {"top_k_experts", "num_experts_per_tok"}, 0)));
+  m.set_num_experts(static_cast<int32_t>(
+      Num(*cfg, {"num_experts", "num_local_experts", "n_routed_experts"}, 0)));
+  m.set_experts_top_k(static_cast<int32_t>(
+      Num(*cfg, {"top_k_experts", "num_experts_per_tok", "experts_per_token"}, 0)));
   m.set_expert_intermediate_size(static_cast<int32_t>(
       Num(*cfg, {"moe_intermediate_size", "expert_intermediate_size"}, 0)));
+  if (m.num_experts() > 0 && m.experts_top_k() <= 0) {
+    return unsupported("num_experts_per_tok",
+                       "missing or not a positive number for an MoE model (allowed: "
+                       "[1, num_experts])");
+  }
+  // MoE FFNs: Gemma 4 keeps a dense MLP beside the experts; Qwen2-MoE has a
+  // shared expert (shared_expert_intermediate_size); Mixtral and gpt-oss give
+  // the expert width as intermediate_size and have no dense MLP; Qwen3-MoE
+  // has neither shared expert nor dense MLP.
+  int64_t moe_dense_width = -1;  // -1: intermediate_size as given (dense models)
+  if (m.num_experts() > 0 && !absl::StartsWith(model_type, "gemma")) {
+    const double width = Num(*cfg, {"intermediate_size"}, 0);
+    if (m.expert_intermediate_size() <= 0) {
+      if (width <= 0 || width > 1e7)
+        return unsupported(
+            "intermediate_size",
+            "missing or out of range for the expert width (allowed: [1, 1e7])");
+      m.set_expert_intermediate_size(static_cast<int32_t>(width));
+    }
+    moe_dense_width =
+        static_cast<int64_t>(Num(*cfg, {"shared_expert_intermediate_size"}, 0));
+    if (moe_dense_width < 0 || moe_dense_width > 1e7)
+      return unsupported("shared_expert_intermediate_size",
+                         absl::StrCat(moe_dense_width, " is out of range [0, 1e7]"));
+  }
   m.set_tie_word_embeddings(
       Bool(*cfg, "tie_word_embeddings", Bool(root, "tie_word_embeddings", false)));
   const double max_pos = Num(*cfg, {"max_position_embeddings"}, 8192);
@@ -307,6 +808,10 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
         r->set_intermediate_size(w);
       }
     }
+  } else if (moe_dense_width >= 0) {
+    auto* r = m.add_ffn_runs();
+    r->set_count(static_cast<int32_t>(layers));
+    r->set_intermediate_size(static_cast<int32_t>(moe_dense_width));
   } else {
     ASSIGN_OR_RETURN(int64_t w, need({"intermediate_size"}, "intermediate_size"));
     auto* r = m.add_ffn_runs();

@@ -6,23 +6,59 @@
 #define SERVESIM_HWMODELS_CATALOG_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "google/protobuf/text_format.h"
 #include "proto/hwmodels.pb.h"
 
 namespace servesim {
 
-// Device by id or alias, case-insensitive ("T4", "nvidia-t4").
-// InvalidArgument names --device and the allowed ids.
-absl::StatusOr<servesim::proto::Device> FindDevice(const std::string& name);
-std::vector<std::string> DeviceIds();  // sorted
+// Device by id or alias, case-insensitive ("T4", "nvidia-t4"), or a path
+// to a device text proto (a name ending in .textproto / .txtpb / .pbtxt or
+// with a '/' in it), parsed and validated as ParseDeviceText does.
+// InvalidArgument names --device and the allowed ids, or FILE:LINE: field.
+absl::StatusOr<servesim::proto::Device> FindDevice(const std::string& name_or_path);
+std::vector<std::string> DeviceIds();  // the embedded devices, sorted
+// The embedded devices / models, sorted by id.
+std::vector<servesim::proto::Device> EmbeddedDevices();
+std::vector<servesim::proto::ModelArch> EmbeddedModels();
+// The text of the file a device (model) resolves from: the embedded file
+// of an id or alias, or the file at a path.
+absl::StatusOr<std::string> DeviceFileText(const std::string& name_or_path);
+absl::StatusOr<std::string> ModelFileText(const std::string& name_or_path);
+
+// Parses a device text proto and validates it (ValidateDevice); sets origin
+// and content_hash. `origin` names the file in errors ("FILE:LINE: field F:
+// ..."): unknown keys, a missing bandwidth, negative memory, an fp8 peak on
+// a device without fp8 are all errors naming the field.
+absl::StatusOr<servesim::proto::Device> ParseDeviceText(std::string_view text,
+                                                        const std::string& origin);
+// Every rule a device file must meet; `tree` (optional) gives line numbers.
+absl::Status ValidateDevice(const servesim::proto::Device& device,
+                            const std::string& origin,
+                            const google::protobuf::TextFormat::ParseInfoTree* tree);
+// FNV-1a 64 of a file's bytes: "fnv1a64:<16 hex digits>".
+std::string ContentHash(std::string_view bytes);
+
+// OK when the device's vLLM build runs `format_id` (a WeightFormat id);
+// otherwise InvalidArgument naming --quantization, the device and the
+// formats it allows.
+absl::Status CheckWeightFormat(const servesim::proto::Device& device,
+                               const std::string& format_id);
 
 // Model by id ("gemma-4-e2b"), Hugging Face id ("google/gemma-4-E2B-it";
 // case-insensitive, "-it" and the "google/" owner optional), or a path to
-// a config.json (an existing file). InvalidArgument names --model.
+// a config.json or to a servesim model text proto (.textproto).
+// InvalidArgument names --model (or FILE:LINE: field).
 absl::StatusOr<servesim::proto::ModelArch> FindModel(const std::string& name_or_path);
 std::vector<std::string> ModelIds();  // sorted
+
+// Parses a model text proto and checks it expands (ExpandModelArch).
+absl::StatusOr<servesim::proto::ModelArch> ParseModelText(std::string_view text,
+                                                          const std::string& origin);
 
 // Builds a model description from a Hugging Face config.json text: Gemma 4
 // (text_config, layer_types, global head dim, KV sharing, per-layer

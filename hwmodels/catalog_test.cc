@@ -1,34 +1,214 @@
 #include "hwmodels/catalog.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hwmodels/calibration_profile.h"
+#include "hwmodels/catalog_priors.h"
 #include "hwmodels/memory_planner.h"
 #include "hwmodels/model_arch.h"
 
 namespace servesim {
 namespace {
 
+using ::testing::HasSubstr;
+
 TEST(CatalogTest, EveryDeviceFileParsesAndCitesSources) {
   const auto ids = DeviceIds();
-  EXPECT_EQ(ids, (std::vector<std::string>{"l4", "mi300x", "t4", "tpu-v5e", "tpu-v6e"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"a100-40gb", "a100-80gb", "a10g", "b200",
+                                           "h100-pcie", "h100-sxm", "h200", "l4", "l40s",
+                                           "mi250x", "mi300x", "mi325x", "t4", "tpu-v5e",
+                                           "tpu-v5p", "tpu-v6e"}));
   for (const std::string& id : ids) {
     auto d = FindDevice(id);
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_GT(d->peak_flops_fp16(), 0) << id;
     EXPECT_GT(d->bandwidth_bytes_per_s(), 0) << id;
     EXPECT_GT(d->usable_memory_gib(), 0) << id;
-    EXPECT_FALSE(d->prices().empty()) << id;
     EXPECT_FALSE(d->sources().empty()) << id;
+    EXPECT_FALSE(d->weight_formats().empty()) << id;
+    EXPECT_FALSE(d->usable_memory_rule().empty()) << id;
+    EXPECT_TRUE(d->has_interconnect()) << id;
+    EXPECT_EQ(d->origin(), "hwmodels/devices/" + id + ".textproto");
+    EXPECT_TRUE(absl::StartsWith(d->content_hash(), "fnv1a64:")) << id;
   }
+  // The five measured devices carry prices (the planner's defaults).
+  for (const char* id : {"l4", "mi300x", "t4", "tpu-v5e", "tpu-v6e"})
+    EXPECT_FALSE(FindDevice(id)->prices().empty()) << id;
+}
+
+// A copy of a shipped file with `from` replaced by `to` (the first match).
+std::string DeviceTextWith(const std::string& id, const std::string& from,
+                           const std::string& to) {
+  std::string text = *DeviceFileText(id);
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// Line (1-based) of the first occurrence of `needle` in `text`.
+int LineOf(const std::string& text, const std::string& needle) {
+  const size_t at = text.find(needle);
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+}
+
+TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
+  // Missing bandwidth.
+  {
+    const std::string text =
+        DeviceTextWith("h100-sxm", "bandwidth_bytes_per_s: 3.35e12", "");
+    auto d = ParseDeviceText(text, "my.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(),
+                HasSubstr("my.textproto: field bandwidth_bytes_per_s is missing"));
+  }
+  // Negative memory: the line of the field.
+  {
+    const std::string text =
+        DeviceTextWith("h100-sxm", "memory_bytes: 85899345920", "memory_bytes: -8e10");
+    auto d = ParseDeviceText(text, "my.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(
+        d.status().message(),
+        HasSubstr(absl::StrCat("my.textproto:", LineOf(text, "memory_bytes: -8e10"),
+                               ": field memory_bytes: -8e+10 is out of range")));
+  }
+  // An fp8 peak on a device without fp8 (Turing).
+  {
+    const std::string text =
+        DeviceTextWith("t4", "peak_flops_fp8: 0", "peak_flops_fp8: 130e12");
+    auto d = ParseDeviceText(text, "t4x.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(),
+                HasSubstr(absl::StrCat("t4x.textproto:", LineOf(text, "peak_flops_fp8:"),
+                                       ": field peak_flops_fp8")));
+    EXPECT_THAT(d.status().message(), HasSubstr("turing hardware has no fp8"));
+  }
+  // fp8 listed as a dtype on a CDNA 2 device.
+  {
+    const std::string text =
+        DeviceTextWith("mi250x", "dtypes: \"int8\"", "dtypes: \"int8\"\ndtypes: \"fp8\"");
+    auto d = ParseDeviceText(text, "x.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(), HasSubstr("field dtypes: fp8 is listed but cdna2"));
+  }
+  // An unknown key.
+  {
+    const std::string text = DeviceTextWith("l4", "vendor: \"nvidia\"",
+                                            "vendor: \"nvidia\"\nbandwith_bytes: 1");
+    auto d = ParseDeviceText(text, "typo.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(
+        d.status().message(),
+        HasSubstr(absl::StrCat("typo.textproto:", LineOf(text, "bandwith_bytes"))));
+    EXPECT_THAT(d.status().message(), HasSubstr("bandwith_bytes"));
+  }
+  // Marlin W4A16 claimed on an AMD device.
+  {
+    const std::string text =
+        DeviceTextWith("mi300x", "weight_formats: \"w8a8\"",
+                       "weight_formats: \"w8a8\"\nweight_formats: \"w4a16\"");
+    auto d = ParseDeviceText(text, "x.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(), HasSubstr("Marlin W4A16 kernel is CUDA-only"));
+  }
+  // Usable memory above the physical memory.
+  {
+    const std::string text =
+        DeviceTextWith("l40s", "usable_memory_gib: 44.06", "usable_memory_gib: 50");
+    auto d = ParseDeviceText(text, "x.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(), HasSubstr("field usable_memory_gib: 50"));
+  }
+  // A file cannot claim the loader's fields.
+  {
+    const std::string text =
+        DeviceTextWith("l4", "id: \"l4\"", "id: \"l4\"\ncontent_hash: \"x\"");
+    auto d = ParseDeviceText(text, "x.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(), HasSubstr("field content_hash"));
+  }
+}
+
+TEST(CatalogTest, DeviceFileByPathLoadsWithItsContentHash) {
+  const std::string text =
+      DeviceTextWith("h100-sxm", "id: \"h100-sxm\"", "id: \"my-h100\"");
+  const std::string path = ::testing::TempDir() + "/servesim_my_h100.textproto";
+  std::ofstream(path, std::ios::binary) << text;
+  auto d = FindDevice(path);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->id(), "my-h100");
+  EXPECT_EQ(d->origin(), path);
+  EXPECT_EQ(d->content_hash(), ContentHash(text));
+  EXPECT_NE(d->content_hash(), FindDevice("h100-sxm")->content_hash());
+  auto missing = FindDevice(::testing::TempDir() + "/nope.textproto");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("--device"));
+  EXPECT_THAT(missing.status().message(), HasSubstr("not found"));
+  std::remove(path.c_str());
+}
+
+TEST(CatalogTest, ContentHashIsFnv1a64) {
+  // FNV-1a 64 test vectors: "" and "a".
+  EXPECT_EQ(ContentHash(""), "fnv1a64:cbf29ce484222325");
+  EXPECT_EQ(ContentHash("a"), "fnv1a64:af63dc4c8601ec8c");
+}
+
+TEST(CatalogTest, UnsupportedWeightFormatNamesDeviceAndAllowedFormats) {
+  struct Case {
+    const char* device;
+    const char* format;
+  };
+  for (const Case& c :
+       {Case{"tpu-v6e", "w4a16"}, Case{"mi300x", "w4a16"}, Case{"t4", "fp8"},
+        Case{"tpu-v5e", "fp8"}, Case{"a100-80gb", "fp8"}, Case{"mi300x", "w4a16-emb4"}}) {
+    auto d = FindDevice(c.device);
+    ASSERT_TRUE(d.ok());
+    absl::Status st = CheckWeightFormat(*d, c.format);
+    ASSERT_FALSE(st.ok()) << c.device << " " << c.format;
+    EXPECT_THAT(st.message(), HasSubstr(absl::StrCat("--quantization: ", c.format,
+                                                     " is not supported on ", c.device)));
+    EXPECT_THAT(
+        st.message(),
+        HasSubstr(absl::StrCat("allowed: ", absl::StrJoin(d->weight_formats(), ", "))));
+  }
+  EXPECT_TRUE(CheckWeightFormat(*FindDevice("l4"), "fp8").ok());
+  EXPECT_TRUE(CheckWeightFormat(*FindDevice("t4"), "w4a16-emb4").ok());
+  EXPECT_TRUE(CheckWeightFormat(*FindDevice("mi300x"), "fp8").ok());
+}
+
+TEST(CatalogTest, ModelTextProtoByPathLoadsAndBadOnesNameTheLine) {
+  const std::string good = *ModelFileText("gemma-4-e2b");
+  const std::string path = ::testing::TempDir() + "/servesim_my_model.textproto";
+  std::ofstream(path, std::ios::binary) << good;
+  auto m = FindModel(path);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->id(), "gemma-4-e2b");
+  std::string bad = good;
+  const size_t at = bad.find("hidden_size:");
+  ASSERT_NE(at, std::string::npos);
+  bad.replace(at, bad.find('\n', at) - at, "hidden_size: -5");
+  auto b = ParseModelText(bad, "bad.textproto");
+  ASSERT_FALSE(b.ok());
+  EXPECT_THAT(
+      b.status().message(),
+      HasSubstr(absl::StrCat("bad.textproto:", LineOf(bad, "hidden_size: -5"), ": ")));
+  EXPECT_THAT(b.status().message(), HasSubstr("hidden_size"));
+  std::remove(path.c_str());
 }
 
 TEST(CatalogTest, DeviceNamesAreCaseInsensitiveWithAliases) {
   EXPECT_EQ(FindDevice("T4")->id(), "t4");
   EXPECT_EQ(FindDevice("v5e")->id(), "tpu-v5e");
-  auto bad = FindDevice("h100");
+  auto bad = FindDevice("h900");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("--device"), std::string::npos);
   EXPECT_NE(bad.status().message().find("tpu-v6e"), std::string::npos);
@@ -176,6 +356,157 @@ TEST(CatalogTest, ImportRejectsInconsistentOrUnsupportedConfigs) {
   EXPECT_NE(huge.status().message().find("hidden_size: 1e+12 is out of range"),
             std::string::npos)
       << huge.status();
+}
+
+// Published totals (model cards): Mixtral-8x7B 46.7 B, Qwen3-30B-A3B 30.5 B,
+// Qwen1.5-MoE-A2.7B 14.3 B, gpt-oss-20b 20.9 B; configs as on the Hub.
+TEST(CatalogTest, ImportsMoeConfigsOfMixtralQwenAndGptOss) {
+  struct Case {
+    const char* name;
+    std::string json;
+    double params;
+    int dense_width;
+    int expert_width;
+  };
+  std::string gpt_types;
+  for (int i = 0; i < 24; ++i)
+    gpt_types += std::string(i ? "," : "") +
+                 (i % 2 == 0 ? "\"sliding_attention\"" : "\"full_attention\"");
+  const Case cases[] = {
+      {"mixtral",
+       R"({"model_type": "mixtral", "vocab_size": 32000, "hidden_size": 4096,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "intermediate_size": 14336, "num_local_experts": 8, "num_experts_per_tok": 2,
+           "sliding_window": null, "tie_word_embeddings": false,
+           "max_position_embeddings": 32768})",
+       46.7e9, 0, 14336},
+      {"qwen3_moe",
+       R"({"model_type": "qwen3_moe", "vocab_size": 151936, "hidden_size": 2048,
+           "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+           "head_dim": 128, "intermediate_size": 6144, "moe_intermediate_size": 768,
+           "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
+           "mlp_only_layers": [], "tie_word_embeddings": false,
+           "use_sliding_window": false, "max_position_embeddings": 40960})",
+       30.5e9, 0, 768},
+      {"qwen2_moe",
+       R"({"model_type": "qwen2_moe", "vocab_size": 151936, "hidden_size": 2048,
+           "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+           "intermediate_size": 5632, "moe_intermediate_size": 1408,
+           "shared_expert_intermediate_size": 5632, "num_experts": 60,
+           "num_experts_per_tok": 4, "tie_word_embeddings": false,
+           "max_position_embeddings": 8192})",
+       14.3e9, 5632, 1408},
+      {"gpt_oss",
+       R"({"model_type": "gpt_oss", "vocab_size": 201088, "hidden_size": 2880,
+           "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8,
+           "head_dim": 64, "intermediate_size": 2880, "num_local_experts": 32,
+           "experts_per_token": 4, "num_experts_per_tok": 4, "sliding_window": 128,
+           "tie_word_embeddings": false, "max_position_embeddings": 131072,
+           "layer_types": [)" +
+           gpt_types + "]}",
+       20.9e9, 0, 2880},
+  };
+  for (const Case& c : cases) {
+    auto desc = ImportHfConfig(c.json, std::string(c.name) + "/config.json");
+    ASSERT_TRUE(desc.ok()) << c.name << ": " << desc.status();
+    auto m = ExpandModelArch(*desc);
+    ASSERT_TRUE(m.ok()) << c.name << ": " << m.status();
+    EXPECT_NEAR(CountParams(*m).Text(), c.params, 0.01 * c.params) << c.name;
+    EXPECT_EQ(m->layers[0].intermediate_size, c.dense_width) << c.name;
+    EXPECT_EQ(m->expert_intermediate_size, c.expert_width) << c.name;
+  }
+  // gpt-oss: alternating 128-token sliding and full layers.
+  auto g = ExpandModelArch(*ImportHfConfig(cases[3].json, "g/config.json"));
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(g->layers[0].sliding);
+  EXPECT_EQ(g->layers[0].window, 128);
+  EXPECT_FALSE(g->layers[1].sliding);
+}
+
+TEST(CatalogTest, UnsupportedArchitecturesNameModelTypeAndField) {
+  auto mla = ImportHfConfig(
+      R"({"model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168,
+          "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
+          "intermediate_size": 18432, "kv_lora_rank": 512, "n_routed_experts": 256,
+          "num_experts_per_tok": 8, "moe_intermediate_size": 2048})",
+      "ds/config.json");
+  ASSERT_FALSE(mla.ok());
+  EXPECT_THAT(mla.status().message(),
+              HasSubstr("model_type 'deepseek_v3': field kv_lora_rank"));
+  auto sparse = ImportHfConfig(
+      R"({"model_type": "qwen2_moe", "vocab_size": 1000, "hidden_size": 256,
+          "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512,
+          "moe_intermediate_size": 128, "num_experts": 8, "num_experts_per_tok": 2,
+          "mlp_only_layers": [0]})",
+      "q/config.json");
+  ASSERT_FALSE(sparse.ok());
+  EXPECT_THAT(sparse.status().message(), HasSubstr("field mlp_only_layers"));
+  auto mamba =
+      ImportHfConfig(R"({"model_type": "mamba", "vocab_size": 1000})", "m/config.json");
+  ASSERT_FALSE(mamba.ok());
+  EXPECT_THAT(mamba.status().message(), HasSubstr("field model_type: 'mamba'"));
+}
+
+// The calibrated value of `key` on shipped device `id`: the shipped
+// profile's fit where it fits the key, else the device file's prior.
+double CalibratedValue(const std::string& id, const std::string& key) {
+  auto prof = ResolveCalibrationProfile("", id);
+  EXPECT_TRUE(prof.ok() && prof->found) << id;
+  for (const auto& p : prof->profile.parameters())
+    if (p.name() == key) return p.value();
+  return FindDevice(id)->param_priors().at(key);
+}
+
+TEST(CatalogPriorsTest, UncalibratedDevicesTakeTheMeanOfTheirVendorsCalibratedValues) {
+  EXPECT_TRUE(IsCalibratedDevice(*FindDevice("t4")));
+  EXPECT_FALSE(IsCalibratedDevice(*FindDevice("h100-sxm")));
+  auto h100 = DerivePriorsByRule(*FindDevice("h100-sxm"));
+  ASSERT_TRUE(h100.ok()) << h100.status();
+  EXPECT_EQ(h100->from, (std::vector<std::string>{"l4", "t4"}));
+  for (const char* key :
+       {"flops_eff_gemm", "bw_eff_weights", "device_step_us", "host_step_us"}) {
+    EXPECT_DOUBLE_EQ(h100->device.param_priors().at(key),
+                     (CalibratedValue("l4", key) + CalibratedValue("t4", key)) / 2)
+        << key;
+  }
+  // Kernel efficiencies: the class's device priors, not a profile's fit.
+  const std::string marlin = "quant_kernel_eff.marlin";
+  EXPECT_DOUBLE_EQ(h100->device.param_priors().at(marlin),
+                   (FindDevice("l4")->param_priors().at(marlin) +
+                    FindDevice("t4")->param_priors().at(marlin)) /
+                       2);
+  // Not every NVIDIA device has the no-split-KV attention term: none here.
+  EXPECT_FALSE(h100->device.param_priors().contains("attn_unit_gbs"));
+  EXPECT_THAT(h100->note, HasSubstr("device h100-sxm"));
+  EXPECT_THAT(h100->note, HasSubstr("not yet measured"));
+  EXPECT_THAT(h100->note, HasSubstr("--device h100-sxm --bench"));
+
+  // MI325X: from MI300X alone, with its fitted attention unit bandwidth and
+  // its own compute units.
+  auto mi = DerivePriorsByRule(*FindDevice("mi325x"));
+  ASSERT_TRUE(mi.ok()) << mi.status();
+  EXPECT_EQ(mi->from, (std::vector<std::string>{"mi300x"}));
+  EXPECT_DOUBLE_EQ(mi->device.param_priors().at("attn_unit_gbs"),
+                   CalibratedValue("mi300x", "attn_unit_gbs"));
+  EXPECT_DOUBLE_EQ(mi->device.param_priors().at("attn_units"), 304);
+  EXPECT_DOUBLE_EQ(mi->device.non_torch_gib(), FindDevice("mi300x")->non_torch_gib());
+
+  // TPU v5p from v5e and v6e.
+  auto v5p = DerivePriorsByRule(*FindDevice("tpu-v5p"));
+  ASSERT_TRUE(v5p.ok());
+  EXPECT_EQ(v5p->from, (std::vector<std::string>{"tpu-v5e", "tpu-v6e"}));
+
+  // A prior the file sets itself wins over the rule.
+  proto::Device own = *FindDevice("h100-sxm");
+  (*own.mutable_param_priors())["flops_eff_gemm"] = 0.3;
+  auto kept = DerivePriorsByRule(own);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_DOUBLE_EQ(kept->device.param_priors().at("flops_eff_gemm"), 0.3);
+  // An edited copy of a shipped file is not calibrated.
+  auto copy =
+      ParseDeviceText(*DeviceFileText("t4") + "\n# edited\n", "t4-copy.textproto");
+  ASSERT_TRUE(copy.ok());
+  EXPECT_FALSE(IsCalibratedDevice(*copy));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
+#include "hwmodels/catalog_priors.h"
 #include "hwmodels/memory_planner.h"
 #include "hwmodels/step_model.h"
 #include "sim/status_macros.h"
@@ -89,6 +90,7 @@ absl::StatusOr<Resolved> Resolve(const ServerSpec& spec) {
   ASSIGN_OR_RETURN(proto::ModelArch desc, FindModel(spec.model));
   ASSIGN_OR_RETURN(r.model, ExpandModelArch(desc));
   ASSIGN_OR_RETURN(r.format, ResolveWeightFormat(spec.quantization));
+  RETURN_IF_ERROR(CheckWeightFormat(r.device, r.format.id));
   return r;
 }
 
@@ -110,8 +112,22 @@ std::string AllowedModelNames() {
 }
 std::string AllowedQuantizationNames() { return "none, fp8, w8a8, w4a16, w4a16-emb4"; }
 
+// An uncalibrated device takes its priors by rule (catalog_priors.h); a
+// calibrated one keeps its file as is. The note is kept only when no
+// profile is given (a user's own profile then calibrates the device).
+absl::Status ApplyPriorRule(const ServerSpec& spec, proto::Device* device,
+                            std::string* note) {
+  if (IsCalibratedDevice(*device)) return absl::OkStatus();
+  ASSIGN_OR_RETURN(PriorsByRule rule, DerivePriorsByRule(*device));
+  *device = std::move(rule.device);
+  if (spec.calibration_profile.empty()) *note = std::move(rule.note);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ParameterSet> DefaultParameters(const ServerSpec& spec) {
   ASSIGN_OR_RETURN(Resolved r, Resolve(spec));
+  std::string note;
+  RETURN_IF_ERROR(ApplyPriorRule(spec, &r.device, &note));
   return PriorStepParameters(r.device, r.model, r.format);
 }
 
@@ -121,6 +137,8 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   ASSIGN_OR_RETURN(Resolved r, Resolve(spec));
   Deployment d;
   d.spec = spec;
+  if (params_override == nullptr)
+    RETURN_IF_ERROR(ApplyPriorRule(spec, &r.device, &d.uncalibrated_note));
   d.device = r.device;
   d.model = r.model;
   d.format = r.format;
@@ -176,13 +194,33 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
     }
     param_source = "caller-supplied parameters";
   } else {
-    ASSIGN_OR_RETURN(ResolvedProfile prof,
-                     ResolveCalibrationProfile(spec.calibration_profile, d.device.id()));
+    // A shipped profile belongs to the shipped file of its device id.
+    const bool shipped_device = IsShippedDevice(d.device);
+    ResolvedProfile prof;
+    if (!spec.calibration_profile.empty() || shipped_device) {
+      ASSIGN_OR_RETURN(
+          prof, ResolveCalibrationProfile(spec.calibration_profile, d.device.id()));
+    }
     if (prof.found) {
       const std::string& path = prof.origin;
-      // A profile fitted on one device says nothing about another.
+      // A profile fitted on one device says nothing about another: the
+      // hash names the exact device file; without one, the shipped file.
+      const std::string& want_hash = prof.profile.device_content_hash();
+      if (want_hash.empty() ? !shipped_device : want_hash != d.device.content_hash()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--calibration %s: the profile was fitted on %s (device_content_hash "
+            "%s), not on this device file %s (%s); fit one for it with `servesim "
+            "calibrate --device %s --bench FILE...`",
+            path,
+            want_hash.empty()
+                ? absl::StrCat("the shipped device '", prof.profile.device(), "'")
+                : absl::StrCat("device '", prof.profile.device(), "'"),
+            want_hash.empty() ? "none: the shipped file" : want_hash, d.device.origin(),
+            d.device.content_hash(), d.device.origin()));
+      }
       if (!prof.profile.device().empty()) {
-        auto of = FindDevice(prof.profile.device());
+        auto of = want_hash.empty() ? FindDevice(prof.profile.device())
+                                    : absl::StatusOr<proto::Device>(d.device);
         if (!of.ok() || of->id() != d.device.id()) {
           return absl::InvalidArgumentError(absl::StrFormat(
               "--calibration %s: the profile was fitted on device '%s' (its device "
@@ -215,6 +253,8 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       s.max_num_batched_tokens, ", max_num_seqs ", s.max_num_seqs, ", max_model_len ",
       s.max_model_len, s.async_scheduling ? ", async" : ", sync", "; parameters from ",
       param_source, ". Step model: ", d.step_model->Describe());
+  if (!d.uncalibrated_note.empty())
+    absl::StrAppend(&d.provenance, " Uncalibrated: ", d.uncalibrated_note, ".");
   return d;
 }
 

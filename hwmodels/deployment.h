@@ -92,17 +92,26 @@ struct Deployment {
   // The profile's api_overhead_ms (a client-side cost, not a step-time
   // knob: the client adds it); 0 when none.
   double api_overhead_ms = 0;
+  // Non-empty when no profile applies and the device's priors came by rule
+  // from the calibrated devices (hwmodels/catalog_priors.h): says from where
+  // and with what expected error. The CLI's warning uses it; it is also in
+  // `provenance`.
+  std::string uncalibrated_note;
 };
 
 // Resolves names, plans memory and builds the step model. Errors
 // (InvalidArgument) name the flag and the allowed values: unknown device,
 // model, quantization or dtype (bf16 on t4), out-of-range numbers.
+// The device's vLLM build must run the weight format (CheckWeightFormat).
 // Not fitting in memory is NOT an error: memory.fits == false.
 // Parameters: params_override if given (must contain every parameter of
 // DefaultParameters; missing ones keep the default), else the calibration
 // profile (ResolveCalibrationProfile of spec.calibration_profile: a user's file,
 // or the shipped calibration/profiles/<device>.textproto embedded in the
-// binary), else the priors.
+// binary, which applies only to the shipped file of that device), else the
+// priors (by rule from the calibrated devices for an uncalibrated device).
+// A profile is refused on another device: its `device` must name this one,
+// and its device_content_hash (when set) must equal the device file's hash.
 absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
                                            const ParameterSet* params_override = nullptr);
 

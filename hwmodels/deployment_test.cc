@@ -57,7 +57,7 @@ TEST(DeploymentTest, UnknownNamesAndBadNumbersNameTheFlag) {
   ServerSpec len = Spec("t4", "gemma-4-e2b");
   len.max_model_len = 1 << 20;
   for (const Case& c :
-       {Case{Spec("a100", "gemma-4-e2b"), "--device"},
+       {Case{Spec("a900", "gemma-4-e2b"), "--device"},
         Case{Spec("t4", "gemma-9"), "--model"},
         Case{Spec("t4", "gemma-4-e2b", "awq"), "--quantization"},
         Case{util, "--gpu-memory-utilization"}, Case{len, "--max-model-len"}}) {

@@ -102,7 +102,9 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
   // Where a prior comes from: the device file when it sets the key, else the
   // default written here.
   const std::string device_file =
-      absl::StrCat("hwmodels/devices/", device.id(), ".textproto");
+      device.origin().empty()
+          ? absl::StrCat("hwmodels/devices/", device.id(), ".textproto")
+          : device.origin();
   auto source = [&](const std::string& key) {
     return device.param_priors().contains(key)
                ? absl::StrCat("prior: ", device_file)

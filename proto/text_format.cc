@@ -31,10 +31,12 @@ class Collector : public google::protobuf::io::ErrorCollector {
 }  // namespace
 
 absl::Status ParseTextProto(std::string_view text, const std::string& where,
-                            google::protobuf::Message* message, bool merge) {
+                            google::protobuf::Message* message, bool merge,
+                            google::protobuf::TextFormat::ParseInfoTree* locations) {
   google::protobuf::TextFormat::Parser parser;
   Collector errors(where);
   parser.RecordErrorsTo(&errors);
+  if (locations != nullptr) parser.WriteLocationsTo(locations);
   const std::string buf(text);
   const bool ok =
       merge ? parser.MergeFromString(buf, message) : parser.ParseFromString(buf, message);

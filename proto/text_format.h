@@ -9,14 +9,18 @@
 
 #include "absl/status/status.h"
 #include "google/protobuf/message.h"
+#include "google/protobuf/text_format.h"
 
 namespace servesim {
 
 // Parses `text` into `message` (cleared first unless `merge`). `where`
 // names the source (a path, or "--set" for a flag) in error messages.
-// InvalidArgument on a syntax error or an unknown field.
-absl::Status ParseTextProto(std::string_view text, const std::string& where,
-                            google::protobuf::Message* message, bool merge = false);
+// InvalidArgument on a syntax error or an unknown field. When `locations`
+// is given it receives each field's line and column (for errors about a
+// value that parsed but is out of range).
+absl::Status ParseTextProto(
+    std::string_view text, const std::string& where, google::protobuf::Message* message,
+    bool merge = false, google::protobuf::TextFormat::ParseInfoTree* locations = nullptr);
 
 // Reads the file at `path` and parses it. NotFound when it cannot be read.
 absl::Status ReadTextProtoFile(const std::string& path,

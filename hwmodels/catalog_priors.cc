@@ -1,0 +1,153 @@
+#include "hwmodels/catalog_priors.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "hwmodels/calibration_profile.h"
+#include "hwmodels/catalog.h"
+#include "sim/status_macros.h"
+
+namespace servesim {
+namespace {
+
+// The priors a calibrated device carries into the mean (see the header).
+bool RuleKey(const std::string& k) { return k != "attn_unit_gbs" && k != "attn_units"; }
+
+}  // namespace
+
+bool IsShippedDevice(const proto::Device& device) {
+  for (const proto::Device& d : EmbeddedDevices()) {
+    if (d.id() == device.id()) return d.content_hash() == device.content_hash();
+  }
+  return false;
+}
+
+namespace {
+
+// The shipped profile of a device id, if one is shipped.
+absl::StatusOr<ResolvedProfile> ShippedProfile(const std::string& id) {
+  return ResolveCalibrationProfile("", id);
+}
+
+}  // namespace
+
+bool IsCalibratedDevice(const proto::Device& device) {
+  if (!IsShippedDevice(device)) return false;
+  absl::StatusOr<ResolvedProfile> prof = ShippedProfile(device.id());
+  return prof.ok() && prof->found;
+}
+
+std::string LeaveOneDeviceOutError(const std::string& vendor) {
+  (void)vendor;
+  return "";
+}
+
+absl::StatusOr<PriorsByRule> DerivePriorsByRule(const proto::Device& device) {
+  struct Member {
+    proto::Device device;
+    std::map<std::string, double> fitted;  // profile values by name
+  };
+  std::vector<Member> all;
+  for (const proto::Device& d : EmbeddedDevices()) {
+    ASSIGN_OR_RETURN(ResolvedProfile prof, ShippedProfile(d.id()));
+    if (!prof.found) continue;
+    Member m{d, {}};
+    for (const auto& p : prof.profile.parameters()) m.fitted[p.name()] = p.value();
+    all.push_back(std::move(m));
+  }
+  std::vector<const Member*> cls;
+  for (const Member& m : all)
+    if (m.device.vendor() == device.vendor()) cls.push_back(&m);
+  const bool same_vendor = !cls.empty();
+  if (!same_vendor)
+    for (const Member& m : all) cls.push_back(&m);
+
+  PriorsByRule out;
+  out.device = device;
+  for (const Member* m : cls) out.from.push_back(m->device.id());
+  std::sort(out.from.begin(), out.from.end());
+  if (cls.empty()) {
+    out.note =
+        absl::StrCat("device ", device.id(),
+                     " is not calibrated and no calibrated device exists: "
+                     "step-model priors are the defaults of hwmodels/step_model.cc");
+    return out;
+  }
+  // Mean over the class of each calibrated value.
+  std::map<std::string, std::pair<double, int>> sums;
+  for (const Member* m : cls) {
+    for (const auto& [k, v] : m->device.param_priors()) {
+      if (!RuleKey(k)) continue;
+      const bool quant = absl::StartsWith(k, "quant_kernel_eff.");
+      auto it = m->fitted.find(k);
+      const double value = !quant && it != m->fitted.end() ? it->second : v;
+      sums[k].first += value;
+      sums[k].second += 1;
+    }
+  }
+  auto* priors = out.device.mutable_param_priors();
+  for (const auto& [k, sn] : sums) {
+    if (priors->contains(k)) continue;  // the file's own prior wins
+    (*priors)[k] = sn.first / sn.second;
+    out.keys.push_back(k);
+  }
+  // Decode attention without split-KV: only when the whole class has it.
+  const bool all_unit = std::all_of(cls.begin(), cls.end(), [](const Member* m) {
+    return m->device.param_priors().contains("attn_unit_gbs");
+  });
+  if (all_unit && !priors->contains("attn_unit_gbs") && device.compute_units() > 0) {
+    double s = 0;
+    for (const Member* m : cls) {
+      auto it = m->fitted.find("attn_unit_gbs");
+      s += it != m->fitted.end() ? it->second
+                                 : m->device.param_priors().at("attn_unit_gbs");
+    }
+    (*priors)["attn_unit_gbs"] = s / cls.size();
+    (*priors)["attn_units"] = device.compute_units();
+    out.keys.push_back("attn_unit_gbs");
+    out.keys.push_back("attn_units");
+  }
+  // Memory-planner overheads left at 0.
+  auto mean_field = [&](double (proto::Device::*get)() const) {
+    double s = 0;
+    for (const Member* m : cls) s += (m->device.*get)();
+    return s / cls.size();
+  };
+  if (device.non_torch_gib() == 0) {
+    out.device.set_non_torch_gib(mean_field(&proto::Device::non_torch_gib));
+    out.keys.push_back("non_torch_gib");
+  }
+  if (device.graph_capture() && device.cuda_graph_gib_per_layer() == 0) {
+    out.device.set_cuda_graph_gib_per_layer(
+        mean_field(&proto::Device::cuda_graph_gib_per_layer));
+    out.keys.push_back("cuda_graph_gib_per_layer");
+  }
+  std::sort(out.keys.begin(), out.keys.end());
+  const std::string err = LeaveOneDeviceOutError(device.vendor());
+  out.note = absl::StrCat(
+      "device ", device.id(), " (", device.origin(),
+      ") is not calibrated: its step-model priors come by rule from the calibrated ",
+      same_vendor ? absl::StrCat(device.vendor(), " devices ")
+                  : absl::StrCat("devices (none is ", device.vendor(), ") "),
+      absl::StrJoin(out.from, ", "), " (mean of their fitted values; ", out.keys.size(),
+      " set: ", absl::StrJoin(out.keys, ", "), "); expected error: ",
+      err.empty() ? "not yet measured (leave-one-device-out error of `servesim validate`)"
+                  : err,
+      ". Calibrate it with `servesim calibrate --device ", device.origin(),
+      " --bench FILE...`");
+  if (IsShippedDevice(device)) {
+    // A shipped file is named by its id.
+    const std::string from = absl::StrCat("--device ", device.origin());
+    const size_t at = out.note.rfind(from);
+    if (at != std::string::npos)
+      out.note.replace(at, from.size(), absl::StrCat("--device ", device.id()));
+  }
+  return out;
+}
+
+}  // namespace servesim

@@ -1,0 +1,57 @@
+// Priors for a device nobody calibrated, by rule from the calibrated ones.
+//
+// A device is calibrated when it is a shipped device (hwmodels/devices/)
+// with a shipped profile (calibration/profiles/<id>.textproto, embedded;
+// hwmodels/calibration_profile.h). For any
+// other device, each step-model prior its file leaves out is the mean, over
+// the calibrated devices of the same vendor (all calibrated devices when
+// its vendor has none), of their calibrated values: the profile's fitted
+// value where the profile fits that parameter, else that device's own
+// prior. Weight-format kernel efficiencies (quant_kernel_eff.*) come from
+// the class's device priors. The per-unit decode-attention bandwidth
+// (attn_unit_gbs) is taken only when every device of the class has it (a
+// kernel property of the vendor's stack: ROCm's Triton attention), with
+// the device's own compute_units as attn_units. Memory-planner overheads
+// the file leaves at 0 (non_torch_gib, cuda_graph_gib_per_layer) take the
+// class mean too. Nothing here is hand-picked per device.
+// Stateless; thread-safe.
+#ifndef SERVESIM_HWMODELS_CATALOG_PRIORS_H_
+#define SERVESIM_HWMODELS_CATALOG_PRIORS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/hwmodels.pb.h"
+
+namespace servesim {
+
+struct PriorsByRule {
+  servesim::proto::Device device;  // the input with the derived priors filled in
+  std::vector<std::string> from;   // calibrated devices the rule averaged, sorted
+  std::vector<std::string> keys;   // priors (and device fields) the rule set, sorted
+  // One line for stderr and the provenance: the device is uncalibrated,
+  // where its priors came from, and its expected error.
+  std::string note;
+};
+
+// Whether `device` is a shipped device (same id and same file content as
+// the embedded one) that has a shipped calibration profile.
+bool IsCalibratedDevice(const servesim::proto::Device& device);
+
+// Whether `device` is byte-for-byte the embedded file of its id.
+bool IsShippedDevice(const servesim::proto::Device& device);
+
+// The rule above applied to an uncalibrated device. Errors only when a
+// shipped profile cannot be read.
+absl::StatusOr<PriorsByRule> DerivePriorsByRule(const servesim::proto::Device& device);
+
+// Expected error of a prediction on an uncalibrated device: the
+// leave-one-device-out error `servesim validate` reports for the device's
+// class, once validate computes it. Empty until then (the note says "not yet
+// measured"). The hook ACCURACY's leave-one-device-out numbers plug into.
+std::string LeaveOneDeviceOutError(const std::string& vendor);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_HWMODELS_CATALOG_PRIORS_H_
