@@ -20,6 +20,9 @@ void RegisterCalibrateCommand(CLI::App& app, int* exit_code);
 void RegisterTraceCommand(CLI::App& app, int* exit_code);
 void RegisterSweepCommand(CLI::App& app, int* exit_code);
 void RegisterPlanCommand(CLI::App& app, int* exit_code);
+// `servesim sweep merge SHARD_DIR... --out DIR` under the sweep subcommand
+// (cmd_sweep_merge.cc); returns it.
+CLI::App* RegisterSweepMergeCommand(CLI::App* sweep, int* exit_code);
 
 // Exit codes shared by every subcommand.
 constexpr int kExitOk = 0;

@@ -88,6 +88,11 @@ struct SweepOptions {
   // complete = false, leaving the files as a kill would (completion order).
   // -1: run everything.
   int64_t stop_after = -1;
+  // Run only shard `shard_index` of `shard_count` (experiments/sweep_shard.h
+  // OwnsPoint: point id % count == index); DIR then holds that shard's
+  // points and shard.txt ("K/N"), to be merged by MergeSweepShards.
+  int shard_index = 0;
+  int shard_count = 1;
 };
 
 struct SweepSummary {
