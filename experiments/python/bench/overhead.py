@@ -1,16 +1,17 @@
 """Speed of the Python module against the CLI (docs/performance.md).
 
-  PYTHONPATH=build/python python3 experiments/python/bench_overhead.py [build/servesim]
+  PYTHONPATH=build/python python3 experiments/python/bench/overhead.py [build/servesim]
 
 1. `simulate` on the whole Azure conversation trace (MI300X, Gemma 4 E2B):
    wall time of `servesim simulate ... --json` (the process, as a user runs
-   it) against `servesim.simulate(...)` returning the same JSON, and the
-   time of `Result.requests` for its rows; best of REPEATS each.
+   it) against `servesim.simulate(...)` returning the same JSON; REPEATS
+   interleaved rounds, best and median.
 2. A run of 1M requests: the time of `Result.requests` (records to numpy
    columns to a DataFrame of 1M rows).
 """
 
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -18,29 +19,35 @@ import time
 import servesim
 
 BINARY = sys.argv[1] if len(sys.argv) > 1 else "build/servesim"
-REPEATS = int(os.environ.get("REPEATS", "5"))
+REPEATS = int(os.environ.get("REPEATS", "15"))
 TRACE = "data/traces/AzureLLMInferenceTrace_conv.csv.gz"
 FLAGS = dict(device="mi300x", model="gemma-4-e2b", max_model_len=16384, trace=TRACE)
 
 
-def best(fn):
-    times = []
+def interleaved(fns):
+    """REPEATS rounds, each fn once per round in turn (load on a shared
+    machine hits both alike); the best and the median of each."""
+    times = [[] for _ in fns]
+    outs = [None] * len(fns)
     for _ in range(REPEATS):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            outs[i] = fn()
+            times[i].append(time.perf_counter() - t)
+    return [(min(t), statistics.median(t), o) for t, o in zip(times, outs)]
 
 
 def main():
     argv = [BINARY, "simulate", "--device", "mi300x", "--model", "gemma-4-e2b",
             "--max-model-len", "16384", "--trace", TRACE, "--json"]
-    cli_s, cli_out = best(lambda: subprocess.run(argv, capture_output=True, check=True).stdout)
-    py_s, r = best(lambda: servesim.simulate(**FLAGS))
+    (cli_s, cli_med, cli_out), (py_s, py_med, r) = interleaved([
+        lambda: subprocess.run(argv, capture_output=True, check=True).stdout,
+        lambda: servesim.simulate(**FLAGS)])
     assert r.json.encode() == cli_out, "module JSON differs from the CLI's"
-    print(f"azure conv trace: {r.summary['completed']} requests")
-    print(f"  CLI simulate --json (process)   {cli_s:.3f} s")
-    print(f"  servesim.simulate               {py_s:.3f} s  ({(py_s / cli_s - 1) * 100:+.1f}%)")
+    print(f"azure conv trace: {r.summary['completed']} requests, {REPEATS} rounds")
+    print(f"  CLI simulate --json (process)  best {cli_s:.3f} s  median {cli_med:.3f} s")
+    print(f"  servesim.simulate              best {py_s:.3f} s  median {py_med:.3f} s"
+          f"  ({(py_s / cli_s - 1) * 100:+.1f}% / {(py_med / cli_med - 1) * 100:+.1f}%)")
 
     big = dict(device="mi300x", model="gemma-4-e2b", max_model_len=2048,
                num_prompts=1_000_000, random_input_len=64, random_output_len=4,
