@@ -229,8 +229,8 @@ def simulate(
       **flags: any flag of ``servesim simulate --help`` that shapes the run:
         device, model, quantization, max_model_len, max_num_seqs,
         num_prompts, request_rate, max_concurrency, random_input_len,
-        random_output_len, seed, trace, router, date, set (a list of
-        --set texts), config (a path, as --config), ...
+        random_output_len, seed, trace, router, date, set (a --set text
+        or a list of them, applied after ``config``), ...
 
     Returns:
       A Result (summary dict, requests DataFrame, steps).

@@ -256,6 +256,10 @@ def test_sweep_shards_merge_to_the_local_bytes(tmp_path):
     for name in ("grid.textproto", "results.jsonl", "results.csv"):
         assert (tmp_path / "m" / name).read_bytes() == \
             (tmp_path / "local" / name).read_bytes(), name
+    # A shard out of range is bad input, named.
+    code, _, err = servesim.cli("sweep", "--grid", str(grid), "--out", str(tmp_path / "b"),
+                                "--shard", "4/4")
+    assert code == 2 and "--shard '4/4': expected K/N" in err
     # A missing shard is named.
     code, _, err = servesim.cli("sweep", "merge", *shards[:3], "--out", str(tmp_path / "x"))
     assert code == 2 and "point 3 of 6 is in no shard folder" in err
