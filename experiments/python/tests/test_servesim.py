@@ -158,8 +158,12 @@ def test_bad_input_raises_value_error_with_cli_message(flags):
 
 
 def test_unparsable_flag_raises_value_error_naming_it():
-    with pytest.raises(ValueError, match="--num-prompts"):
+    with pytest.raises(ValueError, match="--num-prompts") as e:
         servesim.simulate(device="l4", model="gemma-4-e2b", num_prompts="many")
+    cli = run_cli("simulate", "--device", "l4", "--model", "gemma-4-e2b", "--num-prompts",
+                  "many")
+    assert cli.returncode == 2
+    assert cli.stderr.decode().splitlines()[0] == str(e.value)
     with pytest.raises(ValueError, match="--no-such-flag"):
         servesim.simulate(device="l4", model="gemma-4-e2b", no_such_flag=1)
 
