@@ -30,9 +30,9 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
   for (const std::string& p : run.fleet.provenance) ctx.provenance.push_back(p);
   ctx.provenance.push_back(absl::StrCat("client: ", run.source->Describe()));
   if (client.replay_arrivals)
-    ctx.provenance.push_back("arrivals: replayed from the trace");
+    ctx.provenance.emplace_back("arrivals: replayed from the trace");
   if (!config.client().ignore_eos()) {
-    ctx.provenance.push_back(
+    ctx.provenance.emplace_back(
         "ignore_eos=false: simulated outputs still have exactly the requested lengths");
   }
   ctx.resolved_config = ConfigToText(config);
