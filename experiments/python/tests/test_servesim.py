@@ -284,3 +284,28 @@ def test_help_reads_well():
     assert "ValueError" in doc and "Returns" in doc
     assert servesim.__version__.startswith(run_cli("--version").stdout.decode()
                                            .split()[1])
+
+
+def test_validate_equals_cli_json():
+    cli = run_cli("validate", "--device", "l4", "--no-held-out", "--json")
+    assert cli.returncode in (0, 3), cli.stderr
+    got = servesim.validate(device="l4", no_held_out=True)
+    assert got.pop("exit_code", 0) == cli.returncode
+    assert got == json.loads(cli.stdout)
+    with pytest.raises(ValueError, match="--device"):
+        servesim.validate(device="h100")
+
+
+def test_calibrate_equals_cli_json_and_profile(tmp_path):
+    bench = os.path.join(DATA, "bench", "mi300x-gemma4-e2b-2026-09-17")
+    cli = run_cli("calibrate", "--device", "mi300x", "--model", "gemma-4-e2b", "--bench",
+                  bench, "--out", tmp_path / "cli.textproto", "--json", "-j", 2)
+    assert cli.returncode in (0, 3), cli.stderr
+    got = servesim.calibrate(bench, device="mi300x", model="gemma-4-e2b",
+                             out=tmp_path / "py.textproto", jobs=1)
+    assert got.pop("exit_code", 0) == cli.returncode
+    assert got == json.loads(cli.stdout)
+    assert (tmp_path / "py.textproto").read_bytes() == \
+        (tmp_path / "cli.textproto").read_bytes()
+    with pytest.raises(ValueError, match="none: cannot open"):
+        servesim.calibrate(str(tmp_path / "none"), device="mi300x")
