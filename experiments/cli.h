@@ -24,6 +24,9 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code);
 void RegisterPlanCommand(CLI::App& app, int* exit_code);
 void RegisterDevicesCommand(CLI::App& app, int* exit_code);
 void RegisterModelsCommand(CLI::App& app, int* exit_code);
+// `servesim sweep merge SHARD_DIR... --out DIR` under the sweep subcommand
+// (cmd_sweep_merge.cc); returns it.
+CLI::App* RegisterSweepMergeCommand(CLI::App* sweep, int* exit_code);
 
 // Exit codes shared by every subcommand.
 constexpr int kExitOk = 0;

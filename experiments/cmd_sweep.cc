@@ -20,6 +20,7 @@
 #include "experiments/server_flags.h"
 #include "experiments/sweep.h"
 #include "hwmodels/deployment.h"
+#include "experiments/sweep_shard.h"
 #include "sim/json_writer.h"
 #include "sim/router.h"
 #include "sim/status_macros.h"
@@ -79,6 +80,7 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
   struct Flags {
     std::string grid;
     std::string out;
+    std::string shard;
     int jobs = 1;
     int64_t stop_after = -1;
     bool progress = false;
@@ -98,11 +100,16 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       "point\n"
       "order at the end (identical bytes whatever --jobs). Rerunning with the same grid\n"
       "resumes: finished points (same id and config hash) are kept.");
-  cmd->add_option("--grid", flags->grid,
-                  "grid file (text-format servesim.proto.SweepGrid)")
-      ->required();
-  cmd->add_option("--out", flags->out, "output directory (created if missing)")
-      ->required();
+  CLI::Option* grid_opt =
+      cmd->add_option("--grid", flags->grid,
+                      "grid file (text-format servesim.proto.SweepGrid); required");
+  CLI::Option* out_opt = cmd->add_option(
+      "--out", flags->out, "output directory (created if missing); required");
+  cmd->add_option("--shard", flags->shard,
+                  "K/N: run only the points of shard K of N (point id % N == K; K as "
+                  "SLURM_ARRAY_TASK_ID counts); join the shards with `sweep merge`");
+  CLI::App* merge = RegisterSweepMergeCommand(cmd, exit_code);
+  cmd->require_subcommand(0, 1);
   cmd->add_option("--jobs,-j", flags->jobs, "worker threads")->check(CLI::Range(1, 1024));
   cmd->add_option("--stop-after", flags->stop_after,
                   "stop taking new points after K finished (testing resumption)")
@@ -120,7 +127,26 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag(
       "--replace", flags->replace,
       "discard results in --out that belong to another grid (refused otherwise)");
-  cmd->callback([flags, exit_code] {
+  cmd->callback([flags, exit_code, merge, grid_opt, out_opt] {
+    if (merge->parsed()) return;  // `sweep merge` ran
+    for (const CLI::Option* o : {grid_opt, out_opt}) {
+      if (o->count() == 0) {
+        std::fprintf(stderr, "servesim sweep: error: %s is required\n", o->get_name().c_str());
+        *exit_code = kExitBadInput;
+        return;
+      }
+    }
+    ShardSpec shard;
+    if (!flags->shard.empty()) {
+      absl::StatusOr<ShardSpec> s = ParseShard(flags->shard);
+      if (!s.ok()) {
+        std::fprintf(stderr, "servesim sweep: error: %s\n",
+                     std::string(s.status().message()).c_str());
+        *exit_code = kExitBadInput;
+        return;
+      }
+      shard = *s;
+    }
     absl::StatusOr<proto::SweepGrid> grid = ReadGridFile(flags->grid);
     if (!grid.ok()) {
       std::fprintf(stderr, "servesim sweep: error: %s\n",
@@ -195,6 +221,8 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     options.jobs = flags->jobs;
     options.stop_after = flags->stop_after;
     options.replace_other_results = flags->replace;
+    options.shard_index = shard.index;
+    options.shard_count = shard.count;
     options.progress = flags->no_progress ? 0 : (flags->progress ? 1 : -1);
     absl::StatusOr<SweepSummary> s =
         RunSweep(*grid, flags->out, SimulatorPointRunner(), options);

@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "experiments/sweep_shard.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -632,6 +633,20 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
   // current config hash (and the CSV header is the current one).
   const size_t num = points.size();
   std::vector<std::optional<PointLines>> done(num);
+  if (options.shard_count < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.shard_count) {
+    return absl::InvalidArgumentError(absl::StrCat("--shard ", options.shard_index, "/",
+                                                   options.shard_count,
+                                                   ": K must be in [0, N-1] and N >= 1"));
+  }
+  auto owned = [&](int64_t id) {
+    return OwnsPoint(options.shard_index, options.shard_count, id);
+  };
+  if (options.shard_count > 1) {
+    RETURN_IF_ERROR(WriteFileAtomic(
+        dir / "shard.txt",
+        absl::StrCat(options.shard_index, "/", options.shard_count, "\n")));
+  }
   {
     ASSIGN_OR_RETURN(std::vector<std::string> jl, ReadLines(jsonl_path));
     ASSIGN_OR_RETURN(std::vector<std::string> cl, ReadLines(csv_path));
@@ -641,7 +656,7 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
     int64_t matched = 0, other = 0;
     for (const std::string& line : jl) {
       if (ParseKey(line, true, &id, &hash) && id >= 0 && id < static_cast<int64_t>(num) &&
-          hash == points[id].config_hash) {
+          owned(id) && hash == points[id].config_hash) {
         jmap[id] = line;
         ++matched;
       } else if (!line.empty()) {
@@ -659,7 +674,8 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
     if (!cl.empty() && cl[0] == header) {
       for (size_t i = 1; i < cl.size(); ++i) {
         if (ParseKey(cl[i], false, &id, &hash) && id >= 0 &&
-            id < static_cast<int64_t>(num) && hash == points[id].config_hash) {
+            id < static_cast<int64_t>(num) && owned(id) &&
+            hash == points[id].config_hash) {
           cmap[id] = cl[i];
         }
       }
@@ -698,9 +714,10 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
   RETURN_IF_ERROR(rewrite());
 
   SweepSummary summary;
-  summary.num_points = static_cast<int64_t>(num);
   std::vector<size_t> todo;
   for (size_t i = 0; i < num; ++i) {
+    if (!owned(static_cast<int64_t>(i))) continue;
+    ++summary.num_points;
     if (done[i]) {
       ++summary.num_resumed;
     } else {
@@ -772,7 +789,9 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
   }
 
   summary.complete = true;
-  for (const auto& d : done) {
+  for (size_t i = 0; i < num; ++i) {
+    const auto& d = done[i];
+    if (!owned(static_cast<int64_t>(i))) continue;
     if (!d) {
       summary.complete = false;
       continue;

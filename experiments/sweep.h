@@ -98,6 +98,11 @@ struct SweepOptions {
   // Let the sweep discard results in the directory that belong to another
   // grid (no point in common); refused (AlreadyExists) otherwise.
   bool replace_other_results = false;
+  // Run only shard `shard_index` of `shard_count` (experiments/sweep_shard.h
+  // OwnsPoint: point id % count == index); DIR then holds that shard's
+  // points and shard.txt ("K/N"), to be merged by MergeSweepShards.
+  int shard_index = 0;
+  int shard_count = 1;
 };
 
 struct SweepSummary {

@@ -21,7 +21,10 @@ BUILD_DIR=${BUILD_DIR:-build}
 PACKAGES=(cmake g++ ninja-build pkg-config git
   libabsl-dev libprotobuf-dev protobuf-compiler libcli11-dev
   libboost-graph-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  zlib1g-dev clang libclang-rt-14-dev clang-format clang-tidy gnuplot-nox)
+  zlib1g-dev clang libclang-rt-14-dev clang-format clang-tidy gnuplot-nox
+  pybind11-dev python3-dev python3-pandas python3-pytest
+  jupyter-nbconvert python3-ipykernel python3-matplotlib
+  munge slurmctld slurmd slurm-client)
 
 install_missing() {
   local missing=()
@@ -113,6 +116,13 @@ case "$MODE" in
     echo "== build (GCC, Release, warnings as errors) and test"
     configure_and_build "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSERVESIM_WERROR=ON
     run_tests "$BUILD_DIR"
+    # --- PYTHON step (issue 18): the Python module's pytest suite ran above
+    # as the CTest entry python_module_test; here a real one-node Slurm
+    # cluster runs a sharded sweep (tools/slurm_ci.sh, needs root).
+    echo "== Slurm: 4-task job array of a 500-point sweep, requeue, merge, compare"
+    if [ "$(id -u)" -eq 0 ]; then bash tools/slurm_ci.sh "$BUILD_DIR"
+    else sudo bash tools/slurm_ci.sh "$BUILD_DIR"; fi
+    # --- end of the PYTHON step
     echo "== cmake --install, then validate from / (same bytes as the build tree)"
     prefix=$(mktemp -d)
     cmake --install "$BUILD_DIR" --prefix "$prefix" >/dev/null
