@@ -27,7 +27,12 @@ SMALL = dict(device="l4", model="gemma-4-e2b", max_model_len=4096, num_prompts=4
 
 
 def run_cli(*args):
-    return subprocess.run([BINARY, *map(str, args)], capture_output=True, check=False)
+    args = [str(a) for a in args]
+    # The CLI dates its JSON with the current time unless --date pins it; the
+    # module pins 19700101-000000 by default (reproducible output).
+    if args and args[0] == "simulate" and "--date" not in args:
+        args += ["--date", "19700101-000000"]
+    return subprocess.run([BINARY, *args], capture_output=True, check=False)
 
 
 def cli_args(flags):
@@ -143,7 +148,7 @@ def test_steps_record_batches_and_leave_the_result_unchanged():
 # --- errors: ValueError with the CLI's message ------------------------------
 
 @pytest.mark.parametrize("flags", [
-    dict(device="h100", model="gemma-4-e2b"),
+    dict(device="no-such-device", model="gemma-4-e2b"),
     dict(SMALL, max_num_seqs=0),
     dict(SMALL, block_size=3),
     dict(SMALL, request_rate="fast"),
@@ -163,7 +168,7 @@ def test_unparsable_flag_raises_value_error_naming_it():
     cli = run_cli("simulate", "--device", "l4", "--model", "gemma-4-e2b", "--num-prompts",
                   "many")
     assert cli.returncode == 2
-    assert cli.stderr.decode().splitlines()[0] == str(e.value)
+    assert cli.stderr.decode().splitlines()[0] == f"servesim simulate: error: {e.value}"
     with pytest.raises(ValueError, match="--no-such-flag"):
         servesim.simulate(device="l4", model="gemma-4-e2b", no_such_flag=1)
 
@@ -214,7 +219,7 @@ def test_memory_equals_cli_json():
     with pytest.raises(ValueError) as e:
         servesim.memory(device="t4", model="gemma-4-e2b", block_size=3)
     bad = run_cli("memory", "--device", "t4", "--model", "gemma-4-e2b", "--block-size", 3)
-    assert bad.stderr.decode() == f"servesim memory: {e.value}\n"
+    assert bad.stderr.decode() == f"servesim memory: error: {e.value}\n"
 
 
 GRID = {
