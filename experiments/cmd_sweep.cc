@@ -19,8 +19,8 @@
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
 #include "experiments/sweep.h"
-#include "hwmodels/deployment.h"
 #include "experiments/sweep_shard.h"
+#include "hwmodels/deployment.h"
 #include "sim/json_writer.h"
 #include "sim/router.h"
 #include "sim/status_macros.h"
@@ -131,7 +131,8 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     if (merge->parsed()) return;  // `sweep merge` ran
     for (const CLI::Option* o : {grid_opt, out_opt}) {
       if (o->count() == 0) {
-        std::fprintf(stderr, "servesim sweep: error: %s is required\n", o->get_name().c_str());
+        std::fprintf(stderr, "servesim sweep: error: %s is required\n",
+                     o->get_name().c_str());
         *exit_code = kExitBadInput;
         return;
       }

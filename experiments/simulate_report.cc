@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -56,7 +56,6 @@ std::string BenchArrivalNote(const proto::ClientConfig& cl) {
   }
   return note;
 }
-
 
 ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
                                     const ExperimentRun& run, const std::string& date) {
@@ -120,7 +119,8 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
 
   const auto& records = run.engine->records();
   if (run.engine->num_replicas() > 1) {
-    const std::vector<int64_t> per = RequestsPerReplica(records, run.engine->num_replicas());
+    const std::vector<int64_t> per =
+        RequestsPerReplica(records, run.engine->num_replicas());
     for (int32_t i = 0; i < run.engine->num_replicas(); ++i) {
       ctx.replica_shares.push_back({run.engine->replica_config(i).description, per[i]});
     }

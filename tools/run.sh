@@ -7,8 +7,9 @@
 #                            errors and its tests; cmake --install and the
 #                            installed binary's validate from /; Clang
 #                            AddressSanitizer+UBSan build and its tests;
-#                            clang-tidy; ThreadSanitizer over the threaded
-#                            tests; a short libFuzzer run of each parser
+#                            ThreadSanitizer over the threaded tests; a
+#                            one-node Slurm cluster running a sharded sweep;
+#                            a short libFuzzer run of each parser
 #   bash tools/run.sh build  install what is missing and build only
 # Environment: JOBS (default: all cores), BUILD_DIR (default: build).
 set -euo pipefail
@@ -136,8 +137,10 @@ case "$MODE" in
     configure_and_build "${BUILD_DIR}-asan" -DCMAKE_CXX_COMPILER=clang++ \
       -DSERVESIM_SANITIZE=ON -DSERVESIM_BENCHMARKS=OFF
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_tests "${BUILD_DIR}-asan"
-    echo "== clang-tidy (.clang-tidy) over the sources"
-    bash tools/tidy.sh "${BUILD_DIR}-asan"
+    # clang-tidy (.clang-tidy) is not run here yet: the tree still has ~50
+    # findings from before the checks were chosen, and a report-only run
+    # costs ~8 minutes of CI. `bash tools/tidy.sh build-asan` lists them;
+    # TIDY_GATE=1 makes them errors.
     echo "== ThreadSanitizer build (Clang) of the threaded tests"
     bash tools/tsan.sh "${BUILD_DIR}-tsan"
     if [ -x tools/fuzz.sh ]; then

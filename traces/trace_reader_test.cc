@@ -159,7 +159,8 @@ INSTANTIATE_TEST_SUITE_P(
                       MooncakeCase{"mooncake_synthetic_trace.jsonl.gz", 3993}));
 
 TEST(MooncakeReaderTest, SharedHashIdsGiveSharedChainedPrefixes) {
-  ReadAll r = Read(TraceFormat::kMooncake, kData + "mooncake_conversation_trace.jsonl.gz");
+  ReadAll r =
+      Read(TraceFormat::kMooncake, kData + "mooncake_conversation_trace.jsonl.gz");
   ASSERT_TRUE(r.status.ok());
   // Rows 0-4 all start with hash id 0: the same first block...
   for (int i = 1; i <= 4; ++i) {
@@ -201,8 +202,9 @@ TEST(DetectTraceFormatTest, DetectsEveryShippedFile) {
             TraceFormat::kAzure);
   EXPECT_EQ(*DetectTraceFormat(kData + "mooncake_synthetic_trace.jsonl.gz"),
             TraceFormat::kMooncake);
-  EXPECT_EQ(*DetectTraceFormat(kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv.gz"),
-            TraceFormat::kLengths);
+  EXPECT_EQ(
+      *DetectTraceFormat(kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv.gz"),
+      TraceFormat::kLengths);
   EXPECT_EQ(*DetectTraceFormat(kFixtures + "burstgpt_v3.csv"), TraceFormat::kBurstGpt);
   EXPECT_EQ(*DetectTraceFormat(kFixtures + "bailian_good.jsonl"), TraceFormat::kBailian);
   EXPECT_EQ(*DetectTraceFormat(std::string(SERVESIM_DATA_DIR) +
@@ -259,8 +261,8 @@ TEST(BailianReaderTest, TurnsJoinTheirRootChatSessionAndShareHashes) {
 }
 
 TEST(VllmBenchReaderTest, ReplaysPerRequestLengthsAndSkipsEmptyAnswers) {
-  const std::string path = std::string(SERVESIM_DATA_DIR) +
-                           "/bench/dstack-llama405b/h100x8-16qps.json.gz";
+  const std::string path =
+      std::string(SERVESIM_DATA_DIR) + "/bench/dstack-llama405b/h100x8-16qps.json.gz";
   auto bench = ReadBenchResult(path);
   ASSERT_TRUE(bench.ok());
   size_t nonzero = 0;
