@@ -120,7 +120,7 @@ TEST(TraceCliTest, GoodFlagsConvertAndGenerateExactlyWhatWasAsked) {
 TEST(SimulateTraceCliTest, RequestRateInfReplaysTheTraceAsTheDefaultDoes) {
   const std::string base =
       "simulate --device l4 --model gemma-4-e2b --max-model-len 4096 "
-      "--json --trace '" +
+      "--date 20261201-093500 --json --trace '" +
       SmallTrace() + "'";
   const CliRun plain = Servesim(base);
   const CliRun inf = Servesim(base + " --request-rate inf");
