@@ -1,6 +1,7 @@
 #include "hwmodels/deployment.h"
 
 #include <cmath>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -11,6 +12,7 @@
 #include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
 #include "hwmodels/memory_planner.h"
+#include "hwmodels/parallelism.h"
 #include "hwmodels/step_model.h"
 #include "sim/status_macros.h"
 
@@ -155,14 +157,25 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   s.enable_prefix_caching = spec.enable_prefix_caching;
   s.async_scheduling = spec.async_scheduling;
 
-  ASSIGN_OR_RETURN(KvLayout layout, PlanKvLayout(d.model, dtype_bytes, spec.block_size));
-  d.memory = PlanMemory(d.device, d.model, d.format, dtype_bytes, s, spec, layout);
+  // Tensor parallelism (hwmodels/parallelism.h): memory and step graph are
+  // one rank's (every rank holds the same shards); collectives added below.
+  RETURN_IF_ERROR(CheckParallelism(d.device, d.model, spec));
+  d.tensor_parallel_size = spec.tensor_parallel_size;
+  const ModelArch rank = TensorParallelRank(d.model, d.tensor_parallel_size);
+  if (d.tensor_parallel_size > 1) {
+    ASSIGN_OR_RETURN(const CollectiveLink link, TensorParallelLink(d.device));
+    d.collectives =
+        CompileCollectives(d.model, d.tensor_parallel_size, link, dtype_bytes);
+    d.collective_link = link.description;
+  }
+
+  ASSIGN_OR_RETURN(KvLayout layout, PlanKvLayout(rank, dtype_bytes, spec.block_size));
+  d.memory = PlanMemory(d.device, rank, d.format, dtype_bytes, s, spec, layout);
   d.kv_cache = layout.spec;
   d.kv_cache.num_blocks = d.memory.num_blocks;
 
-  ASSIGN_OR_RETURN(d.graph,
-                   CompiledStepGraph::Build(d.device, d.model, d.format, d.dtype));
-  d.params = PriorStepParameters(d.device, d.model, d.format);
+  ASSIGN_OR_RETURN(d.graph, CompiledStepGraph::Build(d.device, rank, d.format, d.dtype));
+  d.params = PriorStepParameters(d.device, rank, d.format);
   std::string param_source = "priors";
   if (params_override != nullptr) {
     for (const Parameter& p : params_override->params()) {
@@ -197,9 +210,9 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       }
     }
   }
-  d.step_model = RooflineStepModel::Compile(d.graph, d.params);
+  d.step_model = WithCollectives(d, RooflineStepModel::Compile(d.graph, d.params));
 
-  const WeightBytes wb = ComputeWeightBytes(d.model, d.format, dtype_bytes);
+  const WeightBytes wb = ComputeWeightBytes(rank, d.format, dtype_bytes);
   d.provenance = absl::StrCat(
       "device ", d.device.id(), " (", d.device.name(), "); model ", d.model.id, " (",
       d.model.display_name, "); format ", d.format.id, " (", d.format.description,
@@ -209,6 +222,11 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       s.max_num_batched_tokens, ", max_num_seqs ", s.max_num_seqs, ", max_model_len ",
       s.max_model_len, s.async_scheduling ? ", async" : ", sync", "; parameters from ",
       param_source, ". Step model: ", d.step_model->Describe());
+  if (d.tensor_parallel_size > 1) {
+    absl::StrAppend(&d.provenance, "; tensor parallel size ", d.tensor_parallel_size,
+                    " (weights, memory and step per rank; collectives over ",
+                    d.collective_link, ", datasheet figures, not calibrated)");
+  }
   return d;
 }
 
@@ -218,7 +236,13 @@ std::shared_ptr<const StepTimeModel> RebuildStepModel(const Deployment& d,
   for (const Parameter& p : params.params()) {
     if (Parameter* q = merged.FindMutable(p.name)) q->value = p.value;
   }
-  return RooflineStepModel::Compile(d.graph, merged);
+  return WithCollectives(d, RooflineStepModel::Compile(d.graph, merged));
+}
+
+std::shared_ptr<const StepTimeModel> WithCollectives(
+    const Deployment& d, std::shared_ptr<const StepTimeModel> rank_model) {
+  if (d.tensor_parallel_size <= 1) return rank_model;
+  return std::make_shared<TensorParallelStepModel>(std::move(rank_model), d.collectives);
 }
 
 }  // namespace servesim
