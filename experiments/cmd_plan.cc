@@ -139,8 +139,10 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
     if (!dev.ok()) return dev.status();
     PlanDevice pd;
     pd.device = dev->id();
-    absl::StatusOr<PriceOffer> offer =
-        SelectOffer(OffersFromDevice(*dev), dev->id(), f.price, &pd.price_note);
+    // A replica of --tensor-parallel-size N is priced at an N-chip instance.
+    absl::StatusOr<PriceOffer> offer = SelectOfferForDevices(
+        OffersFromDevice(*dev), dev->id(), f.price,
+        std::max(1, o.base.server().tensor_parallel_size()), &pd.price_note);
     if (!offer.ok()) return offer.status();
     pd.offer = *offer;
     o.devices.push_back(std::move(pd));

@@ -189,7 +189,10 @@ int RunSimulate(SimulateArgs& args) {
               ? std::max(1, config.fleet().replicas(static_cast<int>(k)).count())
               : 1;
       std::string note;
-      auto offer = SelectOffer(OffersFromDevice(device), device.id(), tier, &note);
+      // A tensor-parallel replica is priced as one instance of that many chips.
+      auto offer =
+          SelectOfferForDevices(OffersFromDevice(device), device.id(), tier,
+                                run->fleet.deployments[k].tensor_parallel_size, &note);
       if (!offer.ok() || !note.empty()) {
         complete = false;
         break;

@@ -26,6 +26,7 @@ std::vector<PriceOffer> OffersFromDevice(const proto::Device& device) {
     o.source = p.source();
     o.startup_s = device.has_startup_to_ready_s() ? device.startup_to_ready_s() : 0;
     o.bills_when_stopped = p.has_stopped_keeps_billing() && p.stopped_keeps_billing();
+    o.num_devices = std::max(1, p.num_devices());
     out.push_back(std::move(o));
   }
   return out;
@@ -34,9 +35,17 @@ std::vector<PriceOffer> OffersFromDevice(const proto::Device& device) {
 absl::StatusOr<PriceOffer> SelectOffer(const std::vector<PriceOffer>& offers,
                                        std::string_view device, std::string_view kind,
                                        std::string* note) {
+  return SelectOfferForDevices(offers, device, kind, 1, note);
+}
+
+absl::StatusOr<PriceOffer> SelectOfferForDevices(const std::vector<PriceOffer>& offers,
+                                                 std::string_view device,
+                                                 std::string_view kind, int num_devices,
+                                                 std::string* note) {
   const PriceOffer* on_demand = nullptr;
   for (const PriceOffer& o : offers) {
-    if (o.device != device || o.usd_per_hour <= 0) continue;
+    if (o.device != device || o.usd_per_hour <= 0 || o.num_devices != num_devices)
+      continue;
     if (o.kind == kind) {
       if (note != nullptr) note->clear();
       return o;
@@ -50,8 +59,10 @@ absl::StatusOr<PriceOffer> SelectOffer(const std::vector<PriceOffer>& offers,
     }
     return *on_demand;
   }
-  return absl::NotFoundError(
-      absl::StrCat("no price offer for device '", A(device), "' (kind ", A(kind), ")"));
+  return absl::NotFoundError(absl::StrCat(
+      "no price offer for device '", A(device), "' (kind ", A(kind),
+      num_devices == 1 ? "" : absl::StrCat(", an instance of ", num_devices, " devices"),
+      ")"));
 }
 
 double UsdPerMillionTokens(double usd_per_hour, double tokens_per_s) {

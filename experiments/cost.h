@@ -30,6 +30,8 @@ struct PriceOffer {
   double startup_s = 0;
   // A stopped-but-not-deleted instance keeps billing (DigitalOcean droplet).
   bool bills_when_stopped = false;
+  // Devices the instance holds (a multi-chip instance or TPU slice).
+  int num_devices = 1;
 };
 
 // The device's price offers (proto tier -> kind; startup_to_ready_s and
@@ -40,9 +42,16 @@ std::vector<PriceOffer> OffersFromDevice(const proto::Device& device);
 // that kind (MI300X has no spot tier) the on-demand offer is returned with
 // `*note` saying so. Among several offers of one kind the first wins (the
 // caller orders them). NotFound when the device has no usable offer.
+// Only single-device offers are considered.
 absl::StatusOr<PriceOffer> SelectOffer(const std::vector<PriceOffer>& offers,
                                        std::string_view device, std::string_view kind,
                                        std::string* note = nullptr);
+// The same among the offers of exactly `num_devices` devices (the instance
+// a replica of --tensor-parallel-size num_devices runs on).
+absl::StatusOr<PriceOffer> SelectOfferForDevices(const std::vector<PriceOffer>& offers,
+                                                 std::string_view device,
+                                                 std::string_view kind, int num_devices,
+                                                 std::string* note = nullptr);
 
 // $ per 1M tokens = price / (tokens_per_s x 3600) x 1e6 (write-up A's
 // formula). +inf when tokens_per_s <= 0.
