@@ -198,8 +198,10 @@ int RunSimulate(SimulateArgs& args) {
         break;
       }
       cost.usd_per_hour += count * offer->usd_per_hour;
+      const int tp = run->fleet.deployments[k].tensor_parallel_size;
       absl::StrAppend(&cost.offers, cost.offers.empty() ? "" : " + ", count, "x ",
-                      device.id(), " ", offer->provider, " ", offer->instance,
+                      device.id(), tp > 1 ? absl::StrCat(" TP", tp) : "", " ",
+                      offer->provider, " ", offer->instance,
                       offer->region.empty() ? "" : absl::StrCat(" ", offer->region),
                       absl::StrFormat(" $%g/h", offer->usd_per_hour));
     }
