@@ -84,7 +84,8 @@ double TokensPerSecondPerUsdHour(double tokens_per_s, double usd_per_hour);
 struct FleetPart {
   std::string device;
   int count = 1;
-  double usd_per_hour = 0;  // per replica
+  double usd_per_hour = 0;       // per replica
+  int tensor_parallel_size = 1;  // chips per replica (an instance of that many)
 };
 // Sum of count x price.
 double FleetUsdPerHour(const std::vector<FleetPart>& parts);

@@ -40,6 +40,34 @@ TEST(MultichipCliTest, SimulateIsPricedAtTheFourChipInstance) {
       << r.out;
 }
 
+// 31B does not fit one L4: plan says so and searches 4- and 8-chip
+// instances, naming the tensor parallel size of each fleet.
+TEST(MultichipCliTest, PlanSearchesTensorParallelSizesWhereOneChipDoesNotFit) {
+  CliRun r = Servesim(
+      "plan --devices l4 --model gemma-4-31b --max-model-len 8192 --rate 0.5 "
+      "--num-prompts 8 --random-input-len 256 --random-output-len 16 --max-replicas 2 "
+      "--slo 'ttft_p99<=60s' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"group\": \"l4 TP4\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"tensor_parallel_size\": 4"), std::string::npos);
+  EXPECT_NE(r.out.find("does not fit on l4"), std::string::npos);
+  CliRun text = Servesim(
+      "plan --devices l4 --model gemma-4-31b --max-model-len 8192 --rate 0.5 "
+      "--num-prompts 8 --random-input-len 256 --random-output-len 16 --max-replicas 2 "
+      "--slo 'ttft_p99<=60s'");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("l4: none (cannot serve: gemma-4-31b does not fit"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("Cheapest overall: 1 x l4 TP4 at $4.6016/h"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find(
+                "not searched (one replica costs no less than the device's fleet chosen "
+                "at a smaller tensor parallel size): l4 TP8"),
+            std::string::npos)
+      << text.out;
+}
+
 TEST(MultichipCliTest, BadParallelSizesAreErrorsNamingTheFlag) {
   CliRun tp3 =
       Servesim(std::string("memory ") + kGemma31bOnL4 + " --tensor-parallel-size 3");
