@@ -382,7 +382,8 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   args->flags.RegisterConfigFlags(cmd);
   cmd->add_option(
       "--router", args->router,
-      "fleet router: round-robin | least-outstanding | kv-aware | prefix-aware");
+      "fleet router: round-robin | least-outstanding | vllm-dp | kv-aware "
+      "|\nprefix-aware (default round-robin; vllm-dp with --data-parallel-size > 1)");
   cmd->add_flag("--json", args->json, "print the result JSON instead of the summary");
   cmd->add_flag("--explain", args->explain,
                 "print the provenance under the summary: memory plan, step-time formula, "

@@ -1,5 +1,6 @@
 // End to end through the binary: a tensor-parallel replica is planned per
 // rank by `memory`, simulated, and priced at its multi-chip instance.
+#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -64,6 +65,43 @@ TEST(MultichipCliTest, PlanSearchesTensorParallelSizesWhereOneChipDoesNotFit) {
   EXPECT_NE(text.out.find(
                 "not searched (one replica costs no less than the device's fleet chosen "
                 "at a smaller tensor parallel size): l4 TP8"),
+            std::string::npos)
+      << text.out;
+}
+
+// --data-parallel-size 2: two engines behind vLLM's DP balancer, the same
+// run as a fleet of two replicas routed vllm-dp, priced as one instance of
+// DP x TP chips.
+TEST(MultichipCliTest, DataParallelEnginesAreReplicasBehindTheVllmBalancer) {
+  const std::string workload =
+      "simulate --num-prompts 24 --request-rate 8 --random-input-len 512 "
+      "--random-output-len 32 --date 20261201-093500";
+  const std::string base = workload +
+                           " --device l4 --model gemma-4-e2b --max-model-len 4096 "
+                           "--tensor-parallel-size 2";
+  CliRun dp = Servesim(base + " --data-parallel-size 2 --json");
+  ASSERT_EQ(dp.exit_code, 0) << dp.err;
+  const std::string config = ::testing::TempDir() + "/dp_fleet.textproto";
+  {
+    std::ofstream out(config);
+    out << "fleet { router: \"vllm-dp\" replicas { count: 2 server { device: \"l4\" "
+           "model: \"gemma-4-e2b\" max_model_len: 4096 tensor_parallel_size: 2 } } }\n";
+  }
+  CliRun fleet = Servesim(workload + " --config " + config + " --json");
+  ASSERT_EQ(fleet.exit_code, 0) << fleet.err;
+  auto metric = [](const std::string& json, const std::string& key) {
+    const size_t at = json.find("\"" + key + "\": ");
+    return at == std::string::npos ? std::string("absent")
+                                   : json.substr(at, json.find('\n', at) - at);
+  };
+  for (const char* key : {"mean_ttft_ms", "p99_ttft_ms", "median_tpot_ms",
+                          "output_throughput", "duration"}) {
+    EXPECT_EQ(metric(dp.out, key), metric(fleet.out, key)) << key;
+    EXPECT_NE(metric(dp.out, key), "absent") << key;
+  }
+  CliRun text = Servesim(base + " --data-parallel-size 2");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("1x l4 TP2 DP2 aws-ec2 g6.12xlarge us-east-1 on-demand"),
             std::string::npos)
       << text.out;
 }

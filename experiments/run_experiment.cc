@@ -73,13 +73,18 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
             : d.provenance);
     fleet.deployments.push_back(std::move(d));
     const Deployment& dep = fleet.deployments.back();
+    // Each of the server's --data-parallel-size engines is a replica.
+    const int dp = std::max(1, dep.data_parallel_size);
     for (int i = 0; i < count; ++i) {
-      ReplicaConfig rc;
-      rc.scheduler = dep.scheduler;
-      rc.kv_cache = dep.kv_cache;
-      rc.step_model = dep.step_model.get();  // shared_ptr owned by the deployment
-      rc.description = absl::StrCat(server.device(), "/", server.model());
-      fleet.replicas.push_back(std::move(rc));
+      for (int e = 0; e < dp; ++e) {
+        ReplicaConfig rc;
+        rc.scheduler = dep.scheduler;
+        rc.kv_cache = dep.kv_cache;
+        rc.step_model = dep.step_model.get();  // shared_ptr owned by the deployment
+        rc.description = absl::StrCat(server.device(), "/", server.model(),
+                                      dp > 1 ? absl::StrCat(" DP engine ", e) : "");
+        fleet.replicas.push_back(std::move(rc));
+      }
     }
   }
   return fleet;
@@ -139,7 +144,15 @@ absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
       return absl::OutOfRangeError(st.message());
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter(config.fleet().router()));
+  // Without a router named, data-parallel engines are balanced as vLLM's DP
+  // load balancer does.
+  std::string router_name = config.fleet().router();
+  if (router_name.empty()) {
+    for (const Deployment& d : run.fleet.deployments) {
+      if (d.data_parallel_size > 1) router_name = "vllm-dp";
+    }
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter(router_name));
   run.client = ToClientConfig(config.client());
   run.client.client_overhead_ns += static_cast<TimeNs>(run.fleet.api_overhead_ms * 1e6);
   ASSIGN_OR_RETURN(run.source, OpenRequestSource(config.client()));

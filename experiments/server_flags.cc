@@ -83,8 +83,8 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
   pp_ = cmd->add_option("--pipeline-parallel-size", pp_v_,
                         "pipeline stages (default 1; above 1 not modelled yet)");
   dp_ = cmd->add_option("--data-parallel-size", dp_v_,
-                        "engine replicas behind vLLM's DP balancer (default 1; above 1 "
-                        "not modelled yet)");
+                        "engines behind vLLM's DP load balancer, each of\n"
+                        "--tensor-parallel-size chips (default 1; dense models)");
   ep_ = cmd->add_flag("--enable-expert-parallel", ep_v_,
                       "expert parallelism for MoE (not modelled yet)");
   if (!with_calibration) return;

@@ -96,21 +96,23 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
           config.fleet().replicas_size() > 0
               ? std::max(1, config.fleet().replicas(static_cast<int>(k)).count())
               : 1;
-      // A tensor-parallel replica is priced as one instance of that many chips.
+      // A replica of TP x DP chips is priced as one instance of that many.
       const int tp = run.fleet.deployments[k].tensor_parallel_size;
+      const int dp = run.fleet.deployments[k].data_parallel_size;
+      const int chips = tp * dp;
       const std::vector<PriceOffer> offers = OffersFromDevice(device);
-      auto offer = SelectOfferForDevices(offers, device.id(), tier, tp);
+      auto offer = SelectOfferForDevices(offers, device.id(), tier, chips);
       if (!offer.ok() ||
           std::none_of(offers.begin(), offers.end(), [&](const PriceOffer& o) {
-            return o.kind == tier && o.usd_per_hour > 0 && o.num_devices == tp;
+            return o.kind == tier && o.usd_per_hour > 0 && o.num_devices == chips;
           })) {
         complete = false;
         break;
       }
       cost.usd_per_hour += count * offer->usd_per_hour;
       absl::StrAppend(&cost.offers, cost.offers.empty() ? "" : " + ", count, "x ",
-                      device.id(), tp > 1 ? absl::StrCat(" TP", tp) : "", " ",
-                      OfferLabel(*offer));
+                      device.id(), tp > 1 ? absl::StrCat(" TP", tp) : "",
+                      dp > 1 ? absl::StrCat(" DP", dp) : "", " ", OfferLabel(*offer));
     }
     if (!complete || cost.usd_per_hour <= 0 || !(result.output_throughput > 0)) continue;
     cost.usd_per_m_output_tokens =

@@ -179,6 +179,7 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   // one rank's (every rank holds the same shards); collectives added below.
   RETURN_IF_ERROR(CheckParallelism(d.device, d.model, spec));
   d.tensor_parallel_size = spec.tensor_parallel_size;
+  d.data_parallel_size = spec.data_parallel_size;
   const ModelArch rank = TensorParallelRank(d.model, d.tensor_parallel_size);
   if (d.tensor_parallel_size > 1) {
     ASSIGN_OR_RETURN(const CollectiveLink link, TensorParallelLink(d.device));

@@ -102,6 +102,9 @@ struct Deployment {
   // one rank's (model stays the whole model); step_model includes the
   // collectives (TensorParallelStepModel) when > 1.
   int32_t tensor_parallel_size = 1;
+  // Engines of this server (--data-parallel-size), each a replica of the
+  // fleet behind vLLM's DP balancer; the instance holds DP x TP chips.
+  int32_t data_parallel_size = 1;
   TensorParallelCollectives collectives;
   std::string collective_link;  // CollectiveLink::description; empty at TP 1
 };

@@ -31,11 +31,19 @@ absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
         absl::StrCat("--pipeline-parallel-size: ", spec.pipeline_parallel_size,
                      " is not modelled yet; allowed: 1 (use --tensor-parallel-size)"));
   }
-  if (spec.data_parallel_size != 1) {
+  const int32_t dp = spec.data_parallel_size;
+  if (dp < 1 || dp > kMaxParallelSize) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--data-parallel-size: ", spec.data_parallel_size,
-        " is not modelled yet; allowed: 1 (replicas behind servesim's own router: "
-        "fleet { replicas { count: N } } in --config)"));
+        "--data-parallel-size: ", dp, " is out of range [1, ", kMaxParallelSize, "]"));
+  }
+  if (dp > 1 && m.num_experts > 0) {
+    // vLLM syncs the DP ranks of an MoE model every step (the experts span
+    // them: DP attention + EP/TP experts); that is not modelled.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data-parallel-size: ", dp, " with the MoE model ", m.id,
+        " is not modelled yet (its DP ranks share the experts and step together); "
+        "allowed: 1, or replicas behind servesim's router (fleet { replicas { count: N "
+        "} } in --config)"));
   }
   if (spec.enable_expert_parallel) {
     return absl::InvalidArgumentError(
@@ -47,8 +55,15 @@ absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
     return absl::InvalidArgumentError(absl::StrCat(
         "--tensor-parallel-size: ", tp, " is out of range [1, ", kMaxParallelSize, "]"));
   }
-  if (tp == 1) return absl::OkStatus();
   const int32_t node = device.interconnect().max_devices_per_node();
+  if (dp > 1 && dp * tp > std::max(node, 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data-parallel-size: ", dp, " x --tensor-parallel-size ", tp, " = ", dp * tp,
+        " chips exceed the ", std::max(node, 1), " ", device.id(),
+        " devices one node holds (servesim models one node; more nodes: replicas in "
+        "fleet { } of --config)"));
+  }
+  if (tp == 1) return absl::OkStatus();
   if (node <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--tensor-parallel-size: ", tp, " needs a multi-chip node, but device '",

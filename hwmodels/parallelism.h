@@ -59,7 +59,10 @@ int64_t VocabRowsPerRank(int64_t vocab_size, int32_t tp);
 // as vLLM checks them: q heads divisible by TP; KV heads divisible by TP
 // or TP divisible by KV heads; FFN and expert widths divisible by TP; TP
 // at most the devices one node holds (interconnect.max_devices_per_node).
-// Pipeline, data and expert parallelism are refused (not modelled yet).
+// Data parallelism: dense models only, DP x TP at most the node's devices
+// (the engines themselves are the fleet's replicas, experiments/
+// run_experiment.h). Pipeline and expert parallelism are refused (not
+// modelled yet).
 // Errors name the flag, the value and the allowed values.
 absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
                               const ServerSpec& spec);

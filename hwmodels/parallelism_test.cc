@@ -222,6 +222,21 @@ TEST(CheckParallelismTest, RefusesWhatVllmRefuses) {
   EXPECT_NE(st.message().find("--pipeline-parallel-size: 2 is not modelled yet"),
             std::string::npos)
       << st;
+  // Data parallelism: DP x TP chips on one node, dense models only.
+  s.pipeline_parallel_size = 1;
+  s.data_parallel_size = 4;
+  EXPECT_TRUE(CheckParallelism(l4, m, s).ok());  // 4 x 2 = the node's 8
+  s.data_parallel_size = 5;
+  st = CheckParallelism(l4, m, s);
+  EXPECT_NE(st.message().find("--data-parallel-size: 5 x --tensor-parallel-size 2 = 10 "
+                              "chips exceed the 8 l4 devices one node holds"),
+            std::string::npos)
+      << st;
+  s.data_parallel_size = 2;
+  st = CheckParallelism(l4, Model("gemma-4-26b-a4b"), s);
+  EXPECT_NE(st.message().find("with the MoE model gemma-4-26b-a4b is not modelled yet"),
+            std::string::npos)
+      << st;
 }
 
 TEST(TensorParallelDeploymentTest, Tp1StepModelHasNoCollectives) {

@@ -46,9 +46,22 @@ class LeastOutstandingRouter : public Router {
   std::string Name() const override { return "least-outstanding"; }
 };
 
+// vLLM's data-parallel load balancer (V1 DPLBAsyncMPClient): the engine
+// with the lowest 4 x waiting + running requests; ties go to the lowest
+// index. vLLM reads these counts from its coordinator (up to ~100 ms stale,
+// corrected by the client's own count of what it just sent); here they are
+// exact.
+class VllmDataParallelRouter : public Router {
+ public:
+  int32_t Route(const RequestSpec& request,
+                std::span<const Scheduler* const> replicas) override;
+  std::string Name() const override { return "vllm-dp"; }
+};
+
 // Every router by name: "round-robin" (also ""), "least-outstanding",
-// "kv-aware", "prefix-aware" (the last two in sim/router_aware.h); an
-// unknown name is an error listing the allowed values.
+// "vllm-dp", "kv-aware", "prefix-aware" (the last two in
+// sim/router_aware.h); an unknown name is an error listing the allowed
+// values.
 absl::StatusOr<std::unique_ptr<Router>> MakeRouter(const std::string& name);
 
 }  // namespace servesim

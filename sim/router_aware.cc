@@ -127,11 +127,12 @@ int32_t PrefixAwareRouter::Route(const RequestSpec& request,
 absl::StatusOr<std::unique_ptr<Router>> MakeRouter(const std::string& name) {
   if (name.empty() || name == "round-robin") return std::make_unique<RoundRobinRouter>();
   if (name == "least-outstanding") return std::make_unique<LeastOutstandingRouter>();
+  if (name == "vllm-dp") return std::make_unique<VllmDataParallelRouter>();
   if (name == "kv-aware") return std::make_unique<KvAwareRouter>();
   if (name == "prefix-aware") return std::make_unique<PrefixAwareRouter>();
   return absl::InvalidArgumentError(
       absl::StrFormat("--router: \"%s\" is not one of round-robin, least-outstanding, "
-                      "kv-aware, prefix-aware",
+                      "vllm-dp, kv-aware, prefix-aware",
                       name));
 }
 

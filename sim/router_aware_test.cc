@@ -178,3 +178,29 @@ TEST(MakeRouterTest, KnowsAllFourNamesAndRejectsOthers) {
 
 }  // namespace
 }  // namespace servesim
+
+namespace servesim {
+namespace {
+
+// vLLM's DP balancer weighs a waiting request as four running ones: a
+// replica with 3 running (score 3) wins over one with 1 waiting (score 4).
+TEST(VllmDataParallelRouterTest, WaitingCountsFourTimesRunning) {
+  Fleet f({1000, 1000, 1000});
+  for (RequestId id = 0; id < 3; ++id) f.owned[0]->Add(Req(id, 16), 0, id);
+  ASSERT_TRUE(f.owned[0]->Schedule(0));  // the three are admitted: running
+  ASSERT_EQ(f.owned[0]->num_running(), 3);
+  f.owned[1]->Add(Req(10, 16), 0, 10);  // one waiting
+  f.owned[2]->Add(Req(11, 16), 0, 11);
+  f.owned[2]->Add(Req(12, 16), 0, 12);  // two waiting
+  VllmDataParallelRouter router;
+  EXPECT_EQ(router.Route(Req(20, 16), f.ptrs), 0);  // 3 < 4 < 8
+  // Ties go to the lowest index.
+  Fleet idle({1000, 1000});
+  EXPECT_EQ(router.Route(Req(21, 16), idle.ptrs), 0);
+  EXPECT_EQ(idle.Send(router, Req(22, 16)), 0);
+  EXPECT_EQ(idle.Send(router, Req(23, 16)), 1);
+  EXPECT_EQ(MakeRouter("vllm-dp").value()->Name(), "vllm-dp");
+}
+
+}  // namespace
+}  // namespace servesim
