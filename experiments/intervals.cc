@@ -585,6 +585,41 @@ absl::StatusOr<double> SloProbability(const proto::ExperimentConfig& config,
   return sum / static_cast<double>(draws.size());
 }
 
+PointRunner WithIntervals(PointRunner base, const IntervalOptions& options) {
+  std::vector<std::string> names;
+  for (const MetricInterval& m : IntervalMetrics(RunResult{}, {})) {
+    if (std::find(base.metric_names.begin(), base.metric_names.end(), m.name) !=
+        base.metric_names.end()) {
+      names.push_back(m.name);
+    }
+  }
+  PointRunner r;
+  r.metric_names = base.metric_names;
+  for (const std::string& n : names) {
+    r.metric_names.push_back(n + "_lo");
+    r.metric_names.push_back(n + "_hi");
+  }
+  IntervalOptions io = options;
+  io.jobs = 1;
+  r.run = [run_base = std::move(base.run), names,
+           io](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+    ASSIGN_OR_RETURN(std::vector<double> v, run_base(c));
+    ASSIGN_OR_RETURN(ExperimentRun point, RunExperiment(c));
+    ASSIGN_OR_RETURN(IntervalReport ir,
+                     ComputeIntervals(c, point, ReportContext{}, io,
+                                      c.client().has_seed() ? c.client().seed() : 0));
+    for (const std::string& n : names) {
+      for (const MetricInterval& m : ir.metrics) {
+        if (m.name != n) continue;
+        v.push_back(m.lo);
+        v.push_back(m.hi);
+      }
+    }
+    return v;
+  };
+  return r;
+}
+
 void WriteIntervalsJson(const IntervalReport& report, JsonWriter& w) {
   auto band = [&w](const char* key, const SourceBand& b) {
     w.Key(key).BeginObject().KV("lo", b.lo).KV("hi", b.hi);

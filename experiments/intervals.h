@@ -44,6 +44,7 @@
 
 #include "absl/status/statusor.h"
 #include "experiments/run_experiment.h"
+#include "experiments/sweep.h"
 #include "proto/experiment.pb.h"
 #include "sim/json_writer.h"
 #include "sim/report.h"
@@ -143,6 +144,12 @@ struct SloBound {
 absl::StatusOr<double> SloProbability(const proto::ExperimentConfig& config,
                                       const std::vector<SloBound>& terms,
                                       const IntervalOptions& options, uint64_t seed);
+
+// sweep --interval: `base` plus, for every metric of `base` with an
+// interval, "<metric>_lo" and "<metric>_hi" columns (ComputeIntervals at
+// options.level with the point's client seed, one thread per point: the
+// sweep runs points in parallel). Costs 2K + 1 more simulations per point.
+PointRunner WithIntervals(PointRunner base, const IntervalOptions& options);
 
 // "servesim.intervals": {<metric>: {lo, hi, level, point, sources: {...}}},
 // and "interval_method" beside it (K, notes).

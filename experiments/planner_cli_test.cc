@@ -394,5 +394,47 @@ TEST(SimulateIntervalCliTest, RefusesLevelsOutOfRangeNamingTheFlag) {
   EXPECT_THAT(k.err, HasSubstr("--interval-samples: 1 is out of range"));
 }
 
+TEST(SweepIntervalCliTest, LoHiColumnsBracketThePointWhateverJobs) {
+  const std::string grid = Scratch("interval_grid.textproto");
+  WriteText(grid, R"pb(
+    name: "ivgrid"
+    base {
+      server { device: "t4" model: "gemma-4-e2b" max_model_len: 2048 }
+      client {
+        num_prompts: 16
+        random_input_len: 128
+        random_output_len: 16
+        random_range_ratio: 0.5
+        seed: 1
+      }
+    }
+    axes {
+      path: "client.max_concurrency"
+      values: [ "1", "4" ]
+    }
+  )pb");
+  const std::string one = Scratch("interval_sweep_1"), two = Scratch("interval_sweep_2");
+  std::filesystem::remove_all(one);
+  std::filesystem::remove_all(two);
+  CliRun a = Servesim("sweep --grid " + grid + " --out " + one + " --interval 0.9 -j 1");
+  CliRun b = Servesim("sweep --grid " + grid + " --out " + two + " --interval 0.9 -j 2");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const std::string csv = ReadText(one + "/results.csv");
+  EXPECT_EQ(csv, ReadText(two + "/results.csv"));
+  EXPECT_THAT(csv, HasSubstr(",p99_ttft_ms_lo,p99_ttft_ms_hi"));
+  const std::string jsonl = ReadText(one + "/results.jsonl");
+  const std::regex row(
+      R"re("p99_ttft_ms":([0-9.e+-]+).*"p99_ttft_ms_lo":([0-9.e+-]+),"p99_ttft_ms_hi":([0-9.e+-]+))re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(jsonl, m, row)) << jsonl.substr(0, 2000);
+  EXPECT_LT(std::stod(m[2]), std::stod(m[1]));
+  EXPECT_GT(std::stod(m[3]), std::stod(m[1]));
+  CliRun bad = Servesim("sweep --grid " + grid + " --out " + Scratch("interval_bad") +
+                        " --interval 0");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--interval: 0 is out of range"));
+}
+
 }  // namespace
 }  // namespace servesim
