@@ -228,9 +228,24 @@ absl::StatusOr<FitResult> FitParameters(const ParameterSet& start,
       jac.col(k) /= std::max(dtheta, 1e-300);
     }
     const int dof = result.num_used - p;
-    const double s2 = dof > 0 ? chi2 / dof : 1.0;
+    // The residuals are already in units of each point's measurement noise
+    // (rel_sigma), so s2 = 1 is the covariance under that noise; a fit worse
+    // than the noise (model error) scales it up, but one that looks better
+    // does not scale it down: with few degrees of freedom that is luck (four
+    // cells and three parameters leave one), and it made a 4-cell fit report
+    // smaller errors than a 12-cell one of the same device.
+    const double s2 = dof > 0 ? std::max(1.0, chi2 / dof) : 1.0;
     const Eigen::MatrixXd info = jac.transpose() * jac;
     Eigen::MatrixXd cov = info.completeOrthogonalDecomposition().pseudoInverse() * s2;
+    result.covariance_names.reserve(p);
+    result.covariance.reserve(static_cast<size_t>(p) * p);
+    for (int k = 0; k < p; ++k) {
+      result.covariance_names.push_back(problem.free()[k].param->name);
+      for (int l = 0; l < p; ++l) {
+        const double c = cov(k, l);
+        result.covariance.push_back(std::isfinite(c) ? c : 0.0);
+      }
+    }
     for (int k = 0; k < p; ++k) {
       const double var = cov(k, k);
       problem.free()[k].param->std_error =

@@ -9,7 +9,8 @@
 // points stay physical). Bounds are enforced by fitting z with
 // value = lower + (upper - lower) * sigmoid(z). The Jacobian is numeric
 // (central differences in z). Std errors come from (J^T J)^-1 in parameter
-// space scaled by the residual variance (chi2 / (n - p), or 1 when n <= p).
+// space scaled by the residual variance max(1, chi2 / (n - p)) (1 when
+// n <= p: the residuals are in units of the points' noise).
 //
 // Deterministic: no threads, no randomness; same inputs give bit-identical
 // results. Cost: (2p + 1) model evaluations per iteration.
@@ -56,6 +57,14 @@ struct FitResult {
   int num_used = 0;
   int iterations = 0;
   bool converged = false;
+  // Joint covariance of the free parameters in parameter units, row-major
+  // over covariance_names (FitOptions::free_parameters order): the
+  // Gauss-Newton estimate s2 (J^T J)^+ with J the Jacobian of the robust
+  // residuals (data rows and prior rows) with respect to the parameters at
+  // the solution, s2 = max(1, chi2 / (n - p)) (1 when n <= p); its diagonal's
+  // square roots are the std_error values. Empty with no free parameter.
+  std::vector<std::string> covariance_names;
+  std::vector<double> covariance;
 };
 
 // REQUIRES: every free parameter exists with lower < upper, and every used

@@ -104,6 +104,50 @@ TEST(FitterTest, RecoversKnownParametersFromNoisySyntheticData) {
   }
 }
 
+TEST(FitterTest, CovarianceDiagonalIsTheStdErrorsSquaredAndSymmetric) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  const auto pts = Synthetic(model, Truth(), 0.03, 7);
+  auto fit = FitParameters(StartSet(), pts, model, Options());
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  ASSERT_EQ(fit->covariance_names, Options().free_parameters);
+  ASSERT_EQ(fit->covariance.size(), 9u);
+  for (int i = 0; i < 3; ++i) {
+    const double se = fit->params.Find(fit->covariance_names[i])->std_error;
+    EXPECT_NEAR(fit->covariance[i * 3 + i], se * se, 1e-12 * (1 + se * se));
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_NEAR(fit->covariance[i * 3 + j], fit->covariance[j * 3 + i],
+                  1e-9 * std::abs(fit->covariance[i * 3 + j]) + 1e-300);
+    }
+  }
+  // host and per-step work trade off: a non-zero off-diagonal.
+  EXPECT_NE(fit->covariance[0 * 3 + 1], 0.0);
+}
+
+// The same synthetic device fitted on 4 and on 12 of its cells (the 4 among
+// the 12): every parameter's std error, so the parameter band of a
+// prediction, is smaller with 12, for every noise draw tried.
+TEST(FitterTest, UncertaintyShrinksWithMoreCalibrationCells) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    std::vector<FitPoint> pts = Synthetic(model, Truth(), 0.03, seed);
+    std::vector<FitPoint> four = pts, twelve = pts;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      // (work, seqs) = (1, 1), (4, 16), (16, 4), (64, 64): each knob seen.
+      four[i].use = i == 0 || i == 6 || i == 9 || i == 15;
+      twelve[i].use = (i < 12 && i != 11) || i == 15;
+    }
+    auto f4 = FitParameters(StartSet(), four, model, Options());
+    auto f12 = FitParameters(StartSet(), twelve, model, Options());
+    ASSERT_TRUE(f4.ok() && f12.ok());
+    for (const char* name : {"host_ms", "eff", "per_seq_ms"}) {
+      EXPECT_LT(f12->params.Find(name)->std_error, f4->params.Find(name)->std_error)
+          << "seed " << seed << " " << name;
+    }
+  }
+}
+
 TEST(FitterTest, RecoversExactParametersFromNoiselessData) {
   const auto designs = MakeDesigns();
   const PredictFn model = MakeModel(designs);

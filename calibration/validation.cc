@@ -105,6 +105,20 @@ std::string PctStr(double v) {
 
 }  // namespace
 
+std::string ValidateMetricFamily(const std::string& metric) {
+  if (metric == "output_throughput" || metric == "total_throughput" ||
+      metric == "decode_rate") {
+    return "throughput";
+  }
+  if (metric == "mean_ttft_ms" || metric == "median_ttft_ms" || metric == "p99_ttft_ms") {
+    return "ttft";
+  }
+  if (metric == "median_tpot_ms" || metric == "median_itl_ms" || metric == "p99_itl_ms") {
+    return "tpot";
+  }
+  return "";
+}
+
 absl::StatusOr<FitConfig> LoadFitConfig(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
@@ -200,6 +214,9 @@ struct GroupFit {
   int joint_fit_points = 0;  // fitted points of the whole joint problem
   // Block pass -> every point predicted by the refit without its block.
   std::map<std::string, std::vector<double>> block_held_out;
+  // The fit's covariance over this group's free parameters (FitResult).
+  std::vector<std::string> covariance_names;
+  std::vector<double> covariance;
 };
 
 std::string GroupName(const GroupData& g) {
@@ -234,11 +251,7 @@ std::string BlockLabel(const std::string& pass, const Measurement& m,
 // Metrics the block passes grade (the per-dollar and cost rows are the
 // throughput divided by a price, the memory rows come from the planner).
 bool BlockGraded(const std::string& metric) {
-  return metric == "output_throughput" || metric == "total_throughput" ||
-         metric == "decode_rate" || metric == "mean_ttft_ms" ||
-         metric == "median_ttft_ms" || metric == "p99_ttft_ms" ||
-         metric == "median_tpot_ms" || metric == "median_itl_ms" ||
-         metric == "p99_itl_ms";
+  return !ValidateMetricFamily(metric).empty();
 }
 
 // Per-metric held-out errors of points (id, metric, error %), metrics in
@@ -399,6 +412,22 @@ absl::StatusOr<std::vector<GroupFit>> FitJointly(const std::vector<GroupData*>& 
     }
     f.converged = fit.converged;
     f.iterations = fit.iterations;
+    // The member's block of the joint covariance, under its own names.
+    {
+      std::vector<int> rows;
+      for (const std::string& name : members[k]->fo.free_parameters) {
+        const std::string jn = shared_set.count(name) ? name : JointName(k, name);
+        const auto it =
+            std::find(fit.covariance_names.begin(), fit.covariance_names.end(), jn);
+        if (it == fit.covariance_names.end()) continue;
+        rows.push_back(static_cast<int>(it - fit.covariance_names.begin()));
+        f.covariance_names.push_back(name);
+      }
+      const size_t n = fit.covariance_names.size();
+      for (int a : rows) {
+        for (int b : rows) f.covariance.push_back(fit.covariance[a * n + b]);
+      }
+    }
     f.shared = shared;
     f.joint_fit_points = fit.num_used;
     for (size_t j = 0; j < members.size(); ++j) {
@@ -547,6 +576,8 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     GroupFit gf;
     ASSIGN_OR_RETURN(FitResult fit, FitParameters(start, gd.pts, fn, gd.fo));
     gf.params = fit.params;
+    gf.covariance_names = fit.covariance_names;
+    gf.covariance = fit.covariance;
     gf.converged = fit.converged;
     gf.iterations = fit.iterations;
     if (options.skip_loo) {
@@ -588,6 +619,8 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     g.shared_parameters = gf.shared;
     g.joint_reason = gf.joint_reason;
     g.joint_fit_points = gf.joint_fit_points;
+    g.covariance_names = gf.covariance_names;
+    g.covariance = gf.covariance;
     std::vector<double> fit_err, loo_err;
     std::set<std::string> fitted_cells;
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -619,7 +652,10 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       v.held_out_error_pct = Pct(v.held_out, v.measured);
       v.excluded = gd.excluded[i];
       for (const auto& [pass, pred] : gf.block_held_out) {
-        if (!gd.block_labels.at(pass)[i].empty()) v.block_held_out[pass] = pred[i];
+        if (!gd.block_labels.at(pass)[i].empty()) {
+          v.block_held_out[pass] = pred[i];
+          v.block_of[pass] = gd.block_labels.at(pass)[i];
+        }
       }
       if (!v.excluded.empty()) {
         report.excluded.push_back(absl::StrCat(v.id, ": ", v.excluded));
@@ -763,6 +799,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
             continue;
           }
           v.block_held_out[kLeaveOneDeviceOut] = pred[i];
+          v.block_of[kLeaveOneDeviceOut] = device;
           all.emplace_back(v.id, v.metric, Pct(pred[i], v.measured));
         }
         bp.applicable = !all.empty() && num_learned > 0;
@@ -774,6 +811,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
           all.clear();
           for (size_t i = 0; i < ids.size(); ++i) {
             report.points[first_point + i].block_held_out.erase(kLeaveOneDeviceOut);
+            report.points[first_point + i].block_of.erase(kLeaveOneDeviceOut);
           }
         }
         bp.overall = ErrorsByMetric(all);
@@ -889,6 +927,49 @@ servesim::proto::CalibrationProfile MakeProfile(
           absl::StrJoin(group.joint_with, ", "),
           shared ? absl::StrCat(" (", group.joint_fit_points, " points in all)")
                  : " (sharing only the joint parameters)"));
+    }
+  }
+  if (!group.covariance_names.empty()) {
+    auto* cov = p.mutable_covariance();
+    for (const std::string& name : group.covariance_names) cov->add_names(name);
+    for (double c : group.covariance) cov->add_values(c);
+    cov->set_estimate(
+        "Gauss-Newton s2 (J^T J)^+ at the fit: J the Jacobian (central differences) "
+        "of the Huber-weighted log residuals and prior rows in parameter units, "
+        "s2 = max(1, chi2 / (n - p)), 1 when n <= p; diagonal = std_error^2");
+  }
+  // Block-held-out errors per pass and metric family, over this group's
+  // graded points.
+  for (const char* pass : {kLeaveOneInputLengthOut, kLeaveOneConcurrencyOut,
+                           kLeaveOneModelOut, kLeaveOneDeviceOut}) {
+    for (const char* family : {"throughput", "ttft", "tpot"}) {
+      int n = 0;
+      double abs_sum = 0, sq_sum = 0, log_sum = 0;
+      for (const ValidatedPoint& v : points) {
+        if (v.device != group.device || v.software_build != group.software_build ||
+            ValidateMetricFamily(v.metric) != family || v.measured_infeasible ||
+            !(v.measured > 0)) {
+          continue;
+        }
+        const auto it = v.block_held_out.find(pass);
+        if (it == v.block_held_out.end() || !(it->second > 0) ||
+            !std::isfinite(it->second)) {
+          continue;
+        }
+        const double l = std::log(it->second / v.measured);
+        ++n;
+        abs_sum += std::abs(it->second / v.measured - 1.0);
+        sq_sum += l * l;
+        log_sum += l;
+      }
+      if (n == 0) continue;
+      auto* se = p.add_structural_errors();
+      se->set_pass(pass);
+      se->set_family(family);
+      se->set_num_points(n);
+      se->set_mape(100.0 * abs_sum / n);
+      se->set_rms_log_error(std::sqrt(sq_sum / n));
+      se->set_mean_log_error(log_sum / n);
     }
   }
   auto* e = p.mutable_errors();

@@ -52,6 +52,9 @@ struct ValidatedPoint {
   // Block-held-out predictions by pass name (kBlockPasses): the refit that
   // saw no point of this point's block (absent: the point is in no block).
   std::map<std::string, double> block_held_out;
+  // The point's block in each of those passes ("in1024", "c16", a model,
+  // the device).
+  std::map<std::string, std::string> block_of;
 };
 
 // The block-held-out passes, in report order (also the JSON keys).
@@ -59,6 +62,12 @@ inline constexpr const char* kLeaveOneInputLengthOut = "leave_one_input_length_o
 inline constexpr const char* kLeaveOneConcurrencyOut = "leave_one_concurrency_out";
 inline constexpr const char* kLeaveOneModelOut = "leave_one_model_out";
 inline constexpr const char* kLeaveOneDeviceOut = "leave_one_device_out";
+
+// The metric family of a graded metric ("throughput": output_throughput,
+// total_throughput, decode_rate; "ttft": mean/median/p99_ttft_ms; "tpot":
+// median_tpot_ms, median/p99_itl_ms); "" for a metric the block passes do
+// not grade. The profiles' structural_errors are kept per family.
+std::string ValidateMetricFamily(const std::string& metric);
 
 // Held-out errors of one metric over some points.
 struct MetricError {
@@ -107,6 +116,10 @@ struct GroupReport {
   std::vector<std::string> shared_parameters;
   std::string joint_reason;
   int joint_fit_points = 0;  // fitted points of the whole joint problem
+  // Joint covariance of free_parameters (FitResult::covariance; for a joint
+  // fit, this group's block of the joint problem's matrix), row-major.
+  std::vector<std::string> covariance_names;
+  std::vector<double> covariance;
 };
 
 struct AggregateCheck {

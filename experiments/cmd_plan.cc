@@ -13,10 +13,12 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "experiments/cli.h"
 #include "experiments/cost.h"
+#include "experiments/intervals.h"
 #include "experiments/plan.h"
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
@@ -61,7 +63,51 @@ struct PlanFlags {
   int busy_hours = 24;
   bool json = false;
   int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
+  // --confidence C (0 < C < 1; 0: off) and its parameter draws.
+  double confidence = 0;
+  bool confidence_given = false;
+  int confidence_samples = kDefaultIntervalSamples;
 };
+
+// --confidence: the runner also reports "slo_probability" (SloProbability
+// over the parsed SLO terms), and the plan gets the term
+// slo_probability >= C, so a fleet is met only when that probability is.
+absl::Status AddConfidence(const PlanFlags& f, PointRunner& runner, PlanOptions& o) {
+  IntervalOptions io;
+  io.level = f.confidence;
+  io.num_samples = f.confidence_samples;
+  if (!(f.confidence > 0 && f.confidence < 1)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--confidence: %g is out of range (allowed: 0 < C < 1, e.g. 0.9)", f.confidence));
+  }
+  if (absl::Status st = ValidateIntervalOptions(io); !st.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--confidence-samples: ", f.confidence_samples,
+                     " is out of range (allowed: "
+                     "2..1000)"));
+  }
+  std::vector<SloBound> bounds;
+  for (const SloTerm& t : o.slo) {
+    bounds.push_back(
+        {t.metric, t.op == SloTerm::Op::kLe || t.op == SloTerm::Op::kLt, t.threshold});
+  }
+  const uint64_t seed = f.seed;
+  runner.run =
+      [base = runner.run, bounds, io,
+       seed](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+    ASSIGN_OR_RETURN(std::vector<double> v, base(c));
+    ASSIGN_OR_RETURN(double p, SloProbability(c, bounds, io, seed));
+    v.push_back(p);
+    return v;
+  };
+  SloTerm term;
+  term.text = absl::StrFormat("P(meets every term)>=%g", f.confidence);
+  term.metric = "slo_probability";
+  term.op = SloTerm::Op::kGe;
+  term.threshold = f.confidence;
+  o.slo.push_back(term);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& runner) {
   PlanOptions o;
@@ -380,15 +426,27 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
                   "chosen fleet's daily bill is shown always on, stopped and deleted\n"
                   "when idle (start-up time billed)")
       ->check(CLI::Range(1, 24));
+  CLI::Option* confidence = cmd->add_option(
+      "--confidence", f->confidence,
+      "C (0 < C < 1): a fleet meets the SLO only when the probability that it meets\n"
+      "every term (over calibration parameter draws, with the device's validate\n"
+      "errors as a log-normal band) is at least C; the table shows the probability");
+  cmd->add_option("--confidence-samples", f->confidence_samples,
+                  "parameter draws per candidate for --confidence (default 4)");
   cmd->add_flag("--json", f->json, "print everything as JSON");
   cmd->add_flag_function(
       "--progress", [f](int64_t) { f->progress = 1; },
       "progress line on stderr even when it is no terminal");
   cmd->add_flag_function(
       "--no-progress", [f](int64_t) { f->progress = 0; }, "no progress line");
-  cmd->callback([f, exit_code] {
-    const PointRunner runner = SimulatorPointRunner();
+  cmd->callback([f, exit_code, confidence] {
+    f->confidence_given = confidence->count() > 0;
+    PointRunner runner = SimulatorPointRunner();
+    if (f->confidence_given) runner.metric_names.push_back("slo_probability");
     absl::StatusOr<PlanOptions> o = BuildOptions(*f, runner);
+    if (o.ok() && f->confidence_given) {
+      if (absl::Status st = AddConfidence(*f, runner, *o); !st.ok()) o = st;
+    }
     if (!o.ok()) {
       std::fprintf(stderr, "servesim plan: error: %s\n",
                    std::string(o.status().message()).c_str());

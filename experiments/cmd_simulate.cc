@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "experiments/cli.h"
 #include "experiments/cost.h"
+#include "experiments/intervals.h"
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
 #include "experiments/simulate_report.h"
@@ -57,6 +59,11 @@ struct SimulateArgs {
   int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
   bool overwrite = false;
   std::string router;
+  // --interval LEVEL (0: off), --interval-samples K, --jobs.
+  double interval = 0;
+  bool interval_given = false;
+  int interval_samples = kDefaultIntervalSamples;
+  int jobs = 1;
 };
 
 absl::Status WriteFile(const std::string& path, const std::string& text,
@@ -261,6 +268,15 @@ int RunSimulate(SimulateArgs& args) {
   }
   proto::ExperimentConfig config = *std::move(resolved_early);
   if (!args.router.empty()) config.mutable_fleet()->set_router(args.router);
+  IntervalOptions interval_options;
+  interval_options.level = args.interval;
+  interval_options.num_samples = args.interval_samples;
+  interval_options.jobs = args.jobs;
+  if (args.interval_given) {
+    if (absl::Status st = ValidateIntervalOptions(interval_options); !st.ok()) {
+      return fail(st);
+    }
+  }
   if (const double need = EstimateRunBytes(config, args.save_detailed),
       have = PhysicalMemoryBytes();
       !args.force && have > 0 && need > 0.8 * have) {
@@ -316,6 +332,17 @@ int RunSimulate(SimulateArgs& args) {
   const RunResult result = engine->Result();
   const std::string config_text = ConfigToText(config);
   ReportContext ctx = SimulateReportContext(config, *run, args.date);
+  std::optional<IntervalReport> intervals;
+  if (args.interval_given) {
+    absl::StatusOr<IntervalReport> ir =
+        ComputeIntervals(config, *run, ctx, interval_options,
+                         config.client().has_seed() ? config.client().seed() : 0);
+    if (!ir.ok()) return fail(ir.status());
+    intervals = *std::move(ir);
+    ctx.write_servesim_extra = [&intervals](JsonWriter& w) {
+      WriteIntervalsJson(*intervals, w);
+    };
+  }
 
   const auto& records = engine->records();
   if (!args.save_result.empty()) {
@@ -357,7 +384,8 @@ int RunSimulate(SimulateArgs& args) {
         BenchResultJson(result, ctx, records, engine->request_itls(), args.save_detailed);
     std::fwrite(json.data(), 1, json.size(), stdout);
   } else {
-    const std::string text = SummaryText(result, ctx);
+    std::string text = SummaryText(result, ctx);
+    if (intervals.has_value()) text += IntervalsText(*intervals);
     std::fwrite(text.data(), 1, text.size(), stdout);
     if (args.explain) {
       for (const std::string& p : provenance) std::printf("note: %s\n", p.c_str());
@@ -419,14 +447,27 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       "progress line on stderr even when it is no terminal");
   cmd->add_flag_function(
       "--no-progress", [args](int64_t) { args->progress = 0; }, "no progress line");
+  CLI::Option* interval = cmd->add_option(
+      "--interval", args->interval,
+      "prediction intervals at this level (0 < LEVEL < 1, e.g. 0.9) on every metric:\n"
+      "parameter draws, workload seeds and the device's validate errors, apart and\n"
+      "combined (servesim.intervals in the JSON; 2K more simulations)");
+  cmd->add_option(
+      "--interval-samples", args->interval_samples,
+      "K: parameter draws, and workload seeds, per --interval run (default 4)");
+  cmd->add_option("--jobs,-j", args->jobs,
+                  "threads for the --interval re-simulations (the output is "
+                  "byte-identical whatever the count)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_flag("--force", args->force,
                 "run even when the memory estimate exceeds 80% of this machine's");
   cmd->add_flag("--overwrite", args->overwrite,
                 "let --save-result replace an existing file of the default name\n"
                 "(refused otherwise; a file named by --save-result PATH or\n"
                 "--result-filename is replaced)");
-  cmd->callback([args, save, exit_code] {
+  cmd->callback([args, save, interval, exit_code] {
     args->save_result_given = save->count() > 0;
+    args->interval_given = interval->count() > 0;
     *exit_code = RunSimulate(*args);
   });
 }

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "experiments/cli.h"
+#include "experiments/intervals.h"
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
 #include "experiments/sweep.h"
@@ -90,6 +91,8 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     bool replace = false;
     bool force = false;
     double memory_limit_gb = 0;  // 0: half of this machine's memory
+    double interval = 0;         // --interval LEVEL; 0: off
+    int interval_samples = kDefaultIntervalSamples;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -127,7 +130,13 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag(
       "--replace", flags->replace,
       "discard results in --out that belong to another grid (refused otherwise)");
-  cmd->callback([flags, exit_code, merge, grid_opt, out_opt] {
+  CLI::Option* interval_opt = cmd->add_option(
+      "--interval", flags->interval,
+      "add <metric>_lo / <metric>_hi columns: prediction intervals at this level\n"
+      "(0 < LEVEL < 1) as simulate --interval makes them (2K + 1 more runs a point)");
+  cmd->add_option("--interval-samples", flags->interval_samples,
+                  "K for --interval: parameter draws and workload seeds (default 4)");
+  cmd->callback([flags, exit_code, merge, grid_opt, out_opt, interval_opt] {
     if (merge->parsed()) return;  // `sweep merge` ran
     for (const CLI::Option* o : {grid_opt, out_opt}) {
       if (o->count() == 0) {
@@ -225,8 +234,17 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     options.shard_index = shard.index;
     options.shard_count = shard.count;
     options.progress = flags->no_progress ? 0 : (flags->progress ? 1 : -1);
-    absl::StatusOr<SweepSummary> s =
-        RunSweep(*grid, flags->out, SimulatorPointRunner(), options);
+    PointRunner runner = SimulatorPointRunner();
+    if (interval_opt->count() > 0) {
+      IntervalOptions io;
+      io.level = flags->interval;
+      io.num_samples = flags->interval_samples;
+      if (absl::Status st = ValidateIntervalOptions(io); !st.ok()) {
+        return bad(std::string(st.message()));
+      }
+      runner = WithIntervals(std::move(runner), io);
+    }
+    absl::StatusOr<SweepSummary> s = RunSweep(*grid, flags->out, runner, options);
     if (!s.ok()) {
       std::fprintf(stderr, "servesim sweep: error: %s: %s\n", flags->grid.c_str(),
                    std::string(s.status().message()).c_str());

@@ -9,8 +9,10 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "calibration/coverage.h"
 #include "calibration/measurements.h"
 #include "calibration/validation.h"
 #include "experiments/cli.h"
@@ -97,7 +99,21 @@ int RunValidate(const ValidateFlags& f) {
     Err(std::string(report.status().message()));
     return kExitBadInput;
   }
-  const std::string out = f.json ? FormatReportJson(*report) : FormatReportText(*report);
+  std::string out = f.json ? FormatReportJson(*report) : FormatReportText(*report);
+  if (!f.no_held_out) {
+    // Interval coverage over the block-held-out predictions
+    // (calibration/coverage.h): a section under the table, or a "coverage"
+    // key closing the JSON object.
+    const CoverageReport coverage = ComputeCoverage(*report);
+    if (f.json) {
+      const size_t close = out.rfind('}');
+      if (close != std::string::npos) {
+        out.insert(close, absl::StrCat(",\"coverage\":", FormatCoverageJson(coverage)));
+      }
+    } else {
+      out += FormatCoverageText(coverage);
+    }
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (f.refit) {
     // The device's main build: the group with the most fitted throughput

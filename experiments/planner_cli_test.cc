@@ -308,5 +308,133 @@ TEST(SweepCliTest, UnknownNameInAGridIsAnInputErrorBeforeAnyPointRuns) {
   EXPECT_THAT(ReadText(out + "/results.csv"), HasSubstr(",infeasible,"));
 }
 
+// plan --confidence on the Azure conversation trace: the point estimate
+// picks 3 x tpu-v6e (p99 TTFT 258 ms <= 400 ms), but with the device's
+// structural band and parameter draws 3 replicas meet it with probability
+// 0.8; the chosen fleet meets 0.9 and the one-fewer fleet is shown failing.
+TEST(PlanCliTest, ConfidenceChoosesAFleetMeetingItAndShowsTheSmallerOneFailing) {
+  const std::string base =
+      std::string("plan --devices tpu-v6e --trace ") + SERVESIM_DATA_DIR +
+      "/traces/AzureLLMInferenceTrace_conv.csv.gz --num-prompts 600 "
+      "--rate 30 --slo 'ttft_p99<=400ms' --no-mixed --max-replicas 8 "
+      "--no-progress";
+  CliRun point = Servesim(base);
+  CliRun sure = Servesim(base + " --confidence 0.9");
+  ASSERT_EQ(point.exit_code, 0) << point.err;
+  ASSERT_EQ(sure.exit_code, 0) << sure.err;
+  EXPECT_THAT(point.out, HasSubstr("Cheapest overall: 3 x tpu-v6e"));
+  EXPECT_THAT(sure.out, HasSubstr("slo_probability"));
+  const std::regex chosen(
+      R"(\n  (\d+) x tpu-v6e +[0-9.]+ met +[0-9.]+ +([0-9.e+-]+) .*<- chosen)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(sure.out, m, chosen)) << sure.out;
+  const int n = std::stoi(m[1]);
+  EXPECT_GE(std::stod(m[2]), 0.9);
+  EXPECT_GT(n, 3);
+  const std::regex fewer(
+      R"(one replica fewer \((\d+) x tpu-v6e\) misses: slo_probability ([0-9.e+-]+) < 0.9)");
+  ASSERT_TRUE(std::regex_search(sure.out, m, fewer)) << sure.out;
+  EXPECT_EQ(std::stoi(m[1]), n - 1);
+  EXPECT_LT(std::stod(m[2]), 0.9);
+  CliRun bad = Servesim(base + " --confidence 1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--confidence: 1 is out of range"));
+}
+
+const char kSimulate[] =
+    "simulate --device t4 --model gemma-4-e2b --num-prompts 40 --random-input-len 256 "
+    "--random-output-len 32 --random-range-ratio 0.5 --max-concurrency 4 --seed 3 "
+    "--date 20260101-000000 --no-progress";
+
+TEST(SimulateIntervalCliTest, JsonIntervalsOnEveryMetricByteIdenticalWhateverJobs) {
+  CliRun one = Servesim(std::string(kSimulate) + " --json --interval 0.9 -j 1");
+  CliRun three = Servesim(std::string(kSimulate) + " --json --interval 0.9 -j 3");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out, three.out);
+  for (const char* key :
+       {"\"intervals\"", "\"p99_ttft_ms\": {", "\"output_throughput\": {",
+        "\"kv_occupancy_mean\": {", "\"usd_per_m_output_tokens_on-demand\": {",
+        "\"sources\"", "\"parameters\"", "\"workload\"", "\"structural\"",
+        "\"level\": 0.9", "\"interval_method\""}) {
+    EXPECT_THAT(one.out, HasSubstr(key)) << key;
+  }
+  // vLLM's keys stay the point values: the same as without --interval.
+  CliRun plain = Servesim(std::string(kSimulate) + " --json");
+  const std::regex p99(R"("p99_ttft_ms": [0-9.e+-]+)");
+  std::smatch a, b;
+  ASSERT_TRUE(std::regex_search(one.out, a, p99));
+  ASSERT_TRUE(std::regex_search(plain.out, b, p99));
+  EXPECT_EQ(a[0], b[0]);
+}
+
+TEST(SimulateIntervalCliTest, TextShowsBracketsAndATraceHasNoWorkloadSource) {
+  CliRun text = Servesim(std::string(kSimulate) + " --interval 0.5");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(std::regex_search(
+      text.out, std::regex(R"(p99 TTFT [0-9.]+ ms \[[0-9.]+, [0-9.]+\])")))
+      << text.out;
+  CliRun trace =
+      Servesim(std::string("simulate --device t4 --model gemma-4-e2b --trace ") +
+               SERVESIM_DATA_DIR +
+               "/traces/AzureLLMInferenceTrace_conv.csv.gz --num-prompts 20 "
+               "--date 20260101-000000 --no-progress --interval 0.9");
+  ASSERT_EQ(trace.exit_code, 0) << trace.err;
+  EXPECT_THAT(trace.out,
+              HasSubstr("workload: none (a trace replays fixed arrival times"));
+}
+
+TEST(SimulateIntervalCliTest, RefusesLevelsOutOfRangeNamingTheFlag) {
+  for (const char* level : {"0", "1", "1.5", "-0.1"}) {
+    CliRun r = Servesim(std::string(kSimulate) + " --interval " + level);
+    EXPECT_EQ(r.exit_code, 2) << level;
+    EXPECT_THAT(r.err, HasSubstr("servesim simulate: error: --interval: ")) << level;
+  }
+  CliRun k = Servesim(std::string(kSimulate) + " --interval 0.9 --interval-samples 1");
+  EXPECT_EQ(k.exit_code, 2);
+  EXPECT_THAT(k.err, HasSubstr("--interval-samples: 1 is out of range"));
+}
+
+TEST(SweepIntervalCliTest, LoHiColumnsBracketThePointWhateverJobs) {
+  const std::string grid = Scratch("interval_grid.textproto");
+  WriteText(grid, R"pb(
+    name: "ivgrid"
+    base {
+      server { device: "t4" model: "gemma-4-e2b" max_model_len: 2048 }
+      client {
+        num_prompts: 16
+        random_input_len: 128
+        random_output_len: 16
+        random_range_ratio: 0.5
+        seed: 1
+      }
+    }
+    axes {
+      path: "client.max_concurrency"
+      values: [ "1", "4" ]
+    }
+  )pb");
+  const std::string one = Scratch("interval_sweep_1"), two = Scratch("interval_sweep_2");
+  std::filesystem::remove_all(one);
+  std::filesystem::remove_all(two);
+  CliRun a = Servesim("sweep --grid " + grid + " --out " + one + " --interval 0.9 -j 1");
+  CliRun b = Servesim("sweep --grid " + grid + " --out " + two + " --interval 0.9 -j 2");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const std::string csv = ReadText(one + "/results.csv");
+  EXPECT_EQ(csv, ReadText(two + "/results.csv"));
+  EXPECT_THAT(csv, HasSubstr(",p99_ttft_ms_lo,p99_ttft_ms_hi"));
+  const std::string jsonl = ReadText(one + "/results.jsonl");
+  const std::regex row(
+      R"re("p99_ttft_ms":([0-9.e+-]+).*"p99_ttft_ms_lo":([0-9.e+-]+),"p99_ttft_ms_hi":([0-9.e+-]+))re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(jsonl, m, row)) << jsonl.substr(0, 2000);
+  EXPECT_LT(std::stod(m[2]), std::stod(m[1]));
+  EXPECT_GT(std::stod(m[3]), std::stod(m[1]));
+  CliRun bad = Servesim("sweep --grid " + grid + " --out " + Scratch("interval_bad") +
+                        " --interval 0");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--interval: 0 is out of range"));
+}
+
 }  // namespace
 }  // namespace servesim

@@ -16,6 +16,9 @@ enum class RngStream : uint64_t {
   kDatasetLengths = 1,
   kArrivals = 2,
   kDatasetContent = 3,
+  // simulate --interval: parameter draws and workload seeds.
+  kIntervalParameters = 4,
+  kIntervalWorkload = 5,
 };
 
 // Mixes the user's seed with a stream id (splitmix64).

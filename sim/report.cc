@@ -165,6 +165,7 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
          "per "
          "octave, relative bin width < 1e-3); mean and std exact");
   }
+  if (ctx.write_servesim_extra) ctx.write_servesim_extra(w);
   w.Key("provenance").BeginArray();
   for (const auto& line : ctx.provenance) w.String(line);
   w.EndArray();

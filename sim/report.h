@@ -13,11 +13,13 @@
 #define SERVESIM_SIM_REPORT_H_
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "sim/engine.h"
+#include "sim/json_writer.h"
 #include "sim/metrics.h"
 
 namespace servesim {
@@ -54,6 +56,10 @@ struct ReportContext {
     int64_t requests = 0;
   };
   std::vector<ReplicaShare> replica_shares;
+  // Writes more keys into the "servesim" object, after the standard ones
+  // and before "provenance" (e.g. simulate --interval's "intervals"); none
+  // when empty.
+  std::function<void(JsonWriter&)> write_servesim_extra;
 };
 
 // Requests routed to each replica (RequestRecord::replica; a request never
