@@ -71,6 +71,58 @@ TEST(MetricsTest, TpotExcludesSingleTokenRequestsAndDurationSpansFirstSendToLast
   EXPECT_DOUBLE_EQ(r.itl.mean_ms, 10.0);
 }
 
+// Hand example of vLLM's peak metrics and goodput (calculate_metrics in
+// vllm/benchmarks/serve.py). Times in ms.
+std::vector<RequestRecord> PeakExample() {
+  auto ms = [](int64_t v) { return v * 1'000'000; };
+  std::vector<RequestRecord> recs(4);
+  // Rejected, and sent first: not the buckets' origin.
+  recs[0] = RequestRecord{
+      0,       10,      1,       0,  0,  0,      RejectReason::kExceedsMaxModelLen,
+      ms(100), ms(100), ms(100), -1, -1, ms(100)};
+  // Sent at 500, tokens at 900, 1500, 2200.
+  recs[1] = RequestRecord{
+      1,       10,      3,       0,       0,       0,       RejectReason::kNone,
+      ms(500), ms(500), ms(500), ms(600), ms(900), ms(2200)};
+  // Sent at 2000, tokens at 2300, 2600.
+  recs[2] = RequestRecord{
+      2,        10,       2,        0,        0,        0,       RejectReason::kNone,
+      ms(2000), ms(2000), ms(2000), ms(2100), ms(2300), ms(2600)};
+  // Sent at 3000, its one token at 3100.
+  recs[3] = RequestRecord{
+      3,        10,       1,        0,        0,        0,       RejectReason::kNone,
+      ms(3000), ms(3000), ms(3000), ms(3050), ms(3100), ms(3100)};
+  return recs;
+}
+
+TEST(MetricsTest,
+     PeakTokensAndConcurrencyCountOneSecondBucketsFromTheFirstSuccessfulSend) {
+  const std::vector<RequestRecord> recs = PeakExample();
+  OutputTokenBuckets tokens;
+  tokens.SetOrigin(500'000'000);
+  for (int64_t t_ms : {900, 1500, 2200, 2300, 2600, 3100})
+    tokens.AddToken(t_ms * 1'000'000);
+  // Buckets from 500 ms: [500, 1500) 1 token, [1500, 2500) 3, [2500, 3500) 2.
+  EXPECT_EQ(tokens.counts(), (std::vector<int64_t>{1, 3, 2}));
+  const RunResult r = ComputeRunResult(recs, ItlAccumulator(), StepStats(), 0, tokens);
+  EXPECT_DOUBLE_EQ(r.max_output_tokens_per_s, 3);
+  // Request 1 is active in buckets 0-1, request 2 in 1-2, request 3 in 2.
+  EXPECT_EQ(r.max_concurrent_requests, 2);
+}
+
+TEST(MetricsTest, GoodRequestsMeetEverySloGivenAndOneTokenRequestsHaveZeroTpot) {
+  const std::vector<RequestRecord> recs = PeakExample();
+  // TTFT 400 / 300 / 100; TPOT 650 / 300 / 0; E2EL 1700 / 600 / 100.
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{}), 0);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{.ttft_ms = 400}), 3);  // 400 <= 400
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{.ttft_ms = 399.9}), 2);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{.tpot_ms = 0}), 1);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{.tpot_ms = 500}), 2);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{.e2el_ms = 700}), 2);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{.ttft_ms = 350, .tpot_ms = 700}), 2);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{.ttft_ms = 350, .e2el_ms = 500}), 1);
+}
+
 TEST(MetricsTest, ItlSwitchesToAHistogramPastTheCapAndSaysSo) {
   ItlAccumulator exact(1'000'000), capped(100);
   for (int i = 1; i <= 1000; ++i) {
