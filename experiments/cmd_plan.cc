@@ -1,23 +1,22 @@
 // servesim plan: the cheapest fleet per device (and mixed pair) that meets
 // an SLO on a workload, with the candidates tried. See experiments/plan.h.
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "experiments/cli.h"
 #include "experiments/cost.h"
 #include "experiments/plan.h"
+#include "experiments/progress.h"
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
 #include "experiments/sweep.h"
@@ -348,11 +347,7 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
                   "when idle (start-up time billed)")
       ->check(CLI::Range(1, 24));
   cmd->add_flag("--json", f->json, "print everything as JSON");
-  cmd->add_flag_function(
-      "--progress", [f](int64_t) { f->progress = 1; },
-      "progress line on stderr even when it is no terminal");
-  cmd->add_flag_function(
-      "--no-progress", [f](int64_t) { f->progress = 0; }, "no progress line");
+  AddProgressFlags(cmd, &f->progress);
   cmd->callback([f, exit_code] {
     const PointRunner runner = SimulatorPointRunner();
     absl::StatusOr<PlanOptions> o = BuildOptions(*f, runner);
@@ -362,26 +357,19 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitBadInput;
       return;
     }
-    const bool progress =
-        f->progress > 0 || (f->progress < 0 && isatty(STDERR_FILENO) == 1);
-    std::mutex mu;
-    int64_t done = 0;  // guarded by mu
-    const auto start = std::chrono::steady_clock::now();
-    auto elapsed = [&start] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-    };
-    if (progress) {
+    ProgressLine progress("plan", f->progress);
+    std::atomic<int64_t> done = 0;
+    if (progress.enabled()) {
       o->on_candidate = [&](const PlanCandidate& c) {
-        std::lock_guard<std::mutex> lock(mu);
-        ++done;
-        std::fprintf(stderr, "\rplan: %lld fleets simulated in %s (last: %s, %s)        ",
-                     static_cast<long long>(done), FormatDuration(elapsed()).c_str(),
-                     c.label.c_str(), !c.ran ? "error" : (c.met ? "met" : "miss"));
+        const int64_t n = ++done;
+        progress.Update(absl::StrFormat("%d fleets simulated in %s (last: %s, %s)", n,
+                                        FormatDuration(progress.elapsed_s()), c.label,
+                                        !c.ran ? "error" : (c.met ? "met" : "miss")));
       };
     }
     absl::StatusOr<PlanResult> r = RunPlan(*o, runner);
-    if (progress) std::fputc('\n', stderr);
+    progress.Finish(absl::StrFormat("%d fleets simulated in %s", done.load(),
+                                    FormatDuration(progress.elapsed_s())));
     if (!r.ok()) {
       std::fprintf(stderr, "servesim plan: error: %s\n",
                    std::string(r.status().message()).c_str());

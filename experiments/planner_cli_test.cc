@@ -265,6 +265,34 @@ TEST(PlanCliTest, ProgressLineOnRequest) {
   EXPECT_EQ(on.out, off.out);
 }
 
+TEST(ValidateCliTest, ProgressLineOnRequest) {
+  const std::string base = "validate --device t4 --no-held-out -j 1";
+  CliRun on = Servesim(base + " --progress");
+  ASSERT_TRUE(on.exit_code == 0 || on.exit_code == 3) << on.err;
+  EXPECT_THAT(on.err, HasSubstr("validate: 0/"));
+  EXPECT_THAT(on.err, HasSubstr("(now: t4 / "));
+  EXPECT_THAT(on.err, HasSubstr("validate: fitted in"));
+  CliRun off = Servesim(base + " --no-progress");
+  EXPECT_EQ(off.exit_code, on.exit_code);
+  EXPECT_THAT(off.err, Not(HasSubstr("fits done")));
+  EXPECT_EQ(on.out, off.out);
+}
+
+TEST(CalibrateCliTest, ProgressLineOnRequest) {
+  const std::string base = "calibrate --device mi300x --bench '" +
+                           std::string(SERVESIM_DATA_DIR) +
+                           "/bench/mi300x-gemma4-e2b-2026-09-17' -j 1 --out '" +
+                           Scratch("profile.textproto") + "'";
+  CliRun on = Servesim(base + " --progress");
+  ASSERT_TRUE(on.exit_code == 0 || on.exit_code == 3) << on.err;
+  EXPECT_THAT(on.err, HasSubstr("calibrate: 0/1 fits done in"));
+  EXPECT_THAT(on.err, HasSubstr("calibrate: fitted in"));
+  CliRun off = Servesim(base + " --no-progress");
+  EXPECT_EQ(off.exit_code, on.exit_code);
+  EXPECT_THAT(off.err, Not(HasSubstr("fits done")));
+  EXPECT_EQ(on.out, off.out);
+}
+
 // A typo in a grid value ("tpu-v5") ran 60 of 240 points as errors and
 // exited 0; now it is refused before any point runs.
 TEST(SweepCliTest, UnknownNameInAGridIsAnInputErrorBeforeAnyPointRuns) {
