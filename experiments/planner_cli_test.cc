@@ -125,6 +125,37 @@ TEST(MemoryCliTest, DoesNotFitExitsFourAndNamesTheLargestLengthThatFits) {
   EXPECT_THAT(sim.err, HasSubstr("does not fit"));
 }
 
+// 31B bf16 (62 GB of weights) cannot load on one 24 GB L4: memory and
+// simulate name the fewest chips that hold it, found with the planner.
+TEST(MemoryCliTest, DoesNotFitNamesTheSmallestTensorParallelSizeThatFits) {
+  const std::string base = "memory --device l4 --model gemma-4-31b --max-model-len 8192";
+  CliRun r = Servesim(base);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.out, m, std::regex("fits on ([0-9]+) chips: --tensor-parallel-size ([0-9]+)")))
+      << r.out;
+  const int tp = std::stoi(m[1]);
+  EXPECT_EQ(std::stoi(m[2]), tp);
+  EXPECT_GT(tp, 1);
+  EXPECT_EQ(Servesim(base + " --tensor-parallel-size " + std::to_string(tp)).exit_code,
+            0);
+  for (int smaller = 2; smaller < tp; ++smaller) {
+    // Too small to fit (4) or a size the model's heads refuse (2).
+    EXPECT_NE(
+        Servesim(base + " --tensor-parallel-size " + std::to_string(smaller)).exit_code,
+        0)
+        << smaller;
+  }
+  CliRun json = Servesim(base + " --json");
+  EXPECT_THAT(json.out, HasSubstr("\"smallest_fitting_tensor_parallel_size\":"));
+  CliRun sim = Servesim(
+      "simulate --device l4 --model gemma-4-31b --max-model-len 8192 --num-prompts 1");
+  EXPECT_EQ(sim.exit_code, 4) << sim.err;
+  EXPECT_THAT(sim.err, HasSubstr("fits on " + std::to_string(tp) +
+                                 " chips: --tensor-parallel-size " + std::to_string(tp)));
+}
+
 // It reached 11.5 GB in 40 s without a word; now refused up front.
 TEST(SimulateCliTest, RunThatCannotFitThisMachineIsRefusedUnlessForced) {
   CliRun r = Servesim(
