@@ -547,12 +547,31 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     }
   }
   std::map<std::pair<std::string, std::string>, GroupFit> fits;
+  int fits_total = 0, fits_done = 0;
+  for (int j : joints_needed) fits_total += fit_config.joint_fits(j).members_size();
+  for (const auto& [key, gd] : groups) {
+    bool joint = false;
+    for (int j : joints_needed) {
+      for (const auto& mem : fit_config.joint_fits(j).members()) {
+        joint |= key == std::make_pair(mem.device(), mem.software_build());
+      }
+    }
+    if (gd.predictor.has_value() && !joint) ++fits_total;
+  }
+  auto progress = [&](const std::string& label) {
+    if (options.on_fit) options.on_fit(fits_done, fits_total, label);
+  };
   for (int j : joints_needed) {
     const auto& jf = fit_config.joint_fits(j);
     std::vector<GroupData*> members;
+    std::string label;
     for (const auto& mem : jf.members()) {
       members.push_back(&groups.at({mem.device(), mem.software_build()}));
+      absl::StrAppend(&label, label.empty() ? "" : " + ", mem.device(), " / ",
+                      mem.software_build());
     }
+    progress(label);
+    fits_done += static_cast<int>(members.size());
     ASSIGN_OR_RETURN(std::vector<GroupFit> f, FitJointly(members,
                                                          {jf.shared_parameters().begin(),
                                                           jf.shared_parameters().end()},
@@ -568,6 +587,8 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
   // the other devices' fits).
   for (auto& [key, gd] : groups) {
     if (!gd.predictor.has_value() || fits.count(key)) continue;
+    progress(absl::StrCat(gd.device, " / ", gd.build));
+    ++fits_done;
     const Predictor& predictor = *gd.predictor;
     const PredictFn fn = [&predictor](const ParameterSet& p) {
       return predictor.PredictValues(p);
@@ -591,6 +612,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     }
     fits[key] = std::move(gf);
   }
+  progress("");
 
   ValidationReport report;
   std::vector<double> all_fit_err, all_loo_err;

@@ -14,6 +14,7 @@
 #ifndef SERVESIM_CALIBRATION_VALIDATION_H_
 #define SERVESIM_CALIBRATION_VALIDATION_H_
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -152,6 +153,11 @@ struct ValidateOptions {
   // Threads for the leave-one-cell-out refits; the report does not depend
   // on it.
   int jobs = 1;
+  // Progress (optional): called from the calling thread before each
+  // (device, build) fit starts, `done` of `total` fits finished and `label`
+  // the one starting ("l4 / v0.11.0"), and once with done == total at the
+  // end. The report does not depend on it.
+  std::function<void(int done, int total, const std::string& label)> on_fit;
 };
 
 // Free parameters per (device, build): calibration/fit_config.textproto.

@@ -18,7 +18,9 @@
 #include "calibration/predictor.h"
 #include "calibration/validation.h"
 #include "experiments/cli.h"
+#include "experiments/progress.h"
 #include "experiments/server_flags.h"
+#include "experiments/sweep.h"
 #include "hwmodels/catalog.h"
 #include "hwmodels/catalog_priors.h"
 
@@ -34,6 +36,7 @@ struct CalibrateFlags {
   std::string fit_config = kDefaultFitConfig;
   bool json = false;
   int jobs = DefaultJobs();
+  int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
 };
 
 std::string AllowedDeviceNamesForFit(const servesim::proto::FitConfig& c) {
@@ -282,7 +285,11 @@ int RunCalibrate(const CalibrateFlags& f) {
   ValidateOptions options;
   options.shipped_data_checks = false;
   options.jobs = f.jobs;
+  ProgressLine progress_line("calibrate", f.progress);
+  if (progress_line.enabled()) options.on_fit = FitProgress(progress_line);
   auto report = RunValidation(*db, config, options);
+  progress_line.Finish(absl::StrFormat("%s in %s", report.ok() ? "fitted" : "stopped",
+                                       FormatDuration(progress_line.elapsed_s())));
   if (!report.ok()) {
     Err(std::string(report.status().message()));
     return kExitBadInput;
@@ -338,6 +345,7 @@ void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
                   "threads for the held-out refits (default: all cores; the report is "
                   "byte-identical whatever the count)")
       ->check(CLI::Range(1, 1024));
+  AddProgressFlags(cmd, &f->progress);
   cmd->callback([f, exit_code] { *exit_code = RunCalibrate(*f); });
 }
 

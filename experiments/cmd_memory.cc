@@ -37,6 +37,7 @@ struct MemoryFlags {
 struct FitHints {
   int32_t largest_max_model_len = 0;  // 0: no length fits
   std::vector<std::string> quantizations;
+  int32_t tensor_parallel_size = 0;  // the smallest that fits; 0: none
 };
 
 // A measured value given on the command line must be a finite number of
@@ -61,6 +62,7 @@ void PrintJson(const Deployment& d, const FitHints& hints) {
     w.Key("quantizations_that_fit").BeginArray();
     for (const std::string& q : hints.quantizations) w.String(q);
     w.EndArray();
+    w.KV("smallest_fitting_tensor_parallel_size", int64_t{hints.tensor_parallel_size});
   }
   w.KV("device", d.device.id());
   if (!d.uncalibrated_note.empty()) w.KV("uncalibrated", d.uncalibrated_note);
@@ -148,6 +150,12 @@ void PrintText(const Deployment& d, const FitHints& hints) {
       std::printf("  fits at max_model_len %d with --quantization %s\n", s.max_model_len,
                   absl::StrJoin(hints.quantizations, " | ").c_str());
     }
+    if (hints.tensor_parallel_size > 0) {
+      std::printf(
+          "  fits on %d chips: --tensor-parallel-size %d (the smallest that fits, all "
+          "else kept)\n",
+          hints.tensor_parallel_size, hints.tensor_parallel_size);
+    }
     return;
   }
   std::printf("GPU KV cache size: %lld tokens\n",
@@ -209,6 +217,7 @@ int RunMemory(const MemoryFlags& f) {
     ServerSpec at_len = spec;
     at_len.max_model_len = d->scheduler.max_model_len;
     hints.quantizations = QuantizationsThatFit(at_len);
+    hints.tensor_parallel_size = SmallestFittingTensorParallelSize(at_len);
   }
   if (f.json) {
     PrintJson(*d, hints);

@@ -1,12 +1,9 @@
 // servesim plan: the cheapest fleet per device (and mixed pair) that meets
 // an SLO on a workload, with the candidates tried. See experiments/plan.h.
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,6 +17,7 @@
 #include "experiments/cost.h"
 #include "experiments/intervals.h"
 #include "experiments/plan.h"
+#include "experiments/progress.h"
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
 #include "experiments/sweep.h"
@@ -434,11 +432,7 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--confidence-samples", f->confidence_samples,
                   "parameter draws per candidate for --confidence (default 4)");
   cmd->add_flag("--json", f->json, "print everything as JSON");
-  cmd->add_flag_function(
-      "--progress", [f](int64_t) { f->progress = 1; },
-      "progress line on stderr even when it is no terminal");
-  cmd->add_flag_function(
-      "--no-progress", [f](int64_t) { f->progress = 0; }, "no progress line");
+  AddProgressFlags(cmd, &f->progress);
   cmd->callback([f, exit_code, confidence] {
     f->confidence_given = confidence->count() > 0;
     PointRunner runner = SimulatorPointRunner();
@@ -453,26 +447,19 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitBadInput;
       return;
     }
-    const bool progress =
-        f->progress > 0 || (f->progress < 0 && isatty(STDERR_FILENO) == 1);
-    std::mutex mu;
-    int64_t done = 0;  // guarded by mu
-    const auto start = std::chrono::steady_clock::now();
-    auto elapsed = [&start] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-    };
-    if (progress) {
+    ProgressLine progress("plan", f->progress);
+    std::atomic<int64_t> done = 0;
+    if (progress.enabled()) {
       o->on_candidate = [&](const PlanCandidate& c) {
-        std::lock_guard<std::mutex> lock(mu);
-        ++done;
-        std::fprintf(stderr, "\rplan: %lld fleets simulated in %s (last: %s, %s)        ",
-                     static_cast<long long>(done), FormatDuration(elapsed()).c_str(),
-                     c.label.c_str(), !c.ran ? "error" : (c.met ? "met" : "miss"));
+        const int64_t n = ++done;
+        progress.Update(absl::StrFormat("%d fleets simulated in %s (last: %s, %s)", n,
+                                        FormatDuration(progress.elapsed_s()), c.label,
+                                        !c.ran ? "error" : (c.met ? "met" : "miss")));
       };
     }
     absl::StatusOr<PlanResult> r = RunPlan(*o, runner);
-    if (progress) std::fputc('\n', stderr);
+    progress.Finish(absl::StrFormat("%d fleets simulated in %s", done.load(),
+                                    FormatDuration(progress.elapsed_s())));
     if (!r.ok()) {
       std::fprintf(stderr, "servesim plan: error: %s\n",
                    std::string(r.status().message()).c_str());

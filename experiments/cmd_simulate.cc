@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -25,6 +24,8 @@
 #include "experiments/cli.h"
 #include "experiments/cost.h"
 #include "experiments/intervals.h"
+#include "experiments/memory_fit.h"
+#include "experiments/progress.h"
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
 #include "experiments/simulate_report.h"
@@ -64,6 +65,8 @@ struct SimulateArgs {
   bool interval_given = false;
   int interval_samples = kDefaultIntervalSamples;
   int jobs = 1;
+  std::optional<std::string> label;  // --label (vLLM: null when not given)
+  std::vector<std::string> goodput;  // --goodput KEY:VALUE ...
 };
 
 absl::Status WriteFile(const std::string& path, const std::string& text,
@@ -126,12 +129,14 @@ double PhysicalMemoryBytes() {
                                : 0;
 }
 
-// A progress line on stderr while the engine runs (as sweep's): requests
-// done of the total, rate and ETA, at most twice a second; forwards every
-// call to `inner` (the Chrome trace recorder, or none).
+// The progress line while the engine runs: requests done of the total,
+// rate and ETA; forwards every call to `inner` (the Chrome trace recorder,
+// or none).
 class ProgressObserver : public EngineObserver {
  public:
-  ProgressObserver(EngineObserver* inner, int64_t total) : inner_(inner), total_(total) {}
+  ProgressObserver(EngineObserver* inner, int64_t total, int mode)
+      : inner_(inner), total_(total), line_("simulate", mode) {}
+  bool enabled() const { return line_.enabled(); }
   void OnStep(int32_t replica, TimeNs start_ns, TimeNs duration_ns, const Scheduler& s,
               const StepCost& cost) override {
     if (inner_ != nullptr) inner_->OnStep(replica, start_ns, duration_ns, s, cost);
@@ -139,30 +144,22 @@ class ProgressObserver : public EngineObserver {
   void OnRequestDone(const RequestRecord& record) override {
     if (inner_ != nullptr) inner_->OnRequestDone(record);
     if ((++done_ & 1023) != 0) return;
-    const double el = Elapsed();
-    if (el - last_s_ < 0.5) return;
-    last_s_ = el;
-    const double rate = done_ / el;
-    std::fprintf(stderr, "\rsimulate: %lld/%lld requests, %.0f/s, ETA %s   ",
-                 static_cast<long long>(done_), static_cast<long long>(total_), rate,
-                 FormatDuration(total_ > 0 ? (total_ - done_) / rate : -1).c_str());
+    const double rate = done_ / std::max(line_.elapsed_s(), 1e-9);
+    line_.Update(
+        absl::StrFormat("%d/%d requests, %.0f/s, ETA %s", done_, total_, rate,
+                        FormatDuration(total_ > 0 ? (total_ - done_) / rate : -1)));
   }
   // The closing line: requests and wall time.
-  void Finish() const {
-    std::fprintf(stderr, "\rsimulate: %lld requests in %s                    \n",
-                 static_cast<long long>(done_), FormatDuration(Elapsed()).c_str());
+  void Finish() {
+    line_.Finish(
+        absl::StrFormat("%d requests in %s", done_, FormatDuration(line_.elapsed_s())));
   }
 
  private:
-  double Elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
-        .count();
-  }
   EngineObserver* inner_;
   int64_t total_;
   int64_t done_ = 0;
-  double last_s_ = 0;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  ProgressLine line_;
 };
 
 // vLLM's current_dt: datetime.now().strftime("%Y%m%d-%H%M%S"), local time.
@@ -190,7 +187,9 @@ std::string ResultPath(const SimulateArgs& args, const proto::ExperimentConfig& 
     // 0 (unset) is the client default, inf.
     const double rate =
         c.request_rate() > 0 ? c.request_rate() : std::numeric_limits<double>::infinity();
-    name = absl::StrCat("vllm-", PythonFloat(rate), "qps",
+    // vLLM: label = args.label or args.backend.
+    name = absl::StrCat(args.label && !args.label->empty() ? *args.label : "vllm", "-",
+                        PythonFloat(rate), "qps",
                         c.max_concurrency() > 0
                             ? absl::StrCat("-concurrency", c.max_concurrency())
                             : std::string(),
@@ -215,6 +214,8 @@ int RunSimulate(SimulateArgs& args) {
   }
   absl::StatusOr<proto::ExperimentConfig> resolved_early = args.flags.Resolve();
   if (!resolved_early.ok()) return fail(resolved_early.status());
+  absl::StatusOr<GoodputSlos> goodput = ParseGoodput(args.goodput);
+  if (!goodput.ok()) return fail(goodput.status());
   if (args.date.empty()) {
     args.date = NowDate();
   } else if (args.date.size() != 15 || args.date[8] != '-' ||
@@ -302,13 +303,10 @@ int RunSimulate(SimulateArgs& args) {
   if (!args.chrome_trace.empty()) {
     trace = std::make_unique<ChromeTraceRecorder>(args.chrome_trace_max_steps);
   }
-  const bool progress =
-      args.progress > 0 || (args.progress < 0 && isatty(STDERR_FILENO) == 1);
-  std::unique_ptr<ProgressObserver> progress_observer;
-  if (progress) {
-    progress_observer =
-        std::make_unique<ProgressObserver>(trace.get(), config.client().num_prompts());
-  }
+  std::unique_ptr<ProgressObserver> progress_observer =
+      std::make_unique<ProgressObserver>(trace.get(), config.client().num_prompts(),
+                                         args.progress);
+  if (!progress_observer->enabled()) progress_observer.reset();
   absl::StatusOr<ExperimentRun> run = RunExperiment(
       config, opts,
       progress_observer ? static_cast<EngineObserver*>(progress_observer.get())
@@ -318,9 +316,20 @@ int RunSimulate(SimulateArgs& args) {
     fail(run.status());
     // The deployment does not fit: as `servesim memory` says for it.
     if (!absl::IsResourceExhausted(run.status())) return kExitBadInput;
+    if (config.fleet().replicas_size() == 0) {
+      const int32_t tp = SmallestFittingTensorParallelSize(ToServerSpec(config.server()));
+      if (tp > 0) {
+        std::fprintf(
+            stderr,
+            "servesim simulate: note: fits on %d chips: --tensor-parallel-size %d "
+            "(the smallest that fits, all else kept)\n",
+            tp, tp);
+      }
+    }
     std::fprintf(stderr,
                  "servesim simulate: note: `servesim memory` with the same server flags "
-                 "names the largest --max-model-len and the quantizations that fit\n");
+                 "names the largest --max-model-len, the quantizations and the chips "
+                 "that fit\n");
     return kExitDoesNotFit;
   }
   for (const std::string& w : UncalibratedWarnings(run->fleet.deployments)) {
@@ -345,6 +354,9 @@ int RunSimulate(SimulateArgs& args) {
   }
 
   const auto& records = engine->records();
+  ctx.label = args.label;
+  SetRequestGoodput(ctx, result, records, *goodput);
+
   if (!args.save_result.empty()) {
     const std::string json =
         BenchResultJson(result, ctx, records, engine->request_itls(), args.save_detailed);
@@ -412,6 +424,15 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       "--router", args->router,
       "fleet router: round-robin | least-outstanding | vllm-dp | kv-aware "
       "|\nprefix-aware (default round-robin; vllm-dp with --data-parallel-size > 1)");
+  cmd->add_option_function<std::string>(
+      "--label", [args](const std::string& v) { args->label = v; },
+      "the result's \"label\" key and the prefix of the default --save-result name "
+      "(as vllm bench serve; default: null, the name starts with the backend, vllm)");
+  cmd->add_option("--goodput", args->goodput,
+                  "SLOs for request_goodput as vllm bench serve takes them: KEY:VALUE "
+                  "pairs,\nKEY ttft, tpot or e2el, VALUE ms (e.g. --goodput ttft:500 "
+                  "tpot:50);\nrequest_goodput is null when not given")
+      ->expected(1, -1);
   cmd->add_flag("--json", args->json, "print the result JSON instead of the summary");
   cmd->add_flag("--explain", args->explain,
                 "print the provenance under the summary: memory plan, step-time formula, "
@@ -442,11 +463,7 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
                   "date-time YYYYMMDD-HHMMSS of the JSON \"date\" key and the default\n"
                   "--save-result name (default: now, as vLLM; pin it for reproducible "
                   "output)");
-  cmd->add_flag_function(
-      "--progress", [args](int64_t) { args->progress = 1; },
-      "progress line on stderr even when it is no terminal");
-  cmd->add_flag_function(
-      "--no-progress", [args](int64_t) { args->progress = 0; }, "no progress line");
+  AddProgressFlags(cmd, &args->progress);
   CLI::Option* interval = cmd->add_option(
       "--interval", args->interval,
       "prediction intervals at this level (0 < LEVEL < 1, e.g. 0.9) on every metric:\n"

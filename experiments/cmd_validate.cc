@@ -16,6 +16,8 @@
 #include "calibration/measurements.h"
 #include "calibration/validation.h"
 #include "experiments/cli.h"
+#include "experiments/progress.h"
+#include "experiments/sweep.h"
 
 namespace servesim::cli {
 namespace {
@@ -32,6 +34,7 @@ struct ValidateFlags {
   std::string profiles_dir = kDefaultProfilesDir;
   bool device_given = false;  // --device was on the command line (even if empty)
   int jobs = DefaultJobs();
+  int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
 };
 
 void Err(const std::string& s) {
@@ -94,7 +97,11 @@ int RunValidate(const ValidateFlags& f) {
   options.device = f.device;
   options.skip_loo = f.no_held_out;
   options.jobs = f.jobs;
+  ProgressLine progress("validate", f.progress);
+  if (progress.enabled()) options.on_fit = FitProgress(progress);
   auto report = RunValidation(*db, *config, options);
+  progress.Finish(absl::StrFormat("%s in %s", report.ok() ? "fitted" : "stopped",
+                                  FormatDuration(progress.elapsed_s())));
   if (!report.ok()) {
     Err(std::string(report.status().message()));
     return kExitBadInput;
@@ -182,6 +189,7 @@ void RegisterValidateCommand(CLI::App& app, int* exit_code) {
                   "threads for the held-out refits (default: all cores; the report is "
                   "byte-identical whatever the count)")
       ->check(CLI::Range(1, 1024));
+  AddProgressFlags(cmd, &flags->progress);
   cmd->callback([flags, device, exit_code] {
     flags->device_given = device->count() > 0;
     *exit_code = RunValidate(*flags);

@@ -1,6 +1,9 @@
 #include "experiments/memory_fit.h"
 
+#include <algorithm>
+
 #include "hwmodels/deployment.h"
+#include "hwmodels/parallelism.h"
 #include "sim/status_macros.h"
 
 namespace servesim {
@@ -27,6 +30,17 @@ absl::StatusOr<int32_t> LargestFittingMaxModelLen(const ServerSpec& spec, int32_
     (fits ? lo : hi) = mid;
   }
   return lo;
+}
+
+int32_t SmallestFittingTensorParallelSize(const ServerSpec& spec) {
+  for (int32_t tp = std::max(spec.tensor_parallel_size, 1) + 1; tp <= kMaxParallelSize;
+       ++tp) {
+    ServerSpec s = spec;
+    s.tensor_parallel_size = tp;
+    absl::StatusOr<Deployment> d = BuildDeployment(s);
+    if (d.ok() && d->memory.fits) return tp;
+  }
+  return 0;
 }
 
 std::vector<std::string> QuantizationsThatFit(const ServerSpec& spec) {

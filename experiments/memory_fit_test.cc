@@ -55,6 +55,22 @@ TEST(MemoryFitTest, NoLengthFitsWhenTheWeightsDoNotLoad) {
   EXPECT_EQ(*n, 0);
 }
 
+// The fewest chips: planned at every size, not scaled from one chip's
+// shortfall (the KV pool and the activation peak do not shrink with TP as
+// the weights do).
+TEST(MemoryFitTest, SmallestTensorParallelSizeIsTheFirstThePlannerAccepts) {
+  const ServerSpec s = Spec("l4", "gemma-4-31b", "none", 8192);
+  ASSERT_FALSE(Fits(s, 8192));
+  const int32_t tp = SmallestFittingTensorParallelSize(s);
+  ASSERT_GT(tp, 1);
+  for (int32_t smaller = 1; smaller <= tp; ++smaller) {
+    ServerSpec t = s;
+    t.tensor_parallel_size = smaller;
+    absl::StatusOr<Deployment> d = BuildDeployment(t);
+    EXPECT_EQ(d.ok() && d->memory.fits, smaller == tp) << smaller;
+  }
+}
+
 TEST(MemoryFitTest, QuantizationsThatFitAreThoseThePlannerAccepts) {
   const ServerSpec s = Spec("t4", "gemma-4-31b", "none", 4096);
   const std::vector<std::string> q = QuantizationsThatFit(s);

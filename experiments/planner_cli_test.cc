@@ -125,6 +125,37 @@ TEST(MemoryCliTest, DoesNotFitExitsFourAndNamesTheLargestLengthThatFits) {
   EXPECT_THAT(sim.err, HasSubstr("does not fit"));
 }
 
+// 31B bf16 (62 GB of weights) cannot load on one 24 GB L4: memory and
+// simulate name the fewest chips that hold it, found with the planner.
+TEST(MemoryCliTest, DoesNotFitNamesTheSmallestTensorParallelSizeThatFits) {
+  const std::string base = "memory --device l4 --model gemma-4-31b --max-model-len 8192";
+  CliRun r = Servesim(base);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.out, m, std::regex("fits on ([0-9]+) chips: --tensor-parallel-size ([0-9]+)")))
+      << r.out;
+  const int tp = std::stoi(m[1]);
+  EXPECT_EQ(std::stoi(m[2]), tp);
+  EXPECT_GT(tp, 1);
+  EXPECT_EQ(Servesim(base + " --tensor-parallel-size " + std::to_string(tp)).exit_code,
+            0);
+  for (int smaller = 2; smaller < tp; ++smaller) {
+    // Too small to fit (4) or a size the model's heads refuse (2).
+    EXPECT_NE(
+        Servesim(base + " --tensor-parallel-size " + std::to_string(smaller)).exit_code,
+        0)
+        << smaller;
+  }
+  CliRun json = Servesim(base + " --json");
+  EXPECT_THAT(json.out, HasSubstr("\"smallest_fitting_tensor_parallel_size\":"));
+  CliRun sim = Servesim(
+      "simulate --device l4 --model gemma-4-31b --max-model-len 8192 --num-prompts 1");
+  EXPECT_EQ(sim.exit_code, 4) << sim.err;
+  EXPECT_THAT(sim.err, HasSubstr("fits on " + std::to_string(tp) +
+                                 " chips: --tensor-parallel-size " + std::to_string(tp)));
+}
+
 // It reached 11.5 GB in 40 s without a word; now refused up front.
 TEST(SimulateCliTest, RunThatCannotFitThisMachineIsRefusedUnlessForced) {
   CliRun r = Servesim(
@@ -262,6 +293,34 @@ TEST(PlanCliTest, ProgressLineOnRequest) {
   EXPECT_THAT(on.err, HasSubstr("plan: 1 fleets simulated in"));
   CliRun off = Servesim(base + " --no-progress");
   EXPECT_EQ(off.err, "");
+  EXPECT_EQ(on.out, off.out);
+}
+
+TEST(ValidateCliTest, ProgressLineOnRequest) {
+  const std::string base = "validate --device t4 --no-held-out -j 1";
+  CliRun on = Servesim(base + " --progress");
+  ASSERT_TRUE(on.exit_code == 0 || on.exit_code == 3) << on.err;
+  EXPECT_THAT(on.err, HasSubstr("validate: 0/"));
+  EXPECT_THAT(on.err, HasSubstr("(now: t4 / "));
+  EXPECT_THAT(on.err, HasSubstr("validate: fitted in"));
+  CliRun off = Servesim(base + " --no-progress");
+  EXPECT_EQ(off.exit_code, on.exit_code);
+  EXPECT_THAT(off.err, Not(HasSubstr("fits done")));
+  EXPECT_EQ(on.out, off.out);
+}
+
+TEST(CalibrateCliTest, ProgressLineOnRequest) {
+  const std::string base = "calibrate --device mi300x --bench '" +
+                           std::string(SERVESIM_DATA_DIR) +
+                           "/bench/mi300x-gemma4-e2b-2026-09-17' -j 1 --out '" +
+                           Scratch("profile.textproto") + "'";
+  CliRun on = Servesim(base + " --progress");
+  ASSERT_TRUE(on.exit_code == 0 || on.exit_code == 3) << on.err;
+  EXPECT_THAT(on.err, HasSubstr("calibrate: 0/1 fits done in"));
+  EXPECT_THAT(on.err, HasSubstr("calibrate: fitted in"));
+  CliRun off = Servesim(base + " --no-progress");
+  EXPECT_EQ(off.exit_code, on.exit_code);
+  EXPECT_THAT(off.err, Not(HasSubstr("fits done")));
   EXPECT_EQ(on.out, off.out);
 }
 

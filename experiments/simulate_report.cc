@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "experiments/cost.h"
@@ -55,6 +57,49 @@ std::string BenchArrivalNote(const proto::ClientConfig& cl) {
                     " to send them as Poisson arrivals at that rate");
   }
   return note;
+}
+
+absl::StatusOr<GoodputSlos> ParseGoodput(const std::vector<std::string>& pairs) {
+  GoodputSlos slos;
+  for (const std::string& pair : pairs) {
+    const size_t colon = pair.find(':');
+    double ms = 0;
+    if (colon == std::string::npos || pair.find(':', colon + 1) != std::string::npos ||
+        !absl::SimpleAtod(pair.substr(colon + 1), &ms) || !std::isfinite(ms)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--goodput: '%s' is not KEY:VALUE (as vllm bench serve: KEY ttft, tpot or "
+          "e2el, VALUE milliseconds, e.g. ttft:500)",
+          pair));
+    }
+    const std::string key = pair.substr(0, colon);
+    std::optional<double>* slot = key == "ttft"   ? &slos.ttft_ms
+                                  : key == "tpot" ? &slos.tpot_ms
+                                  : key == "e2el" ? &slos.e2el_ms
+                                                  : nullptr;
+    if (slot == nullptr) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--goodput: '%s': metric '%s' is not one of ttft, tpot, e2el", pair, key));
+    }
+    if (ms < 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--goodput: '%s': %g ms is negative (an SLO is >= 0 ms)", pair, ms));
+    }
+    *slot = ms;
+  }
+  return slos;
+}
+
+void SetRequestGoodput(ReportContext& ctx, const RunResult& result,
+                       const std::vector<RequestRecord>& records,
+                       const GoodputSlos& slos) {
+  if (!slos.any()) {
+    ctx.request_goodput.reset();
+    return;
+  }
+  ctx.request_goodput =
+      result.duration_s > 0
+          ? static_cast<double>(GoodRequests(records, slos)) / result.duration_s
+          : 0.0;
 }
 
 ReportContext SimulateReportContext(const proto::ExperimentConfig& config,

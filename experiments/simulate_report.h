@@ -6,9 +6,12 @@
 #define SERVESIM_EXPERIMENTS_SIMULATE_REPORT_H_
 
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "experiments/run_experiment.h"
 #include "proto/experiment.pb.h"
+#include "sim/metrics.h"
 #include "sim/report.h"
 
 namespace servesim::cli {
@@ -20,6 +23,17 @@ namespace servesim::cli {
 // request share.
 ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
                                     const ExperimentRun& run, const std::string& date);
+
+// vLLM's --goodput "KEY:VALUE" pairs (KEY ttft, tpot or e2el; VALUE a
+// non-negative number of milliseconds). Errors name the pair and the rule.
+absl::StatusOr<GoodputSlos> ParseGoodput(const std::vector<std::string>& pairs);
+
+// ctx.request_goodput from the run's records (requests meeting every SLO
+// per second of duration, as vLLM's good_completed / dur_s); left absent
+// (null in the JSON) when `slos` has none.
+void SetRequestGoodput(ReportContext& ctx, const RunResult& result,
+                       const std::vector<RequestRecord>& records,
+                       const GoodputSlos& slos);
 
 // The model_id / tokenizer_id of the result, as vLLM writes them.
 std::string ResultModelId(const proto::ExperimentConfig& config);

@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "experiments/sweep_rows.h"
 #include "experiments/sweep_shard.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -29,6 +30,7 @@
 #include "sim/json_writer.h"
 #include "sim/parallel.h"
 #include "sim/status_macros.h"
+#include "sim/version.h"
 
 namespace servesim {
 namespace {
@@ -238,7 +240,7 @@ std::string CsvHeader(const std::vector<std::string>& axis_columns,
     out.push_back(',');
     AppendCsvCell(out, m);
   }
-  out.push_back('\n');
+  out += ",servesim_version,servesim_commit\n";
   return out;
 }
 
@@ -252,8 +254,13 @@ PointLines FormatPoint(const SweepPoint& p, const std::vector<std::string>& axis
                        const absl::StatusOr<std::vector<double>>& result) {
   PointLines out;
   std::string& j = out.jsonl;
-  absl::StrAppend(&j, "{\"point\":", p.id, ",\"config_hash\":\"", p.config_hash,
-                  "\",\"axes\":{");
+  absl::StrAppend(&j, "{\"point\":", p.id, ",\"config_hash\":\"", p.config_hash, "\"");
+  // The build that ran the point (a resumed point keeps its own).
+  j += ",\"servesim_version\":";
+  AppendJsonString(j, VersionString());
+  j += ",\"servesim_commit\":";
+  AppendJsonString(j, CommitString());
+  j += ",\"axes\":{";
   for (size_t a = 0; a < axis_columns.size(); ++a) {
     if (a) j.push_back(',');
     AppendJsonString(j, axis_columns[a]);
@@ -303,74 +310,12 @@ PointLines FormatPoint(const SweepPoint& p, const std::vector<std::string>& axis
     c.push_back(',');
     if (ok) AppendDouble(c, (*result)[m], "");
   }
+  c.push_back(',');
+  AppendCsvCell(c, VersionString());
+  c.push_back(',');
+  AppendCsvCell(c, CommitString());
   c.push_back('\n');
   return out;
-}
-
-// Reads `path` as complete lines ('\n'-terminated; a torn last line is
-// dropped). Missing file: no lines.
-absl::StatusOr<std::vector<std::string>> ReadLines(const std::filesystem::path& path) {
-  std::vector<std::string> lines;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return lines;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path.string(), ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) break;
-    lines.push_back(text.substr(pos, nl + 1 - pos));
-    pos = nl + 1;
-  }
-  return lines;
-}
-
-// Parses the leading "ID" and "HASH" of a line written by FormatPoint.
-bool ParseKey(std::string_view line, bool jsonl, int64_t* id, std::string* hash) {
-  absl::string_view rest = A(line);
-  if (jsonl) {
-    constexpr absl::string_view kPrefix = "{\"point\":";
-    if (!absl::StartsWith(rest, kPrefix)) return false;
-    rest.remove_prefix(kPrefix.size());
-    if (rest.size() < 3 || rest.substr(rest.size() - 3) != "}}\n") return false;
-  }
-  const size_t comma = rest.find(',');
-  if (comma == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, comma), id)) {
-    return false;
-  }
-  rest.remove_prefix(comma + 1);
-  if (jsonl) {
-    constexpr absl::string_view kHash = "\"config_hash\":\"";
-    if (!absl::StartsWith(rest, kHash)) return false;
-    rest.remove_prefix(kHash.size());
-  }
-  if (rest.size() < 17) return false;
-  *hash = std::string(rest.substr(0, 16));
-  return rest[16] == (jsonl ? '"' : ',');
-}
-
-absl::Status WriteFileAtomic(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr)
-      return absl::InternalError(absl::StrCat(tmp.string(), ": cannot write"));
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    const bool closed = std::fclose(f) == 0;
-    if (!ok || !closed) {
-      return absl::InternalError(absl::StrCat(tmp.string(), ": write failed"));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat("rename ", tmp.string(), " -> ", path.string(), ": ", ec.message()));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -648,15 +593,17 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
         absl::StrCat(options.shard_index, "/", options.shard_count, "\n")));
   }
   {
-    ASSIGN_OR_RETURN(std::vector<std::string> jl, ReadLines(jsonl_path));
-    ASSIGN_OR_RETURN(std::vector<std::string> cl, ReadLines(csv_path));
+    ASSIGN_OR_RETURN(std::vector<std::string> jl,
+                     ReadCompleteLines(jsonl_path, /*missing_ok=*/true));
+    ASSIGN_OR_RETURN(std::vector<std::string> cl,
+                     ReadCompleteLines(csv_path, /*missing_ok=*/true));
     std::vector<std::optional<std::string>> jmap(num), cmap(num);
     int64_t id;
     std::string hash;
     int64_t matched = 0, other = 0;
     for (const std::string& line : jl) {
-      if (ParseKey(line, true, &id, &hash) && id >= 0 && id < static_cast<int64_t>(num) &&
-          owned(id) && hash == points[id].config_hash) {
+      if (ParseRowKey(line, true, &id, &hash) && id >= 0 &&
+          id < static_cast<int64_t>(num) && owned(id) && hash == points[id].config_hash) {
         jmap[id] = line;
         ++matched;
       } else if (!line.empty()) {
@@ -673,7 +620,7 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
     }
     if (!cl.empty() && cl[0] == header) {
       for (size_t i = 1; i < cl.size(); ++i) {
-        if (ParseKey(cl[i], false, &id, &hash) && id >= 0 &&
+        if (ParseRowKey(cl[i], false, &id, &hash) && id >= 0 &&
             id < static_cast<int64_t>(num) && owned(id) &&
             hash == points[id].config_hash) {
           cmap[id] = cl[i];

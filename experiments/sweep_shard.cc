@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "experiments/sweep.h"
+#include "experiments/sweep_rows.h"
 #include "sim/status_macros.h"
 
 namespace servesim {
@@ -26,52 +27,6 @@ absl::StatusOr<std::string> ReadWhole(const fs::path& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// The complete ('\n'-terminated) lines of `text`; a torn last line (a task
-// killed mid-write) is dropped, as RunSweep's resume drops it.
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) break;
-    lines.push_back(text.substr(pos, nl + 1 - pos));
-    pos = nl + 1;
-  }
-  return lines;
-}
-
-// The point id and config hash a results line starts with: `{"point":ID,
-// "config_hash":"HEX"` (jsonl) or `ID,HEX,` (csv). False for anything else.
-bool LineKey(std::string_view line, bool jsonl, int64_t* id, std::string* hash) {
-  absl::string_view rest(line.data(), line.size());
-  if (jsonl &&
-      (!absl::ConsumePrefix(&rest, "{\"point\":") || !absl::EndsWith(rest, "}}\n")))
-    return false;
-  const size_t comma = rest.find(',');
-  if (comma == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, comma), id))
-    return false;
-  rest.remove_prefix(comma + 1);
-  if (jsonl && !absl::ConsumePrefix(&rest, "\"config_hash\":\"")) return false;
-  if (rest.size() < 17 || rest[16] != (jsonl ? '"' : ',')) return false;
-  *hash = std::string(rest.substr(0, 16));
-  return true;
-}
-
-absl::Status WriteAtomic(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr)
-    return absl::InternalError(absl::StrCat(tmp.string(), ": cannot write"));
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok)
-    return absl::InternalError(absl::StrCat(tmp.string(), ": write failed"));
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec)
-    return absl::InternalError(absl::StrCat("rename ", tmp.string(), ": ", ec.message()));
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -133,10 +88,10 @@ absl::StatusOr<MergeSummary> MergeSweepShards(const std::vector<std::string>& sh
       }
       specs[d] = *spec;
     }
-    ASSIGN_OR_RETURN(std::string jsonl_text, ReadWhole(dir / "results.jsonl"));
-    ASSIGN_OR_RETURN(std::string csv_text, ReadWhole(dir / "results.csv"));
-    const std::vector<std::string> jl = Lines(jsonl_text);
-    const std::vector<std::string> cl = Lines(csv_text);
+    ASSIGN_OR_RETURN(const std::vector<std::string> jl,
+                     ReadCompleteLines(dir / "results.jsonl", /*missing_ok=*/false));
+    ASSIGN_OR_RETURN(const std::vector<std::string> cl,
+                     ReadCompleteLines(dir / "results.csv", /*missing_ok=*/false));
     if (cl.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat((dir / "results.csv").string(), ": no header line"));
@@ -155,13 +110,13 @@ absl::StatusOr<MergeSummary> MergeSweepShards(const std::vector<std::string>& sh
     std::string hash;
     const int64_t num = static_cast<int64_t>(points.size());
     for (const std::string& line : jl) {
-      if (LineKey(line, true, &id, &hash) && id >= 0 && id < num &&
+      if (ParseRowKey(line, true, &id, &hash) && id >= 0 && id < num &&
           hash == points[id].config_hash) {
         jmap[id] = line;
       }
     }
     for (size_t i = 1; i < cl.size(); ++i) {
-      if (LineKey(cl[i], false, &id, &hash) && id >= 0 && id < num &&
+      if (ParseRowKey(cl[i], false, &id, &hash) && id >= 0 && id < num &&
           hash == points[id].config_hash) {
         cmap[id] = cl[i];
       }
@@ -200,9 +155,9 @@ absl::StatusOr<MergeSummary> MergeSweepShards(const std::vector<std::string>& sh
     return absl::InvalidArgumentError(
         absl::StrCat("--out ", out_dir, ": cannot create: ", ec.message()));
   }
-  RETURN_IF_ERROR(WriteAtomic(fs::path(out_dir) / "grid.textproto", grid_text));
-  RETURN_IF_ERROR(WriteAtomic(fs::path(out_dir) / "results.jsonl", jsonl));
-  RETURN_IF_ERROR(WriteAtomic(fs::path(out_dir) / "results.csv", csv));
+  RETURN_IF_ERROR(WriteFileAtomic(fs::path(out_dir) / "grid.textproto", grid_text));
+  RETURN_IF_ERROR(WriteFileAtomic(fs::path(out_dir) / "results.jsonl", jsonl));
+  RETURN_IF_ERROR(WriteFileAtomic(fs::path(out_dir) / "results.csv", csv));
   MergeSummary s;
   s.num_points = static_cast<int64_t>(found.size());
   s.num_shards = static_cast<int64_t>(shard_dirs.size());

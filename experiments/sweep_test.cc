@@ -12,12 +12,14 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "sim/version.h"
 
 namespace servesim {
 namespace {
@@ -317,12 +319,46 @@ TEST(RunSweepTest, FiveHundredPointsWithTwoJobsAreByteIdenticalToOneJob) {
   fs::remove_all(d2);
 }
 
+TEST(RunSweepTest, EveryRowNamesTheServesimVersionAndCommit) {
+  const fs::path d = FreshDir("version");
+  FakeRunner f;
+  auto s = Sweep(Grid500(), d, f, 2);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::string version = VersionString(), commit = CommitString();
+  ASSERT_FALSE(commit.empty());
+  const std::string jsonl_key =
+      absl::StrCat("\",\"servesim_version\":\"", version, "\",\"servesim_commit\":\"",
+                   commit, "\",\"axes\":");
+  const std::string csv_tail = absl::StrCat(",", version, ",", commit);
+  std::vector<std::string> jl = absl::StrSplit(ReadFile(d / "results.jsonl"), '\n');
+  std::vector<std::string> cl = absl::StrSplit(ReadFile(d / "results.csv"), '\n');
+  ASSERT_EQ(jl.size(), 501u);  // 500 lines and the empty tail
+  ASSERT_EQ(cl.size(), 502u);  // the header too
+  EXPECT_TRUE(absl::EndsWith(cl[0], ",servesim_version,servesim_commit")) << cl[0];
+  for (size_t i = 0; i < 500; ++i) {
+    EXPECT_NE(jl[i].find(jsonl_key), std::string::npos) << jl[i];
+    EXPECT_TRUE(absl::EndsWith(cl[i + 1], csv_tail)) << cl[i + 1];
+  }
+  // A resume with the same build keeps every row and the same bytes.
+  const std::string jsonl = ReadFile(d / "results.jsonl"),
+                    csv = ReadFile(d / "results.csv");
+  FakeRunner again;
+  auto r = Sweep(Grid500(), d, again, 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->num_resumed, 500);
+  EXPECT_EQ(ReadFile(d / "results.jsonl"), jsonl);
+  EXPECT_EQ(ReadFile(d / "results.csv"), csv);
+  fs::remove_all(d);
+}
+
 TEST(RunSweepTest, InfeasiblePointsAreRecordedWithTheirMessage) {
   const fs::path d = FreshDir("err");
   FakeRunner f;
   ASSERT_TRUE(Sweep(Grid500(), d, f, 1).ok());
   const std::string csv = ReadFile(d / "results.csv");
-  EXPECT_THAT(csv, HasSubstr(",infeasible,\"model does not fit, \"\"quoted\"\"\",,,\n"));
+  EXPECT_THAT(csv, HasSubstr(absl::StrCat(
+                       ",infeasible,\"model does not fit, \"\"quoted\"\"\",,,,",
+                       VersionString(), ",", CommitString(), "\n")));
   EXPECT_THAT(ReadFile(d / "results.jsonl"),
               HasSubstr("\"status\":\"infeasible\",\"error\":\"model does not fit, "
                         "\\\"quoted\\\"\",\"metrics\":{\"output_throughput\":null"));
@@ -341,7 +377,8 @@ TEST(RunSweepTest, InvalidPointsAreErrorsNotInfeasible) {
   EXPECT_EQ(s->num_failed, 100);
   EXPECT_EQ(s->num_infeasible, 100);
   EXPECT_THAT(ReadFile(d / "results.csv"),
-              HasSubstr(",error,trace.csv:3: bad record,,,\n"));
+              HasSubstr(absl::StrCat(",error,trace.csv:3: bad record,,,,",
+                                     VersionString(), ",", CommitString(), "\n")));
   fs::remove_all(d);
 }
 

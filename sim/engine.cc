@@ -13,6 +13,7 @@ class Engine::Listener : public StepListener {
   explicit Listener(Engine* e) : e_(e) {}
   void OnToken(const SchedRequest& r, TimeNs now_ns) override {
     RequestRecord& rec = e_->records_[r.cookie];
+    e_->tokens_.AddToken(now_ns);
     if (r.num_output == 1) {
       rec.first_token_ns = now_ns;
       return;
@@ -139,6 +140,10 @@ void Engine::Arrive(int32_t t) {
     Done(rec);
     return;
   }
+  // Sends and arrivals keep their order (one overhead for all) and an
+  // admitted request always finishes: the first admitted request is the
+  // earliest successful send, vLLM's origin of the per-second buckets.
+  if (!tokens_.has_origin()) tokens_.SetOrigin(rec.send_ns);
   s.Add(std::move(transit_[t]), now_, idx);
   transit_free_.push_back(t);
   Replica& rep = replicas_[r];
@@ -220,13 +225,17 @@ absl::Status Engine::Run(RequestSource* source, EngineObserver* observer) {
   // Every request finished or was rejected.
   SERVESIM_CHECK(!has_pending_ && source_done_ && in_flight_ == 0);
   for (const Replica& rep : replicas_) SERVESIM_CHECK(!rep.scheduler->HasWork());
+  // The per-second token buckets start at the earliest successful send.
+  for (const RequestRecord& rec : records_) {
+    SERVESIM_CHECK(!rec.ok() || rec.send_ns >= tokens_.origin_ns());
+  }
   return absl::OkStatus();
 }
 
 RunResult Engine::Result() const {
   int64_t preemptions = 0;
   for (const Replica& rep : replicas_) preemptions += rep.scheduler->total_preemptions();
-  return ComputeRunResult(records_, itl_, steps_, preemptions);
+  return ComputeRunResult(records_, itl_, steps_, preemptions, tokens_);
 }
 
 std::string Engine::Describe() const {

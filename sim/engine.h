@@ -155,6 +155,7 @@ class Engine {
   std::vector<RequestRecord> records_;
   std::vector<std::vector<float>> request_itls_;
   ItlAccumulator itl_;
+  OutputTokenBuckets tokens_;
   StepStats steps_;
 };
 

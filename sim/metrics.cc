@@ -232,9 +232,26 @@ std::array<double, 4> StepStats::HistSummary(const std::vector<int64_t>& hist) {
   return {static_cast<double>(sum / n), pct(50), pct(99), static_cast<double>(max_v)};
 }
 
+int64_t GoodRequests(const std::vector<RequestRecord>& records, const GoodputSlos& slos) {
+  if (!slos.any()) return 0;
+  int64_t good = 0;
+  for (const RequestRecord& rec : records) {
+    if (!rec.ok()) continue;
+    const double ttft = NsToMs(rec.first_token_ns - rec.send_ns);
+    const double e2el = NsToMs(rec.finish_ns - rec.send_ns);
+    const double tpot =
+        rec.output_tokens > 1 ? (e2el - ttft) / (rec.output_tokens - 1) : 0.0;
+    if (slos.ttft_ms && !(*slos.ttft_ms >= ttft)) continue;
+    if (slos.tpot_ms && !(*slos.tpot_ms >= tpot)) continue;
+    if (slos.e2el_ms && !(*slos.e2el_ms >= e2el)) continue;
+    ++good;
+  }
+  return good;
+}
+
 RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
                            const ItlAccumulator& itl, const StepStats& steps,
-                           int64_t preemptions) {
+                           int64_t preemptions, const OutputTokenBuckets& tokens) {
   RunResult r;
   r.num_prompts = static_cast<int64_t>(records.size());
   std::vector<double> ttft, tpot, e2el, queueing;
@@ -269,6 +286,36 @@ RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
     r.output_throughput = static_cast<double>(r.total_output_tokens) / r.duration_s;
     r.total_token_throughput =
         static_cast<double>(r.total_input_tokens + r.total_output_tokens) / r.duration_s;
+  }
+  // vLLM's peak metrics, buckets of 1 s from the first successful send
+  // (the tokens' origin when tokens were counted).
+  TimeNs origin = tokens.has_origin() ? tokens.origin_ns() : -1;
+  for (const RequestRecord& rec : records) {
+    if (!tokens.has_origin() && rec.ok() && (origin < 0 || rec.send_ns < origin)) {
+      origin = rec.send_ns;
+    }
+  }
+  if (origin >= 0) {
+    std::vector<int64_t> active;  // difference array over the buckets
+    for (const RequestRecord& rec : records) {
+      if (!rec.ok() || rec.send_ns < origin) continue;
+      const size_t first =
+          static_cast<size_t>((rec.send_ns - origin) / OutputTokenBuckets::kBucketNs);
+      const size_t last =
+          static_cast<size_t>((rec.finish_ns - origin) / OutputTokenBuckets::kBucketNs);
+      if (active.size() < last + 2) active.resize(last + 2, 0);
+      ++active[first];
+      --active[last + 1];
+    }
+    int64_t now = 0;
+    for (int64_t d : active) {
+      now += d;
+      r.max_concurrent_requests = std::max(r.max_concurrent_requests, now);
+    }
+    for (int64_t c : tokens.counts()) {
+      r.max_output_tokens_per_s =
+          std::max(r.max_output_tokens_per_s, static_cast<double>(c));
+    }
   }
   r.ttft = Summarize(ttft);
   r.tpot = Summarize(tpot);

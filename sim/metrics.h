@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,6 +109,42 @@ class ItlAccumulator {
   unsigned __int128 sum_sq_ns_ = 0;
 };
 
+// Output tokens per 1-second bucket, as `vllm bench serve` counts them for
+// max_output_tokens_per_s: bucket k holds the tokens emitted in
+// [origin + k s, origin + (k + 1) s), origin the send of the first
+// successful request. O(1) per token; 8 bytes per simulated second.
+class OutputTokenBuckets {
+ public:
+  // REQUIRES: called once, before the first AddToken.
+  void SetOrigin(TimeNs origin_ns) { origin_ns_ = origin_ns; }
+  bool has_origin() const { return origin_ns_ >= 0; }
+  TimeNs origin_ns() const { return origin_ns_; }
+  // REQUIRES: has_origin() and t_ns >= origin_ns().
+  void AddToken(TimeNs t_ns) {
+    const size_t b = static_cast<size_t>((t_ns - origin_ns_) / kBucketNs);
+    if (b >= counts_.size()) counts_.resize(b + 1, 0);
+    ++counts_[b];
+  }
+  const std::vector<int64_t>& counts() const { return counts_; }
+
+  static constexpr TimeNs kBucketNs = 1'000'000'000;
+
+ private:
+  TimeNs origin_ns_ = -1;
+  std::vector<int64_t> counts_;
+};
+
+// vLLM's --goodput service-level objectives in milliseconds (absent: not
+// part of the goodput); a request is good when it meets every one given.
+struct GoodputSlos {
+  std::optional<double> ttft_ms, tpot_ms, e2el_ms;
+  bool any() const { return ttft_ms || tpot_ms || e2el_ms; }
+};
+
+// Successful requests that meet every SLO of `slos` (vLLM's good_completed:
+// TPOT counts as 0 for a request of one output token).
+int64_t GoodRequests(const std::vector<RequestRecord>& records, const GoodputSlos& slos);
+
 // Per-step statistics of one run (all replicas together).
 class StepStats {
  public:
@@ -148,6 +185,11 @@ struct RunResult {
   double request_throughput = 0;
   double output_throughput = 0;
   double total_token_throughput = 0;
+  // vLLM's peak metrics: the most output tokens in one 1-second bucket, and
+  // the most successful requests active in one bucket (a request is active
+  // in every bucket from its send's to its last token's).
+  double max_output_tokens_per_s = 0;
+  int64_t max_concurrent_requests = 0;
   LatencySummary ttft, tpot, itl, e2el;
   // Simulator-only.
   LatencySummary queueing;  // server arrival to first scheduled
@@ -162,9 +204,11 @@ struct RunResult {
 };
 
 // Builds the result from the records of every request of the run.
+// The peak metrics' buckets start at `tokens`' origin (the engine sets it
+// to the earliest successful send), else at the earliest successful send.
 RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
                            const ItlAccumulator& itl, const StepStats& steps,
-                           int64_t preemptions);
+                           int64_t preemptions, const OutputTokenBuckets& tokens = {});
 
 }  // namespace servesim
 

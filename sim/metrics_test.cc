@@ -1,6 +1,7 @@
 #include "sim/metrics.h"
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -69,6 +70,60 @@ TEST(MetricsTest, TpotExcludesSingleTokenRequestsAndDurationSpansFirstSendToLast
   EXPECT_DOUBLE_EQ(r.output_throughput, 5 / 0.040);
   EXPECT_DOUBLE_EQ(r.total_token_throughput, 155 / 0.040);
   EXPECT_DOUBLE_EQ(r.itl.mean_ms, 10.0);
+}
+
+// Hand example of vLLM's peak metrics and goodput (calculate_metrics in
+// vllm/benchmarks/serve.py). Times in ms.
+std::vector<RequestRecord> PeakExample() {
+  auto ms = [](int64_t v) { return v * 1'000'000; };
+  std::vector<RequestRecord> recs(4);
+  // Rejected, and sent first: not the buckets' origin.
+  recs[0] = RequestRecord{
+      0,       10,      1,       0,  0,  0,      RejectReason::kExceedsMaxModelLen,
+      ms(100), ms(100), ms(100), -1, -1, ms(100)};
+  // Sent at 500, tokens at 900, 1500, 2200.
+  recs[1] = RequestRecord{
+      1,       10,      3,       0,       0,       0,       RejectReason::kNone,
+      ms(500), ms(500), ms(500), ms(600), ms(900), ms(2200)};
+  // Sent at 2000, tokens at 2300, 2600.
+  recs[2] = RequestRecord{
+      2,        10,       2,        0,        0,        0,       RejectReason::kNone,
+      ms(2000), ms(2000), ms(2000), ms(2100), ms(2300), ms(2600)};
+  // Sent at 3000, its one token at 3100.
+  recs[3] = RequestRecord{
+      3,        10,       1,        0,        0,        0,       RejectReason::kNone,
+      ms(3000), ms(3000), ms(3000), ms(3050), ms(3100), ms(3100)};
+  return recs;
+}
+
+TEST(MetricsTest,
+     PeakTokensAndConcurrencyCountOneSecondBucketsFromTheFirstSuccessfulSend) {
+  const std::vector<RequestRecord> recs = PeakExample();
+  OutputTokenBuckets tokens;
+  tokens.SetOrigin(500'000'000);
+  for (int64_t t_ms : {900, 1500, 2200, 2300, 2600, 3100})
+    tokens.AddToken(t_ms * 1'000'000);
+  // Buckets from 500 ms: [500, 1500) 1 token, [1500, 2500) 3, [2500, 3500) 2.
+  EXPECT_EQ(tokens.counts(), (std::vector<int64_t>{1, 3, 2}));
+  const RunResult r = ComputeRunResult(recs, ItlAccumulator(), StepStats(), 0, tokens);
+  EXPECT_DOUBLE_EQ(r.max_output_tokens_per_s, 3);
+  // Request 1 is active in buckets 0-1, request 2 in 1-2, request 3 in 2.
+  EXPECT_EQ(r.max_concurrent_requests, 2);
+}
+
+TEST(MetricsTest, GoodRequestsMeetEverySloGivenAndOneTokenRequestsHaveZeroTpot) {
+  const std::vector<RequestRecord> recs = PeakExample();
+  // TTFT 400 / 300 / 100; TPOT 650 / 300 / 0; E2EL 1700 / 600 / 100.
+  // SLOs as {ttft_ms, tpot_ms, e2el_ms}, kNone where not given.
+  constexpr std::nullopt_t kNone = std::nullopt;
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{}), 0);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{400, kNone, kNone}), 3);  // 400 <= 400
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{399.9, kNone, kNone}), 2);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{kNone, 0, kNone}), 1);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{kNone, 500, kNone}), 2);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{kNone, kNone, 700}), 2);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{350, 700, kNone}), 2);
+  EXPECT_EQ(GoodRequests(recs, GoodputSlos{350, kNone, 500}), 1);
 }
 
 TEST(MetricsTest, ItlSwitchesToAHistogramPastTheCapAndSaysSo) {

@@ -54,7 +54,13 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
   JsonWriter w(indent);
   w.BeginObject();
   w.KV("date", ctx.date);
+  w.KV("endpoint_type", ctx.backend);
   w.KV("backend", ctx.backend);
+  if (ctx.label) {
+    w.KV("label", *ctx.label);
+  } else {
+    w.Key("label").Null();
+  }
   w.KV("model_id", ctx.model_id);
   w.KV("tokenizer_id", ctx.tokenizer_id.empty() ? ctx.model_id : ctx.tokenizer_id);
   w.KV("num_prompts", r.num_prompts);
@@ -75,8 +81,18 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
   w.KV("total_input_tokens", r.total_input_tokens);
   w.KV("total_output_tokens", r.total_output_tokens);
   w.KV("request_throughput", r.request_throughput);
+  if (ctx.request_goodput) {
+    w.KV("request_goodput", *ctx.request_goodput);
+  } else {
+    w.Key("request_goodput").Null();
+  }
   w.KV("output_throughput", r.output_throughput);
   w.KV("total_token_throughput", r.total_token_throughput);
+  w.KV("max_output_tokens_per_s", r.max_output_tokens_per_s);
+  w.KV("max_concurrent_requests", r.max_concurrent_requests);
+  // vLLM's inverse real-time factor: input audio seconds / duration; the
+  // simulated requests are text, so 0 as vLLM writes for text.
+  w.KV("rtfx", 0.0);
   WriteLatency(w, "ttft", r.ttft);
   WriteLatency(w, "tpot", r.tpot);
   WriteLatency(w, "itl", r.itl);
@@ -103,6 +119,9 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
     w.EndArray();
     w.Key("start_times").BeginArray();
     for (const auto& rec : records) w.Double(NsToS(rec.send_ns));
+    w.EndArray();
+    w.Key("generated_texts").BeginArray();
+    for (size_t i = 0; i < records.size(); ++i) w.String(std::string_view());
     w.EndArray();
     w.Key("errors").BeginArray();
     for (const auto& rec : records) {
@@ -246,7 +265,10 @@ std::string SummaryText(const RunResult& r, const ReportContext& ctx) {
   iline("Total input tokens:", r.total_input_tokens);
   iline("Total generated tokens:", r.total_output_tokens);
   line("Request throughput (req/s):", r.request_throughput);
+  if (ctx.request_goodput) line("Request goodput (req/s):", *ctx.request_goodput);
   line("Output token throughput (tok/s):", r.output_throughput);
+  line("Peak output token throughput (tok/s):", r.max_output_tokens_per_s);
+  line("Peak concurrent requests:", static_cast<double>(r.max_concurrent_requests));
   line("Total Token throughput (tok/s):", r.total_token_throughput);
   lat("Time to First Token", "TTFT", r.ttft);
   lat("Time per Output Token (excl. 1st token)", "TPOT", r.tpot);

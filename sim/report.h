@@ -3,7 +3,7 @@
 //      (same keys), plus a "servesim" object with simulator-only results
 //      and provenance; with `detailed`, vLLM's per-request arrays
 //      (input_lens, output_lens, ttfts, itls in seconds, start_times,
-//      errors);
+//      generated_texts as empty strings: no text is simulated, errors);
 //  (b) RequestsCsv: one row per request with its timeline;
 //  (c) ChromeTraceRecorder: a Chrome/Perfetto trace (steps per replica as
 //      complete events with the batch in args; request lifetimes as async
@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,17 @@ struct ReportContext {
   // date from the config when wanted).
   std::string date = "19700101-000000";
   std::string backend = "vllm";
+  // vLLM writes "endpoint_type" (= backend, "for backward compatibility")
+  // and "label" (--label; null when not given).
+  std::optional<std::string> label;
   std::string model_id;
   std::string tokenizer_id;  // empty: same as model_id
   double request_rate = std::numeric_limits<double>::infinity();
   double burstiness = 1.0;
   int32_t max_concurrency = 0;  // 0: unlimited (null)
+  // Requests per second meeting every --goodput SLO (GoodRequests over the
+  // duration); absent: no --goodput given, written as null as vLLM does.
+  std::optional<double> request_goodput;
   // Free-text provenance lines (engine, step model, source, versions).
   std::vector<std::string> provenance;
   // Resolved experiment config (text format), embedded when non-empty.
