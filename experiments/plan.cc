@@ -93,6 +93,7 @@ bool HasSingleRequestFloor(const SloTerm& t) {
 
 std::string FleetLabel(const std::vector<FleetPart>& fleet) {
   std::vector<std::string> parts;
+  parts.reserve(fleet.size());
   for (const FleetPart& p : fleet)
     parts.push_back(absl::StrCat(p.count, " x ", p.device));
   return absl::StrJoin(parts, " + ");
