@@ -259,15 +259,19 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
     pd.device = id;
     pd.calibration_profile = profile_of(id);
     const std::vector<PriceOffer> offers = OffersFromDevice(dev);
+    // A replica of --tensor-parallel-size N is priced at an N-chip instance.
+    const int tp = std::max(1, o.base.server().tensor_parallel_size());
     const double* user = nullptr;
     for (const auto& [d, usd] : user_prices) {
       if (d == id) user = &usd;
     }
     if (user != nullptr) {
-      pd.offer = UserOffer(id, *user, offers.empty() ? nullptr : &offers.front());
+      // The user's price is per chip; a TP replica pays it per chip.
+      pd.offer = UserOffer(id, *user * tp, offers.empty() ? nullptr : &offers.front());
+      pd.offer.num_devices = tp;
     } else {
       absl::StatusOr<PriceOffer> offer =
-          SelectOffer(offers, dev.id(), f.price, &pd.price_note, filter);
+          SelectOfferForDevices(offers, dev.id(), f.price, tp, &pd.price_note, filter);
       if (!offer.ok()) {
         return absl::NotFoundError(absl::StrCat("--price ", f.price, ": ",
                                                 offer.status().message(),
@@ -329,7 +333,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
                   "only offers of this provider (aws-ec2, aws-sagemaker, gce, gcp, ...)");
   cmd->add_option("--region", f->region, "only offers listed for this region");
   cmd->add_option("--price-usd-per-hour", f->user_prices,
-                  "DEVICE=USD: your own price for a device (repeatable)");
+                  "DEVICE=USD: your own price per chip-hour for a device (repeatable; "
+                  "a\n--tensor-parallel-size N replica pays N of it)");
   cmd->add_option("--calibration,--calibration-profile", f->calibrations,
                   "DEVICE=FILE, or FILE (the profile's device field): a calibration\n"
                   "profile (from servesim calibrate) for that device's replicas "
