@@ -101,7 +101,7 @@ case "$MODE" in
     # configured Clang build folder (its compile commands) and protoc's
     # headers, nothing compiled. The ASan folder, built in full below.
     # Library sources only (not *_test.cc): about 5.5 minutes on 2 cores;
-    # over the tests too about 8.5 (docs/performance.md, "CI budget").
+    # over the tests too about 9 (docs/performance.md, "CI budget").
     echo "== clang-tidy (.clang-tidy) over the library sources; a finding fails"
     configure_and_build "${BUILD_DIR}-asan" -DCMAKE_CXX_COMPILER=clang++ \
       -DSERVESIM_SANITIZE=ON -DSERVESIM_BENCHMARKS=OFF --target servesim_proto_headers
