@@ -151,9 +151,9 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
                    CheckedNumber(r, path, "burstiness", positive,
                                  "a finite number > 0 (Gamma shape; 1 = Poisson)"));
   c.burstiness = burstiness.value_or(1.0);
-  how.push_back(c.max_concurrency > 0 ? "max_concurrency" : "no max_concurrency key");
+  how.emplace_back(c.max_concurrency > 0 ? "max_concurrency" : "no max_concurrency key");
   if (std::isfinite(c.request_rate) && !burstiness)
-    how.push_back("burstiness 1 (no key)");
+    how.emplace_back("burstiness 1 (no key)");
   // Lengths: per-request arrays when present, else totals / completed.
   if (r.input_lens && r.output_lens && !r.input_lens->empty()) {
     RETURN_IF_ERROR(CheckLengths(path, "input_lens", *r.input_lens));
@@ -184,7 +184,7 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
                           JsonNumberText(t.back()), "at most 1e9 s after start_times[0]");
       }
       c.start_times = t;
-      how.push_back("send times from start_times");
+      how.emplace_back("send times from start_times");
     }
     if (r.errors) c.errors = *r.errors;
     // The arrays must agree with the summary the medians came from: vLLM
@@ -212,7 +212,7 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
     c.input_tokens = Mean(*r.input_lens);
     c.output_tokens = Mean(*r.output_lens);
     c.fixed_lengths = AllEqual(*r.input_lens) && AllEqual(*r.output_lens);
-    how.push_back("lengths from input_lens/output_lens");
+    how.emplace_back("lengths from input_lens/output_lens");
   } else {
     constexpr std::string_view kTotalRange = "an integer token count >= 0";
     ASSIGN_OR_RETURN(std::optional<double> in,
@@ -237,7 +237,7 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
     }
     c.fixed_lengths = c.input_tokens == std::floor(c.input_tokens) &&
                       c.output_tokens == std::floor(c.output_tokens);
-    how.push_back("lengths from total_*_tokens / completed");
+    how.emplace_back("lengths from total_*_tokens / completed");
   }
   if (r.ttfts) c.has_per_request = true;
   // vLLM writes 0 for a metric no request produced (median TPOT of
@@ -255,7 +255,7 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
   if (c.output_throughput <= 0) {
     if (duration) {
       c.output_throughput = c.output_tokens * completed / *duration;
-      how.push_back("output_throughput from total_output_tokens / duration");
+      how.emplace_back("output_throughput from total_output_tokens / duration");
     }
   }
   c.inferred = absl::StrJoin(how, "; ");

@@ -33,7 +33,7 @@ std::string CellWith(const std::string& name, const std::string& from,
   EXPECT_NE(at, std::string::npos) << from;
   EXPECT_EQ(text.find(from, at + 1), std::string::npos) << from;
   if (at != std::string::npos) text.replace(at, from.size(), to);
-  const std::string path = ::testing::TempDir() + "/" + name + ".json";
+  std::string path = ::testing::TempDir() + "/" + name + ".json";
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }

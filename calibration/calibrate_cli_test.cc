@@ -41,7 +41,7 @@ std::string CellWith(const std::string& from, const std::string& to) {
   const size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   if (at != std::string::npos) text.replace(at, from.size(), to);
-  const std::string path = Scratch("cell.json");
+  std::string path = Scratch("cell.json");
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }

@@ -65,6 +65,7 @@ std::vector<FitPoint> Synthetic(const PredictFn& model, const ParameterSet& trut
   std::mt19937_64 rng(seed);
   std::vector<FitPoint> pts;
   const std::vector<double> clean = *model(truth);
+  pts.reserve(clean.size());
   for (double v : clean) {
     pts.push_back(
         {.measured = v * std::exp(noise * Normal(rng)), .rel_sigma = 0.03, .use = true});
@@ -252,6 +253,7 @@ TEST(LeaveOneOutTest, BlockRefitSeesNoPointOfTheBlock) {
   const PredictFn model = MakeModel(designs);
   auto pts = Synthetic(model, Truth(), 0.02, 29);
   std::vector<std::string> blocks;
+  blocks.reserve(designs.size());
   for (const Design& d : designs) blocks.push_back(absl::StrFormat("work%g", d.work));
   auto base = LeaveOneGroupOut(StartSet(), pts, blocks, model, Options());
   ASSERT_TRUE(base.ok()) << base.status();

@@ -865,12 +865,11 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
                    (me.metric == "mean_ttft_ms" || me.metric == "median_ttft_ms" ||
                     me.metric == "median_tpot_ms")) {
           limits = {{"MAPE", 15}};
-        } else if (length_or_conc && me.metric == "p99_ttft_ms") {
+        } else if ((length_or_conc && me.metric == "p99_ttft_ms") ||
+                   bp.pass == kLeaveOneDeviceOut) {
           limits = {{"MAPE", 25}};
         } else if (bp.pass == kLeaveOneModelOut) {
           limits = {{"MAPE", 12}};
-        } else if (bp.pass == kLeaveOneDeviceOut) {
-          limits = {{"MAPE", 25}};
         }
         for (const auto& [what, limit] : limits) {
           AggregateCheck a;

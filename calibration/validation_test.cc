@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "calibration/bench_import.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -200,14 +201,15 @@ TEST(ValidationTest, FitConfigRejectsBrokenJointFits) {
     std::string text, says;
   };
   for (const Bad& b : std::vector<Bad>{
-           {"joint_fits { " + t4 + shared + " }", "at least 2"},
-           {"joint_fits { " + t4 + l4 + " }", "no shared_parameters"},
-           {"joint_fits { " + t4 +
-                R"(members { device: "l4" software_build: "vllm-0.30-typo" })" + shared +
-                " }",
+           {absl::StrCat("joint_fits { ", t4, shared, " }"), "at least 2"},
+           {absl::StrCat("joint_fits { ", t4, l4, " }"), "no shared_parameters"},
+           {absl::StrCat("joint_fits { ", t4,
+                         R"(members { device: "l4" software_build: "vllm-0.30-typo" })",
+                         shared, " }"),
             "no `fits` entry"},
-           {"joint_fits { " + t4 + t4 + shared + " }", "listed twice"},
-           {"joint_fits { " + t4 + l4 + R"(shared_parameters: "bw_eff_weights")" + " }",
+           {absl::StrCat("joint_fits { ", t4, t4, shared, " }"), "listed twice"},
+           {absl::StrCat("joint_fits { ", t4, l4,
+                         R"(shared_parameters: "bw_eff_weights")", " }"),
             "not a free parameter"}}) {
     const absl::Status st = check(b.text);
     EXPECT_FALSE(st.ok()) << b.text;
@@ -311,7 +313,7 @@ TEST(BenchImportTest, OpenLoopFilesReplayTheirRateAndPerRequestLengths) {
 std::string DetailedFile(const std::string& name, const std::string& rate,
                          const std::string& max_concurrency,
                          const std::string& extra = "") {
-  const std::string path = ::testing::TempDir() + "/" + name + ".json";
+  std::string path = ::testing::TempDir() + "/" + name + ".json";
   std::ofstream(path, std::ios::binary)
       << "{\"model_id\": \"gemma-4-e2b\", \"num_prompts\": 4, \"request_rate\": " << rate
       << ", \"burstiness\": 1.0, \"max_concurrency\": " << max_concurrency
@@ -370,7 +372,7 @@ TEST(BenchImportTest, ArraysMustAgreeWithTheSummary) {
     buf << in.rdbuf();
     std::string text = buf.str();
     text.replace(text.find(from), from.size(), to);
-    const std::string path = ::testing::TempDir() + "/" + name + ".json";
+    std::string path = ::testing::TempDir() + "/" + name + ".json";
     std::ofstream(path, std::ios::binary) << text;
     return path;
   };

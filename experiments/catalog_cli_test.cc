@@ -30,7 +30,7 @@ std::string UserDeviceFile(const std::string& id, const std::string& from,
   const size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   if (at != std::string::npos) text.replace(at, from.size(), to);
-  const std::string path = Scratch(name);
+  std::string path = Scratch(name);
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }

@@ -50,7 +50,7 @@ std::vector<std::string> QuantizationsThatFit(const ServerSpec& spec) {
     ServerSpec s = spec;
     s.quantization = q;
     absl::StatusOr<Deployment> d = BuildDeployment(s);
-    if (d.ok() && d->memory.fits) out.push_back(q);
+    if (d.ok() && d->memory.fits) out.emplace_back(q);
   }
   return out;
 }

@@ -97,6 +97,7 @@ std::string TpSuffix(int tp) { return tp > 1 ? absl::StrCat(" TP", tp) : ""; }
 
 std::string FleetLabel(const std::vector<FleetPart>& fleet) {
   std::vector<std::string> parts;
+  parts.reserve(fleet.size());
   for (const FleetPart& p : fleet)
     parts.push_back(
         absl::StrCat(p.count, " x ", p.device, TpSuffix(p.tensor_parallel_size)));

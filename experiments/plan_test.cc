@@ -98,7 +98,7 @@ PointRunner QueueRunner(double rate) {
 PlanOptions Options(bool mixed) {
   PlanOptions o;
   o.base.mutable_server()->set_model("m");
-  auto dev = [](std::string name, double price) {
+  auto dev = [](const std::string& name, double price) {
     PlanDevice d;
     d.device = name;
     d.offer.device = name;
@@ -166,7 +166,7 @@ TEST(RunPlanTest, UnattainableSloIsReportedWithTheSingleRequestFloor) {
 // because it drops throughput: marked.
 TEST(RunPlanTest, SaturatedRowsAreMarked) {
   std::vector<std::string> names = kNames;
-  names.push_back("request_throughput");
+  names.emplace_back("request_throughput");
   PointRunner runner;
   runner.metric_names = names;
   runner.run =

@@ -35,7 +35,7 @@ std::string SlowL4Profile() {
   const std::regex step(R"(name: "device_step_us"\n  value: [0-9.e+-]+)");
   EXPECT_TRUE(std::regex_search(p, step));
   p = std::regex_replace(p, step, "name: \"device_step_us\"\n  value: 40000");
-  const std::string path = Scratch("slow_l4.textproto");
+  std::string path = Scratch("slow_l4.textproto");
   WriteText(path, p);
   return path;
 }

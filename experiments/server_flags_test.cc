@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -29,7 +30,7 @@ std::vector<std::string> Base(std::vector<std::string> extra) {
 }
 
 void ExpectErrorNaming(std::vector<std::string> extra, const std::string& flag) {
-  const auto r = ResolveArgs(Base(extra));
+  const auto r = ResolveArgs(Base(std::move(extra)));
   ASSERT_FALSE(r.ok()) << flag;
   EXPECT_NE(r.status().message().find(flag), std::string::npos) << r.status();
 }

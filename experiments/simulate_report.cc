@@ -24,9 +24,9 @@ namespace servesim::cli {
 // Hugging Face id ("google/gemma-4-E2B-it") for a catalog name
 // ("gemma-4-e2b"); a Hugging Face id or a config.json path as given.
 std::string ResultModelId(const proto::ExperimentConfig& config) {
-  const std::string model = config.fleet().replicas_size() > 0
-                                ? config.fleet().replicas(0).server().model()
-                                : config.server().model();
+  std::string model = config.fleet().replicas_size() > 0
+                          ? config.fleet().replicas(0).server().model()
+                          : config.server().model();
   if (model.find('/') != std::string::npos) return model;
   absl::StatusOr<proto::ModelArch> arch = FindModel(model);
   if (!arch.ok() || arch->hf_ids_size() == 0) return model;
@@ -119,11 +119,11 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
   for (const std::string& p : run.fleet.provenance) ctx.provenance.push_back(p);
   ctx.provenance.push_back(absl::StrCat("client: ", run.source->Describe()));
   if (client.replay_arrivals)
-    ctx.provenance.push_back("arrivals: replayed from the trace");
+    ctx.provenance.emplace_back("arrivals: replayed from the trace");
   if (!arrival_note.empty())
     ctx.provenance.push_back(absl::StrCat("arrivals: ", arrival_note));
   if (!config.client().ignore_eos()) {
-    ctx.provenance.push_back(
+    ctx.provenance.emplace_back(
         "ignore_eos=false: simulated outputs still have exactly the requested lengths");
   }
   ctx.resolved_config = ConfigToText(config);

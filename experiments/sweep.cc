@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,7 @@ absl::StatusOr<std::vector<Segment>> ParsePath(std::string_view path) {
 
 std::string FieldNames(const Descriptor* d) {
   std::vector<std::string> names;
+  names.reserve(d->field_count());
   for (int i = 0; i < d->field_count(); ++i) names.push_back(d->field(i)->name());
   return absl::StrJoin(names, ", ");
 }
@@ -322,7 +324,7 @@ PointLines FormatPoint(const SweepPoint& p, const std::vector<std::string>& axis
 
 std::string FormatDuration(double s) {
   if (!(s >= 0) || s > 1e7) return "?";
-  const int64_t t = static_cast<int64_t>(s + 0.5);
+  const int64_t t = std::llround(s);
   if (t >= 3600) return absl::StrFormat("%dh%02dm", t / 3600, (t / 60) % 60);
   if (t >= 60) return absl::StrFormat("%dm%02ds", t / 60, t % 60);
   return absl::StrFormat("%ds", t);
@@ -721,7 +723,7 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
           const int64_t left = static_cast<int64_t>(todo.size()) - finished;
           std::fprintf(stderr,
                        "\rsweep: %lld/%zu points (%lld resumed), %.2f/s, ETA %s   ",
-                       static_cast<long long>(summary.num_resumed + finished), num,
+                       static_cast<long long>(summary.num_resumed) + finished, num,
                        static_cast<long long>(summary.num_resumed), rate,
                        FormatDuration(rate > 0 ? left / rate : -1).c_str());
         }

@@ -29,7 +29,7 @@ using servesim::cli_test::Servesim;
 
 // A small Azure-format trace (5 requests, 1 s apart).
 std::string SmallTrace() {
-  const std::string path = Scratch("in.csv");
+  std::string path = Scratch("in.csv");
   std::ofstream f(path);
   f << "TIMESTAMP,ContextTokens,GeneratedTokens\n";
   for (int i = 0; i < 5; ++i) {

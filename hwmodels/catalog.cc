@@ -410,7 +410,7 @@ const Catalog& Embedded() {
         continue;
       }
       c->devices.push_back(*std::move(d));
-      c->device_texts.push_back(f.text);
+      c->device_texts.emplace_back(f.text);
     }
     for (int i = 0; i < internal::kNumEmbeddedModelFiles; ++i) {
       const EmbeddedFile& f = internal::kEmbeddedModelFiles[i];
@@ -421,7 +421,7 @@ const Catalog& Embedded() {
         continue;
       }
       c->models.push_back(*std::move(m));
-      c->model_texts.push_back(f.text);
+      c->model_texts.emplace_back(f.text);
     }
     // The embedded lists are sorted by file name; ids follow file names.
     return c;
@@ -706,7 +706,11 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
                      " must divide num_attention_heads ", heads,
                      " (allowed: a divisor in [1, ", heads, "])"));
   }
-  const int32_t head_dim = static_cast<int32_t>(Num(*cfg, {"head_dim"}, hidden / heads));
+  // Without a head_dim key, Hugging Face's default: hidden_size //
+  // num_attention_heads (integer division, as in transformers).
+  const int64_t default_head_dim = hidden / heads;
+  const int32_t head_dim = static_cast<int32_t>(
+      Num(*cfg, {"head_dim"}, static_cast<double>(default_head_dim)));
   m.set_num_kv_heads_sliding(kv_heads);
   m.set_head_dim_sliding(head_dim);
   m.set_num_kv_heads_full(static_cast<int32_t>(

@@ -109,8 +109,8 @@ absl::StatusOr<PriorsByRule> DerivePriorsByRule(const proto::Device& device) {
     }
     (*priors)["attn_unit_gbs"] = s / cls.size();
     (*priors)["attn_units"] = device.compute_units();
-    out.keys.push_back("attn_unit_gbs");
-    out.keys.push_back("attn_units");
+    out.keys.emplace_back("attn_unit_gbs");
+    out.keys.emplace_back("attn_units");
   }
   // Memory-planner overheads left at 0.
   auto mean_field = [&](double (proto::Device::*get)() const) {
@@ -120,12 +120,12 @@ absl::StatusOr<PriorsByRule> DerivePriorsByRule(const proto::Device& device) {
   };
   if (device.non_torch_gib() == 0) {
     out.device.set_non_torch_gib(mean_field(&proto::Device::non_torch_gib));
-    out.keys.push_back("non_torch_gib");
+    out.keys.emplace_back("non_torch_gib");
   }
   if (device.graph_capture() && device.cuda_graph_gib_per_layer() == 0) {
     out.device.set_cuda_graph_gib_per_layer(
         mean_field(&proto::Device::cuda_graph_gib_per_layer));
-    out.keys.push_back("cuda_graph_gib_per_layer");
+    out.keys.emplace_back("cuda_graph_gib_per_layer");
   }
   std::sort(out.keys.begin(), out.keys.end());
   const std::string err = LeaveOneDeviceOutError(device.vendor());

@@ -157,10 +157,10 @@ MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m,
   const double non_kv = p.weights_gib + p.non_torch_gib + p.activation_gib;
   if (spec.measured_kv_cache_gib) {
     p.kv_cache_gib = *spec.measured_kv_cache_gib;
-    src.push_back("kv_cache=measured");
+    src.emplace_back("kv_cache=measured");
   } else {
     p.kv_cache_gib = p.requested_gib - non_kv;
-    src.push_back("kv_cache=derived");
+    src.emplace_back("kv_cache=derived");
   }
   p.sources = absl::StrJoin(src, " ");
 

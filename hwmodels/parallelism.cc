@@ -208,7 +208,7 @@ std::string TensorParallelCollectives::Describe() const {
 TensorParallelStepModel::TensorParallelStepModel(
     std::shared_ptr<const StepTimeModel> rank_model,
     TensorParallelCollectives collectives)
-    : rank_(std::move(rank_model)), c_(std::move(collectives)) {}
+    : rank_(std::move(rank_model)), c_(collectives) {}
 
 StepCost TensorParallelStepModel::Cost(const StepBatch& batch) const {
   StepCost cost = rank_->Cost(batch);

@@ -123,12 +123,12 @@ TEST(EngineTest, ClosedLoopThroughputMatchesTheClosedForm) {
   ClientConfig cc;
   cc.max_concurrency = N;
   auto e = MakeEngine(Sched(4096), Pool(10000), &model, cc);
-  std::vector<RequestSpec> reqs(N * waves, Req(P, O));
+  std::vector<RequestSpec> reqs(static_cast<size_t>(N) * waves, Req(P, O));
   VectorSource src(reqs);
   ASSERT_TRUE(e->Run(&src).ok());
   const RunResult r = e->Result();
-  EXPECT_EQ(r.completed, N * waves);
-  EXPECT_DOUBLE_EQ(r.duration_s, waves * O * T / 1e9);
+  EXPECT_EQ(r.completed, int64_t{N} * waves);
+  EXPECT_DOUBLE_EQ(r.duration_s, int64_t{waves} * O * T / 1e9);
   EXPECT_NEAR(r.request_throughput, N / (O * T / 1e9), 1e-9);
   EXPECT_NEAR(r.output_throughput, N / (T / 1e9), 1e-9);
   EXPECT_DOUBLE_EQ(r.ttft.mean_ms, T / 1e6);

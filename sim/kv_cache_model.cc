@@ -340,9 +340,9 @@ class Driver {
     }
     spec_.num_blocks = 1 + src_.Next(src_.Next(2) == 0 ? 24 : 240);
     max_chunk_ = 1 + static_cast<int32_t>(src_.Next(64));
-    for (int f = 0; f < 4; ++f) {
+    for (int32_t& hbt : family_hbt_) {
       static constexpr int32_t kHbt[] = {1, 2, 4, 16};
-      family_hbt_[f] = kHbt[src_.Next(4)];
+      hbt = kHbt[src_.Next(4)];
     }
   }
 
@@ -420,7 +420,7 @@ class Driver {
   absl::Status Admit() {
     int i = Pick(/*running=*/false);
     if (i < 0 || src_.Next(3) == 0) {
-      if (reqs_.size() >= 2 * kMaxSlots) return absl::OkStatus();
+      if (reqs_.size() >= 2 * static_cast<size_t>(kMaxSlots)) return absl::OkStatus();
       reqs_.push_back(NewRequest());
       i = static_cast<int>(reqs_.size()) - 1;
     }

@@ -180,6 +180,7 @@ TEST(KvCacheTest, HybridHitNeedsTheSlidingWindowBlocksCached) {
   s.groups.push_back(KvGroupSpec{32, 64, 1});  // sliding, block 32, window 64
   auto kv = KvCache::Create(s, true).value();
   std::vector<uint64_t> h;
+  h.reserve(16);
   for (int i = 0; i < 16; ++i) h.push_back(100 + i);  // 256 hashed tokens
   ASSERT_EQ(kv->FindPrefixHit(View(1, 256, h), 256, false), 0);
   ASSERT_TRUE(kv->Allocate(0, View(1, 256, h), 0, 256, true));

@@ -129,8 +129,8 @@ TEST(MetricsTest, GoodRequestsMeetEverySloGivenAndOneTokenRequestsHaveZeroTpot) 
 TEST(MetricsTest, ItlSwitchesToAHistogramPastTheCapAndSaysSo) {
   ItlAccumulator exact(1'000'000), capped(100);
   for (int i = 1; i <= 1000; ++i) {
-    exact.Add(i * 1'000'000);
-    capped.Add(i * 1'000'000);
+    exact.Add(TimeNs{i} * 1'000'000);
+    capped.Add(TimeNs{i} * 1'000'000);
   }
   const LatencySummary e = exact.Summarize();
   const LatencySummary c = capped.Summarize();

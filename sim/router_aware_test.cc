@@ -35,7 +35,7 @@ RequestSpec Req(RequestId id, int32_t input, std::vector<uint64_t> hashes = {}) 
 struct Fleet {
   std::vector<std::unique_ptr<Scheduler>> owned;
   std::vector<const Scheduler*> ptrs;
-  explicit Fleet(std::vector<int64_t> blocks) {
+  explicit Fleet(const std::vector<int64_t>& blocks) {
     for (int64_t b : blocks) {
       owned.push_back(MakeReplica(b));
       ptrs.push_back(owned.back().get());

@@ -3,7 +3,9 @@
 #   bash tools/run.sh demo   install what is missing, build, run the validation
 #                            report against the measured tables, then a what-if
 #   bash tools/run.sh test   install what is missing, build, run every test:
-#                            format check; GCC Release build with warnings as
+#                            format check; clang-tidy gate over the library
+#                            sources; the servesim target in GCC Debug and
+#                            RelWithDebInfo; GCC Release build with warnings as
 #                            errors and its tests; cmake --install and the
 #                            installed binary's validate from /; Clang
 #                            AddressSanitizer+UBSan build and its tests;
@@ -22,7 +24,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 PACKAGES=(cmake g++ ninja-build pkg-config git
   libabsl-dev libprotobuf-dev protobuf-compiler libcli11-dev
   libboost-graph-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  zlib1g-dev clang libclang-rt-14-dev clang-format clang-tidy gnuplot-nox
+  zlib1g-dev clang libclang-rt-14-dev clang-format clang-tidy ccache gnuplot-nox
   pybind11-dev python3-dev python3-pandas python3-pytest
   jupyter-nbconvert python3-ipykernel python3-matplotlib
   munge slurmctld slurmd slurm-client)
@@ -95,12 +97,27 @@ case "$MODE" in
       exit 1
     fi
     echo "clang-format: 0 warnings"
+    # Before any build, so a finding fails in minutes: tidy needs a
+    # configured Clang build folder (its compile commands) and protoc's
+    # headers, nothing compiled. The ASan folder, built in full below.
+    # Library sources only (not *_test.cc): about 5.5 minutes on 2 cores;
+    # over the tests too about 9 (docs/performance.md, "CI budget").
+    echo "== clang-tidy (.clang-tidy) over the library sources; a finding fails"
+    configure_and_build "${BUILD_DIR}-asan" -DCMAKE_CXX_COMPILER=clang++ \
+      -DSERVESIM_SANITIZE=ON -DSERVESIM_BENCHMARKS=OFF --target servesim_proto_headers
+    TIDY_GATE=1 TIDY_SCOPE=lib JOBS="$JOBS" bash tools/tidy.sh "${BUILD_DIR}-asan"
     echo "== build types: Debug, Release, RelWithDebInfo and MinSizeRel with GCC and Clang"
     # They differ only in optimisation and debug-info flags: no servesim source
     # uses assert() or NDEBUG (checks are SERVESIM_CHECK, always on), and
-    # warnings are errors only with SERVESIM_WERROR. CI builds Release (GCC,
-    # -O3: where GCC 12's false positives live) and RelWithDebInfo (Clang,
-    # sanitizers) in full; every combination is configured here.
+    # warnings are errors only with SERVESIM_WERROR. Every combination is
+    # configured here. GCC's middle-end warnings change with -O, so the
+    # servesim target is also built with warnings as errors in GCC's Debug
+    # (-O0) and RelWithDebInfo (-O2, the default type), through ccache;
+    # Release (-O3) is the full build below. MinSizeRel (-Os) is configured
+    # only (not yet checked to build warning-free with -Werror). Clang's
+    # warnings come from its front end and do not change with -O: its
+    # RelWithDebInfo builds (ASan, TSan) compile every source.
+    # docs/performance.md "CI budget" has the costs.
     if git grep -nE '(^|[^_[:alnum:]])assert\(|NDEBUG' -- '*.cc' '*.h' | grep -v static_assert; then
       echo "assert()/NDEBUG in a source: its behaviour would differ between build types"
       exit 1
@@ -114,6 +131,15 @@ case "$MODE" in
       done
     done
     echo "build types: all 8 configure; no build-type-dependent code"
+    launcher=()
+    command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    for type in Debug RelWithDebInfo; do
+      echo "== servesim target: GCC $type, warnings as errors"
+      configure_and_build "${BUILD_DIR}-gcc-$type" -DCMAKE_BUILD_TYPE=$type \
+        -DCMAKE_CXX_COMPILER=g++ -DSERVESIM_WERROR=ON -DSERVESIM_BENCHMARKS=OFF \
+        -DSERVESIM_PYTHON=OFF "${launcher[@]}" --target servesim
+      rm -rf "${BUILD_DIR}-gcc-$type"
+    done
     echo "== build (GCC, Release, warnings as errors) and test"
     configure_and_build "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSERVESIM_WERROR=ON
     run_tests "$BUILD_DIR"
@@ -137,10 +163,6 @@ case "$MODE" in
     configure_and_build "${BUILD_DIR}-asan" -DCMAKE_CXX_COMPILER=clang++ \
       -DSERVESIM_SANITIZE=ON -DSERVESIM_BENCHMARKS=OFF
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_tests "${BUILD_DIR}-asan"
-    # clang-tidy (.clang-tidy) is not run here yet: the tree still has ~50
-    # findings from before the checks were chosen, and a report-only run
-    # costs ~8 minutes of CI. `bash tools/tidy.sh build-asan` lists them;
-    # TIDY_GATE=1 makes them errors.
     echo "== ThreadSanitizer build (Clang) of the threaded tests"
     bash tools/tsan.sh "${BUILD_DIR}-tsan"
     if [ -x tools/fuzz.sh ]; then

@@ -77,10 +77,15 @@ absl::StatusOr<BenchResult> ReadBenchResult(const std::string& path) {
         key == "start_times") {
       ASSIGN_OR_RETURN(std::vector<double> arr, NumberArray(path, key, v));
       RETURN_IF_ERROR(check_len(key, arr.size()));
-      if (key == "input_lens") r.input_lens = std::move(arr);
-      if (key == "output_lens") r.output_lens = std::move(arr);
-      if (key == "ttfts") r.ttfts = std::move(arr);
-      if (key == "start_times") r.start_times = std::move(arr);
+      if (key == "input_lens") {
+        r.input_lens = std::move(arr);
+      } else if (key == "output_lens") {
+        r.output_lens = std::move(arr);
+      } else if (key == "ttfts") {
+        r.ttfts = std::move(arr);
+      } else {
+        r.start_times = std::move(arr);
+      }
       continue;
     }
     if (key == "itls") {

@@ -15,7 +15,7 @@ using ::testing::HasSubstr;
 const std::string kBench = std::string(SERVESIM_DATA_DIR) + "/bench/";
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }

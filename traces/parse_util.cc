@@ -161,7 +161,7 @@ bool ParseTimestampToNs(std::string_view s, int64_t* out_ns) {
           !FixedDigits(s, i + 4, 2, &om) || oh > 23 || om > 59) {
         return false;
       }
-      offset_s = (oh * 3600 + om * 60) * (neg ? -1 : 1);
+      offset_s = (int64_t{oh} * 3600 + int64_t{om} * 60) * (neg ? -1 : 1);
       i = s.size();
     } else {
       return false;
@@ -170,7 +170,8 @@ bool ParseTimestampToNs(std::string_view s, int64_t* out_ns) {
   if (i != s.size()) return false;
   const int64_t days =
       DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
-  const int64_t secs = days * 86400 + h * 3600 + mi * 60 + sec - offset_s;
+  const int64_t secs =
+      days * 86400 + int64_t{h} * 3600 + int64_t{mi} * 60 + sec - offset_s;
   *out_ns = secs * 1'000'000'000 + frac_ns;
   return true;
 }

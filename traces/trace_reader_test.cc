@@ -397,7 +397,7 @@ TEST(BadInputTest, HeaderWithoutRequiredColumnIsAnErrorEvenWhenSkipping) {
 }
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
   return path;
 }
