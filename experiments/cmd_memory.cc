@@ -72,6 +72,8 @@ void PrintJson(const Deployment& d, const FitHints& hints) {
   w.KV("max_num_seqs", d.scheduler.max_num_seqs);
   w.KV("async_scheduling", d.scheduler.async_scheduling);
   w.KV("gpu_memory_utilization", d.spec.gpu_memory_utilization);
+  // Per rank when tensor_parallel_size > 1 (every rank holds the same shards).
+  w.KV("tensor_parallel_size", d.tensor_parallel_size);
   w.KV("total_gib", m.total_gib);
   w.KV("requested_gib", m.requested_gib);
   w.KV("weights_gib", m.weights_gib);
@@ -109,6 +111,17 @@ void PrintText(const Deployment& d, const FitHints& hints) {
       d.model.id.c_str(), d.format.id.c_str(), d.dtype.c_str(), d.device.id().c_str(),
       s.max_model_len, s.max_num_batched_tokens, s.max_num_seqs,
       s.async_scheduling ? "async scheduling" : "sync scheduling");
+  if (d.tensor_parallel_size > 1) {
+    std::printf(
+        "  per rank of tensor parallel %d (each of the %d %s holds the same shards; the "
+        "KV "
+        "pool is the minimum over ranks)\n",
+        d.tensor_parallel_size, d.tensor_parallel_size, d.device.id().c_str());
+    std::printf("  KV heads          %s\n",
+                DescribeKvHeadSplit(d.model, d.tensor_parallel_size).c_str());
+    std::printf("  collectives       %s over %s\n", d.collectives.Describe().c_str(),
+                d.collective_link.c_str());
+  }
   std::printf("  usable memory     %8.2f GiB x %.2f = %.2f GiB requested\n", m.total_gib,
               d.spec.gpu_memory_utilization, m.requested_gib);
   std::printf("  weights           %8.2f GiB\n", m.weights_gib);

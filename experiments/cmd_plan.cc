@@ -253,31 +253,63 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
     user_prices.emplace_back(device, usd);
   }
   const OfferFilter filter{.provider = f.provider, .region = f.region};
+  // Tensor parallel sizes per device: the one given (--tensor-parallel-size
+  // or the config), else 1 and every larger power of two the device's node
+  // holds, the model's heads allow and an instance of that many chips is
+  // priced for (or the user's own price covers).
+  const bool tp_given = o.base.server().tensor_parallel_size() > 0;
   for (const std::string& id : ids) {
     proto::Device dev = FindDevice(id).value();
-    PlanDevice pd;
-    pd.device = id;
-    pd.calibration_profile = profile_of(id);
     const std::vector<PriceOffer> offers = OffersFromDevice(dev);
     const double* user = nullptr;
     for (const auto& [d, usd] : user_prices) {
       if (d == id) user = &usd;
     }
-    if (user != nullptr) {
-      pd.offer = UserOffer(id, *user, offers.empty() ? nullptr : &offers.front());
+    std::vector<int> tps;
+    if (tp_given) {
+      tps.push_back(o.base.server().tensor_parallel_size());
     } else {
-      absl::StatusOr<PriceOffer> offer =
-          SelectOffer(offers, dev.id(), f.price, &pd.price_note, filter);
-      if (!offer.ok()) {
-        return absl::NotFoundError(absl::StrCat("--price ", f.price, ": ",
-                                                offer.status().message(),
-                                                "; give --price-usd-per-hour ", id,
-                                                "=USD or drop it from "
-                                                "--devices"));
+      tps.push_back(1);
+      for (int k = 2; k <= dev.interconnect().max_devices_per_node(); k *= 2) {
+        const bool priced = user != nullptr ||
+                            std::any_of(offers.begin(), offers.end(), [&](const auto& x) {
+                              return x.num_devices == k && x.usd_per_hour > 0;
+                            });
+        if (!priced) continue;
+        proto::ExperimentConfig probe = o.base;
+        probe.mutable_server()->set_device(id);
+        probe.mutable_server()->set_tensor_parallel_size(k);
+        ApplyDefaults(probe);
+        absl::StatusOr<Deployment> d = BuildDeployment(ToServerSpec(probe.server()));
+        if (!d.ok() && absl::IsInvalidArgument(d.status())) continue;  // heads, ...
+        tps.push_back(k);
       }
-      pd.offer = *offer;
     }
-    o.devices.push_back(std::move(pd));
+    for (const int tp : tps) {
+      PlanDevice pd;
+      pd.device = id;
+      pd.calibration_profile = profile_of(id);
+      pd.tensor_parallel_size = tp;
+      if (user != nullptr) {
+        // The user's price is per chip; a TP replica pays it per chip.
+        pd.offer = UserOffer(id, *user * tp, offers.empty() ? nullptr : &offers.front());
+        pd.offer.num_devices = tp;
+      } else {
+        // A replica of tensor parallel size N is priced at an N-chip instance.
+        absl::StatusOr<PriceOffer> offer =
+            SelectOfferForDevices(offers, dev.id(), f.price, tp, &pd.price_note, filter);
+        if (!offer.ok()) {
+          if (tp > 1 && !tp_given) continue;  // no such instance at this tier
+          return absl::NotFoundError(absl::StrCat("--price ", f.price, ": ",
+                                                  offer.status().message(),
+                                                  "; give --price-usd-per-hour ", id,
+                                                  "=USD or drop it from "
+                                                  "--devices"));
+        }
+        pd.offer = *offer;
+      }
+      o.devices.push_back(std::move(pd));
+    }
   }
   absl::StatusOr<std::vector<SloTerm>> slo = ParseSlo(f.slo, runner.metric_names);
   if (!slo.ok()) return slo.status();
@@ -329,7 +361,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
                   "only offers of this provider (aws-ec2, aws-sagemaker, gce, gcp, ...)");
   cmd->add_option("--region", f->region, "only offers listed for this region");
   cmd->add_option("--price-usd-per-hour", f->user_prices,
-                  "DEVICE=USD: your own price for a device (repeatable)");
+                  "DEVICE=USD: your own price per chip-hour for a device (repeatable; "
+                  "a\n--tensor-parallel-size N replica pays N of it)");
   cmd->add_option("--calibration,--calibration-profile", f->calibrations,
                   "DEVICE=FILE, or FILE (the profile's device field): a calibration\n"
                   "profile (from servesim calibrate) for that device's replicas "

@@ -27,6 +27,7 @@ std::vector<PriceOffer> OffersFromDevice(const proto::Device& device) {
     o.source = p.source();
     o.startup_s = device.has_startup_to_ready_s() ? device.startup_to_ready_s() : 0;
     o.bills_when_stopped = p.has_stopped_keeps_billing() && p.stopped_keeps_billing();
+    o.num_devices = std::max(1, p.num_devices());
     out.push_back(std::move(o));
   }
   return out;
@@ -35,10 +36,19 @@ std::vector<PriceOffer> OffersFromDevice(const proto::Device& device) {
 absl::StatusOr<PriceOffer> SelectOffer(const std::vector<PriceOffer>& offers,
                                        std::string_view device, std::string_view kind,
                                        std::string* note, const OfferFilter& filter) {
+  return SelectOfferForDevices(offers, device, kind, 1, note, filter);
+}
+
+absl::StatusOr<PriceOffer> SelectOfferForDevices(const std::vector<PriceOffer>& offers,
+                                                 std::string_view device,
+                                                 std::string_view kind, int num_devices,
+                                                 std::string* note,
+                                                 const OfferFilter& filter) {
   const PriceOffer* best = nullptr;
   bool has_kind = false;
   for (const PriceOffer& o : offers) {
-    if (o.device != device || !(o.usd_per_hour > 0)) continue;
+    if (o.device != device || !(o.usd_per_hour > 0) || o.num_devices != num_devices)
+      continue;
     if (!filter.provider.empty() && o.provider != filter.provider) continue;
     if (!filter.region.empty() && o.region != filter.region) continue;
     if (o.kind != kind && o.kind != "on-demand") continue;
@@ -49,6 +59,8 @@ absl::StatusOr<PriceOffer> SelectOffer(const std::vector<PriceOffer>& offers,
   if (!filter.provider.empty())
     absl::StrAppend(&filter_text, " from provider ", filter.provider);
   if (!filter.region.empty()) absl::StrAppend(&filter_text, " in region ", filter.region);
+  if (num_devices != 1)
+    absl::StrAppend(&filter_text, " for an instance of ", num_devices, " devices");
   if (best == nullptr) {
     return absl::NotFoundError(absl::StrCat("no ", A(kind), " or on-demand price offer",
                                             filter_text, " for device '", A(device),

@@ -30,6 +30,8 @@ struct PriceOffer {
   double startup_s = 0;
   // A stopped-but-not-deleted instance keeps billing (DigitalOcean droplet).
   bool bills_when_stopped = false;
+  // Devices the instance holds (a multi-chip instance or TPU slice).
+  int num_devices = 1;
 };
 
 // The device's price offers (proto tier -> kind; startup_to_ready_s and
@@ -50,10 +52,18 @@ struct OfferFilter {
 // offer for t4; on-demand used" or "on-demand is cheaper than any spot
 // offer for l4"); else it is cleared. NotFound, naming the device, tier and
 // filter, when no offer qualifies.
+// Only single-device offers are considered.
 absl::StatusOr<PriceOffer> SelectOffer(const std::vector<PriceOffer>& offers,
                                        std::string_view device, std::string_view kind,
                                        std::string* note = nullptr,
                                        const OfferFilter& filter = {});
+// The same among the offers of exactly `num_devices` devices (the instance
+// a replica of --tensor-parallel-size num_devices runs on).
+absl::StatusOr<PriceOffer> SelectOfferForDevices(const std::vector<PriceOffer>& offers,
+                                                 std::string_view device,
+                                                 std::string_view kind, int num_devices,
+                                                 std::string* note = nullptr,
+                                                 const OfferFilter& filter = {});
 
 // A user's own price for `device` (--price-usd-per-hour DEVICE=X): kind
 // "user", provider "user", instance "--price-usd-per-hour"; start-up time
@@ -74,7 +84,8 @@ double TokensPerSecondPerUsdHour(double tokens_per_s, double usd_per_hour);
 struct FleetPart {
   std::string device;
   int count = 1;
-  double usd_per_hour = 0;  // per replica
+  double usd_per_hour = 0;       // per replica
+  int tensor_parallel_size = 1;  // chips per replica (an instance of that many)
 };
 // Sum of count x price.
 double FleetUsdPerHour(const std::vector<FleetPart>& parts);

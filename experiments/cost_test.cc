@@ -1,6 +1,7 @@
 #include "experiments/cost.h"
 
 #include <cmath>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -181,6 +182,33 @@ TEST(CostTest, OffersFromDeviceCopiesTierStartupAndStoppedBilling) {
   EXPECT_EQ(offers[0].kind, "on-demand");
   EXPECT_EQ(offers[0].startup_s, 160);
   EXPECT_TRUE(offers[0].bills_when_stopped);
+}
+
+TEST(CostTest, TensorParallelReplicaIsPricedAtItsMultiChipInstance) {
+  proto::Device d;
+  d.set_id("l4");
+  auto* one = d.add_prices();
+  one->set_tier("on-demand");
+  one->set_instance("g6.xlarge");
+  one->set_usd_per_hour(0.8048);
+  auto* four = d.add_prices();
+  four->set_tier("on-demand");
+  four->set_instance("g6.12xlarge");
+  four->set_num_devices(4);
+  four->set_usd_per_hour(4.6016);
+  const std::vector<PriceOffer> offers = OffersFromDevice(d);
+  auto single = SelectOffer(offers, "l4", "on-demand");
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_EQ(single->instance, "g6.xlarge");
+  auto tp4 = SelectOfferForDevices(offers, "l4", "on-demand", 4);
+  ASSERT_TRUE(tp4.ok()) << tp4.status();
+  EXPECT_EQ(tp4->instance, "g6.12xlarge");
+  EXPECT_EQ(tp4->num_devices, 4);
+  EXPECT_EQ(tp4->usd_per_hour, 4.6016);
+  auto tp2 = SelectOfferForDevices(offers, "l4", "on-demand", 2);
+  EXPECT_EQ(tp2.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(tp2.status().message().find("an instance of 2 devices"), std::string::npos)
+      << tp2.status();
 }
 
 TrafficProfile BusinessHours() {

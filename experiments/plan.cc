@@ -91,14 +91,37 @@ bool HasSingleRequestFloor(const SloTerm& t) {
   return false;
 }
 
+constexpr char kNotSearched[] = "not searched";
+
+std::string TpSuffix(int tp) { return tp > 1 ? absl::StrCat(" TP", tp) : ""; }
+
 std::string FleetLabel(const std::vector<FleetPart>& fleet) {
   std::vector<std::string> parts;
   for (const FleetPart& p : fleet)
-    parts.push_back(absl::StrCat(p.count, " x ", p.device));
+    parts.push_back(
+        absl::StrCat(p.count, " x ", p.device, TpSuffix(p.tensor_parallel_size)));
   return absl::StrJoin(parts, " + ");
 }
 
+// The PlanDevice a fleet part runs on (same device and TP); nullptr if none.
+const PlanDevice* FindPlanDevice(const std::vector<PlanDevice>& devices,
+                                 const FleetPart& part) {
+  for (const PlanDevice& d : devices) {
+    if (d.device == part.device && d.tensor_parallel_size == part.tensor_parallel_size)
+      return &d;
+  }
+  return nullptr;
+}
+
+FleetPart Part(const PlanDevice& d, int count) {
+  return FleetPart{d.device, count, d.offer.usd_per_hour, d.tensor_parallel_size};
+}
+
 }  // namespace
+
+std::string PlanDeviceLabel(const PlanDevice& d) {
+  return absl::StrCat(d.device, TpSuffix(d.tensor_parallel_size));
+}
 
 bool SloTerm::Meets(double value) const {
   if (std::isnan(value)) return false;
@@ -211,6 +234,8 @@ proto::ExperimentConfig FleetExperiment(const proto::ExperimentConfig& base,
     proto::FleetReplica* r = f->add_replicas();
     *r->mutable_server() = base.server();
     r->mutable_server()->set_device(p.device);
+    if (p.tensor_parallel_size > 1)
+      r->mutable_server()->set_tensor_parallel_size(p.tensor_parallel_size);
     for (const PlanDevice& d : devices) {
       if (d.device == p.device && !d.calibration_profile.empty()) {
         r->mutable_server()->set_calibration_profile(d.calibration_profile);
@@ -298,13 +323,24 @@ struct GroupWork {
   std::vector<PlanCandidate> candidates;  // local; indices fixed up on merge
 };
 
+// `bound_usd_per_hour`: the device's chosen fleet at a smaller TP (+inf
+// when none); a group whose one replica costs as much is not searched.
 GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner,
-                       const PlanDevice& d) {
+                       const PlanDevice& d, double bound_usd_per_hour) {
   GroupWork w;
-  w.group.group = d.device;
+  w.group.group = PlanDeviceLabel(d);
+  w.group.tensor_parallel_size = d.tensor_parallel_size;
+  if (d.offer.usd_per_hour >= bound_usd_per_hour) {
+    w.group.reason =
+        absl::StrCat(kNotSearched, ": one replica costs $", Num(d.offer.usd_per_hour, 6),
+                     "/h, no less than the ", d.device,
+                     " fleet already chosen at a smaller "
+                     "tensor parallel size ($",
+                     Num(bound_usd_per_hour, 6), "/h)");
+    return w;
+  }
   for (int n = 1; n <= o.max_replicas; ++n) {
-    w.candidates.push_back(
-        Evaluate(o, runner, d.device, {FleetPart{d.device, n, d.offer.usd_per_hour}}));
+    w.candidates.push_back(Evaluate(o, runner, w.group.group, {Part(d, n)}));
     const PlanCandidate& c = w.candidates.back();
     const int idx = static_cast<int>(w.candidates.size()) - 1;
     w.group.candidates.push_back(idx);
@@ -321,8 +357,7 @@ GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner,
     if (n == 1) {
       // Each request alone on one idle replica (client concurrency 1): a
       // latency term it misses is unattainable at any fleet size.
-      proto::ExperimentConfig alone = FleetExperiment(
-          o.base, {FleetPart{d.device, 1, d.offer.usd_per_hour}}, o.devices);
+      proto::ExperimentConfig alone = FleetExperiment(o.base, {Part(d, 1)}, o.devices);
       alone.mutable_client()->set_max_concurrency(1);
       absl::StatusOr<std::vector<double>> floor = runner.run(alone);
       if (floor.ok() && floor->size() == runner.metric_names.size()) {
@@ -337,7 +372,7 @@ GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner,
         }
         if (!unattainable.empty()) {
           w.group.reason = absl::StrCat(
-              "unattainable on ", d.device, ": ", absl::StrJoin(unattainable, ", "),
+              "unattainable on ", w.group.group, ": ", absl::StrJoin(unattainable, ", "),
               " (each request alone on an idle replica; no fleet size beats it)");
           return w;
         }
@@ -352,7 +387,8 @@ GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner,
 GroupWork SearchPair(const PlanOptions& o, const PointRunner& runner, const PlanDevice& a,
                      const PlanDevice& b, double bound_usd_per_hour) {
   GroupWork w;
-  w.group.group = absl::StrCat(a.device, "+", b.device);
+  w.group.group = absl::StrCat(PlanDeviceLabel(a), "+", PlanDeviceLabel(b));
+  w.group.tensor_parallel_size = 0;
   struct Cand {
     int i, j;
     double usd;
@@ -378,9 +414,8 @@ GroupWork SearchPair(const PlanOptions& o, const PointRunner& runner, const Plan
       }
     }
     if (dominated) continue;
-    w.candidates.push_back(Evaluate(o, runner, w.group.group,
-                                    {FleetPart{a.device, k.i, a.offer.usd_per_hour},
-                                     FleetPart{b.device, k.j, b.offer.usd_per_hour}}));
+    w.candidates.push_back(
+        Evaluate(o, runner, w.group.group, {Part(a, k.i), Part(b, k.j)}));
     const int idx = static_cast<int>(w.candidates.size()) - 1;
     w.group.candidates.push_back(idx);
     const PlanCandidate& c = w.candidates.back();
@@ -422,10 +457,7 @@ absl::StatusOr<DailyCost> FleetDailyCost(const PlanOptions& o, const PlanCandida
   profile.output_tokens_per_request = c.output_tokens_per_s;
   DailyCost total;
   for (const FleetPart& part : c.fleet) {
-    const PlanDevice* dev = nullptr;
-    for (const PlanDevice& d : o.devices) {
-      if (d.device == part.device) dev = &d;
-    }
+    const PlanDevice* dev = FindPlanDevice(o.devices, part);
     if (dev == nullptr)
       return absl::InternalError("plan: fleet part of an unknown device");
     ASSIGN_OR_RETURN(DailyCost part_cost,
@@ -465,18 +497,42 @@ absl::StatusOr<PlanResult> RunPlan(const PlanOptions& o, const PointRunner& runn
   }
   const int jobs = std::max(1, o.jobs);
   const int nd = static_cast<int>(o.devices.size());
+  // The entries of one device (its tensor parallel sizes, increasing) are
+  // searched in order by one task: a larger TP is bounded by the smaller
+  // ones' choice. Devices run in parallel.
+  std::vector<std::vector<int>> by_device;
+  for (int i = 0; i < nd; ++i) {
+    auto it = std::find_if(by_device.begin(), by_device.end(), [&](const auto& v) {
+      return o.devices[v.front()].device == o.devices[i].device;
+    });
+    if (it == by_device.end()) {
+      by_device.push_back({i});
+    } else {
+      it->push_back(i);
+    }
+  }
   std::vector<GroupWork> work(nd);
-  ParallelFor(nd, jobs, [&](int i) { work[i] = SearchSingle(o, runner, o.devices[i]); });
+  // Per device: its first group that ran (the smallest TP that fits);
+  // mixed pairs are formed over these.
+  std::vector<int> representative(by_device.size(), -1);
+  ParallelFor(static_cast<int>(by_device.size()), jobs, [&](int k) {
+    double bound = kInf;
+    for (int i : by_device[k]) {
+      work[i] = SearchSingle(o, runner, o.devices[i], bound);
+      const GroupWork& g = work[i];
+      if (g.group.chosen >= 0)
+        bound = std::min(bound, g.candidates[g.group.chosen].usd_per_hour);
+      if (representative[k] < 0 && !g.candidates.empty() && g.candidates[0].ran)
+        representative[k] = i;
+    }
+  });
 
   if (o.mixed_pairs) {
     std::vector<std::pair<int, int>> pairs;
-    for (int a = 0; a < nd; ++a) {
-      for (int b = a + 1; b < nd; ++b) {
-        const bool fit_a = !work[a].candidates.empty() && work[a].candidates[0].ran;
-        const bool fit_b = !work[b].candidates.empty() && work[b].candidates[0].ran;
-        if (fit_a && fit_b && o.devices[a].device != o.devices[b].device) {
-          pairs.emplace_back(a, b);
-        }
+    for (size_t x = 0; x < representative.size(); ++x) {
+      for (size_t y = x + 1; y < representative.size(); ++y) {
+        if (representative[x] >= 0 && representative[y] >= 0)
+          pairs.emplace_back(representative[x], representative[y]);
       }
     }
     std::vector<GroupWork> pw(pairs.size());
@@ -536,10 +592,8 @@ absl::StatusOr<PlanResult> RunPlan(const PlanOptions& o, const PointRunner& runn
 std::string FleetOffers(const PlanOptions& o, const std::vector<FleetPart>& fleet) {
   std::vector<std::string> parts;
   for (const FleetPart& p : fleet) {
-    for (const PlanDevice& d : o.devices) {
-      if (d.device == p.device)
-        parts.push_back(absl::StrCat(d.device, ": ", OfferLabel(d.offer)));
-    }
+    if (const PlanDevice* d = FindPlanDevice(o.devices, p); d != nullptr)
+      parts.push_back(absl::StrCat(PlanDeviceLabel(*d), ": ", OfferLabel(d->offer)));
   }
   return absl::StrJoin(parts, "; ");
 }
@@ -553,9 +607,10 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
   absl::StrAppend(&out, "SLO: ", absl::StrJoin(slo_text, ", "), "\n");
   absl::StrAppend(&out, "Prices:");
   for (const PlanDevice& d : o.devices) {
-    absl::StrAppend(&out, " ", d.device, " $", Num(d.offer.usd_per_hour, 6), "/h (",
-                    d.offer.kind, d.offer.provider.empty() ? "" : ", ", d.offer.provider,
-                    d.offer.region.empty() ? "" : " ", d.offer.region, ")");
+    absl::StrAppend(&out, " ", PlanDeviceLabel(d), " $", Num(d.offer.usd_per_hour, 6),
+                    "/h (", d.offer.kind, d.offer.provider.empty() ? "" : ", ",
+                    d.offer.provider, d.offer.region.empty() ? "" : " ", d.offer.region,
+                    ")");
     if (!d.price_note.empty()) absl::StrAppend(&out, " [", d.price_note, "]");
     out += ";";
   }
@@ -598,8 +653,14 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
     }
   }
   out += "\nCheapest fleet per device:\n";
+  std::vector<std::string> not_searched;
   for (size_t gi = 0; gi < r.groups.size(); ++gi) {
     const PlanGroup& g = r.groups[gi];
+    if (g.chosen < 0 && g.candidates.empty() &&
+        absl::StartsWith(g.reason, kNotSearched)) {
+      not_searched.push_back(g.group);
+      continue;
+    }
     if (g.chosen < 0) {
       absl::StrAppend(&out, "  ", g.group, ": none (", g.reason, ")\n");
       continue;
@@ -622,6 +683,11 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
                       "\n");
     }
   }
+  if (!not_searched.empty()) {
+    absl::StrAppend(&out, "  not searched (one replica costs no less than the device's ",
+                    "fleet chosen at a smaller tensor parallel size): ",
+                    absl::StrJoin(not_searched, ", "), "\n");
+  }
   if (o.busy_hours_per_day < 24 && r.best_group >= 0) {
     absl::StrAppend(&out, "\nDaily bill, traffic ", o.busy_hours_per_day,
                     " h a day (one stretch; start-up time billed on each start):\n");
@@ -629,11 +695,10 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
       if (g.daily.empty()) continue;
       absl::StrAppend(&out, "  ", g.group, " (", r.candidates[g.chosen].label, ")");
       for (const FleetPart& part : r.candidates[g.chosen].fleet) {
-        for (const PlanDevice& d : o.devices) {
-          if (d.device == part.device && d.offer.startup_s <= 0) {
-            absl::StrAppend(&out, " [no start-up time on record for ", d.device,
-                            ": counted as 0]");
-          }
+        const PlanDevice* d = FindPlanDevice(o.devices, part);
+        if (d != nullptr && d->offer.startup_s <= 0) {
+          absl::StrAppend(&out, " [no start-up time on record for ", PlanDeviceLabel(*d),
+                          ": counted as 0]");
         }
       }
       out += ":\n";
@@ -667,7 +732,10 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
   w.EndArray();
   w.Key("devices").BeginArray();
   for (const PlanDevice& d : o.devices) {
-    w.BeginObject().KV("device", d.device).KV("price_kind", d.offer.kind);
+    w.BeginObject()
+        .KV("device", d.device)
+        .KV("tensor_parallel_size", d.tensor_parallel_size);
+    w.KV("price_kind", d.offer.kind);
     w.KV("usd_per_hour", d.offer.usd_per_hour).KV("provider", d.offer.provider);
     w.KV("instance", d.offer.instance).KV("region", d.offer.region);
     w.KV("date", d.offer.date).KV("source", d.offer.source);
@@ -681,11 +749,10 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
     w.Key("replicas").BeginArray();
     for (const FleetPart& p : c.fleet) {
       w.BeginObject().KV("device", p.device).KV("count", p.count);
+      w.KV("tensor_parallel_size", p.tensor_parallel_size);
       w.KV("usd_per_hour", p.usd_per_hour);
-      for (const PlanDevice& d : o.devices) {
-        if (d.device == p.device) {
-          w.KV("price_kind", d.offer.kind).KV("offer", OfferLabel(d.offer));
-        }
+      if (const PlanDevice* d = FindPlanDevice(o.devices, p); d != nullptr) {
+        w.KV("price_kind", d->offer.kind).KV("offer", OfferLabel(d->offer));
       }
       w.EndObject();
     }
@@ -712,6 +779,7 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
   w.Key("groups").BeginArray();
   for (const PlanGroup& g : r.groups) {
     w.BeginObject().KV("group", g.group);
+    w.KV("tensor_parallel_size", g.tensor_parallel_size);
     w.Key("candidates").BeginArray();
     for (int i : g.candidates) w.Int(i);
     w.EndArray();

@@ -1,7 +1,11 @@
 // Capacity planning: for each device (and each mixed pair of devices), the
 // cheapest fleet that meets every SLO term on a workload, found by
-// simulating candidate fleets. Single-device fleets are searched upward
-// from 1 replica, so the replica count below the chosen one is always in
+// simulating candidate fleets. A device may come with several tensor
+// parallel sizes (one PlanDevice each, the same device, increasing TP): each
+// is a group of its own, searched in increasing TP, and a larger TP is not
+// searched once the device has a chosen fleet no dearer than one replica
+// of it (a TP-k fleet costs at least one k-chip instance). Single-device fleets are
+// searched upward from 1 replica, so the replica count below the chosen one is always in
 // the table and missed; mixed pairs (a x A + b x B, a, b >= 1) are tried in
 // increasing $/h among those cheaper than both devices' own choices, the
 // first that meets wins. A device whose first candidate fails to build
@@ -50,7 +54,12 @@ struct PlanDevice {
   // Calibration profile file for this device's replicas (a user's, from
   // `servesim calibrate`); empty: the base server's (the shipped default).
   std::string calibration_profile;
+  // Chips per replica; `offer` is then an instance of that many chips.
+  int tensor_parallel_size = 1;
 };
+
+// "l4", or "l4 TP4" for tensor_parallel_size 4: the group name.
+std::string PlanDeviceLabel(const PlanDevice& d);
 
 struct PlanCandidate {
   std::string group;             // "l4", or "l4+t4" for a mixed pair
@@ -96,11 +105,12 @@ struct PlanOptions {
 
 struct PlanGroup {
   std::string group;
-  std::vector<int> candidates;  // indices into PlanResult::candidates, in trial order
-  int chosen = -1;              // cheapest fleet that met every term
+  int tensor_parallel_size = 1;  // 0 for a mixed pair
+  std::vector<int> candidates;   // indices into PlanResult::candidates, in trial order
+  int chosen = -1;               // cheapest fleet that met every term
   // Candidates with one replica fewer than the chosen fleet (all missed).
   std::vector<int> one_fewer;
-  std::string reason;  // why nothing was chosen (does not fit, ...)
+  std::string reason;  // why nothing was chosen (does not fit, not searched, ...)
   // When PlanOptions::busy_hours_per_day < 24 and a fleet was chosen: its
   // daily bill per policy (always-on, stop-when-idle, delete-when-idle),
   // each replica group priced with its own offer (start-up time, billing

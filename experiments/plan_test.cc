@@ -193,6 +193,59 @@ TEST(RunPlanTest, SaturatedRowsAreMarked) {
   EXPECT_THAT(FormatPlanJson(o, *r), HasSubstr("\"saturated\": true"));
 }
 
+// Tensor parallel sizes of one device: TP 1 does not fit, TP 4 (capacity
+// 10 per replica) needs 2 replicas at $8/h, so TP 8 ($9/h for one replica)
+// cannot be cheaper and is not searched; each candidate runs at its TP.
+TEST(RunPlanTest, TensorParallelSizesAreSearchedUpwardAndBoundedByTheSmallerChoice) {
+  PointRunner runner;
+  runner.metric_names = kNames;
+  std::vector<int> tps_run;
+  runner.run =
+      [&tps_run](
+          const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+    double cap = 0;
+    for (const auto& rep : c.fleet().replicas()) {
+      const int tp = std::max(1, rep.server().tensor_parallel_size());
+      tps_run.push_back(tp);
+      if (tp == 1) return absl::FailedPreconditionError("model does not fit");
+      cap += rep.count() * 2.5 * tp;
+    }
+    const double u = 12 / cap;
+    const double ttft =
+        c.client().max_concurrency() == 1 ? 100 : (u < 1 ? 100 / (1 - u) : 1e9);
+    return std::vector<double>{1200, 13200, ttft, ttft / 2, 20};
+  };
+  PlanOptions o = Options(false);
+  o.devices.clear();
+  for (auto [tp, price] : {std::pair{1, 1.0}, {4, 4.0}, {8, 9.0}}) {
+    PlanDevice d;
+    d.device = "big";
+    d.tensor_parallel_size = tp;
+    d.offer.device = "big";
+    d.offer.kind = "on-demand";
+    d.offer.usd_per_hour = price;
+    d.offer.num_devices = tp;
+    o.devices.push_back(d);
+  }
+  auto r = RunPlan(o, runner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->groups.size(), 3u);
+  EXPECT_EQ(r->groups[0].group, "big");
+  EXPECT_THAT(r->groups[0].reason, HasSubstr("cannot serve: model does not fit"));
+  const PlanGroup& tp4 = r->groups[1];
+  EXPECT_EQ(tp4.group, "big TP4");
+  ASSERT_GE(tp4.chosen, 0);
+  EXPECT_EQ(r->candidates[tp4.chosen].label, "2 x big TP4");
+  EXPECT_EQ(r->candidates[tp4.chosen].fleet[0].tensor_parallel_size, 4);
+  EXPECT_EQ(r->groups[2].group, "big TP8");
+  EXPECT_TRUE(r->groups[2].candidates.empty());
+  EXPECT_THAT(r->groups[2].reason, HasSubstr("not searched: one replica costs $9/h"));
+  EXPECT_EQ(r->best_group, 1);
+  for (int tp : tps_run) EXPECT_NE(tp, 8);
+  EXPECT_THAT(FormatPlanJson(o, *r), HasSubstr("\"tensor_parallel_size\": 4"));
+  EXPECT_THAT(FormatPlanText(o, *r), HasSubstr("big TP4: 2 x big TP4, $8/h"));
+}
+
 TEST(FormatPlanTextTest, LargeTimesAreInHoursNotExponents) {
   auto r = RunPlan(Options(false), QueueRunner(12));
   ASSERT_TRUE(r.ok());

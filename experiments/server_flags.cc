@@ -1,10 +1,12 @@
 #include "experiments/server_flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -12,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "hwmodels/parallelism.h"
 #include "proto/text_format.h"
 #include "sim/status_macros.h"
 
@@ -75,6 +78,15 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
                                   prefix_caching_v_, "prefix caching (default on)");
   async_ = cmd->add_flag("--async-scheduling,!--no-async-scheduling", async_v_,
                          "async scheduling (default on)");
+  tp_ = cmd->add_option("--tensor-parallel-size", tp_v_,
+                        "chips one replica is split over (default 1)");
+  pp_ = cmd->add_option("--pipeline-parallel-size", pp_v_,
+                        "pipeline stages (default 1; above 1 not modelled yet)");
+  dp_ = cmd->add_option("--data-parallel-size", dp_v_,
+                        "engine replicas behind vLLM's DP balancer (default 1; above 1 "
+                        "not modelled yet)");
+  ep_ = cmd->add_flag("--enable-expert-parallel", ep_v_,
+                      "expert parallelism for MoE (not modelled yet)");
   if (!with_calibration) return;
   calibration_ = cmd->add_option(
       "--calibration,--calibration-profile", calibration_v_,
@@ -83,9 +95,22 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
 }
 
 std::vector<CLI::Option*> ServerFlags::All() const {
-  return {device_,        model_,          quantization_, dtype_,
-          max_model_len_, gpu_mem_,        max_num_seqs_, max_num_batched_tokens_,
-          block_size_,    prefix_caching_, async_,        calibration_};
+  return {device_,
+          model_,
+          quantization_,
+          dtype_,
+          max_model_len_,
+          gpu_mem_,
+          max_num_seqs_,
+          max_num_batched_tokens_,
+          block_size_,
+          prefix_caching_,
+          async_,
+          calibration_,
+          tp_,
+          pp_,
+          dp_,
+          ep_};
 }
 
 std::vector<std::string> ServerFlags::Names() {
@@ -141,6 +166,27 @@ absl::Status ServerFlags::ApplyTo(proto::ServerConfig& s) const {
   if (Given(prefix_caching_)) s.set_enable_prefix_caching(prefix_caching_v_);
   if (Given(async_)) s.set_async_scheduling(async_v_);
   if (Given(calibration_)) s.set_calibration_profile(calibration_v_);
+  const struct {
+    const CLI::Option* opt;
+    int64_t value;
+    const char* flag;
+    void (proto::ServerConfig::*set)(int32_t);
+  } sizes[] = {
+      {tp_, tp_v_, "--tensor-parallel-size",
+       &proto::ServerConfig::set_tensor_parallel_size},
+      {pp_, pp_v_, "--pipeline-parallel-size",
+       &proto::ServerConfig::set_pipeline_parallel_size},
+      {dp_, dp_v_, "--data-parallel-size", &proto::ServerConfig::set_data_parallel_size},
+  };
+  for (const auto& z : sizes) {
+    if (!Given(z.opt)) continue;
+    if (z.value < 1 || z.value > kMaxParallelSize) {
+      return OutOfRange(z.flag, absl::StrCat(z.value),
+                        absl::StrCat("[1, ", kMaxParallelSize, "]"));
+    }
+    (s.*z.set)(static_cast<int32_t>(z.value));
+  }
+  if (Given(ep_)) s.set_enable_expert_parallel(ep_v_);
   return absl::OkStatus();
 }
 
@@ -326,6 +372,15 @@ absl::Status ValidateServer(const proto::ServerConfig& s, const std::string& whe
                       absl::StrCat(s.max_num_batched_tokens()), "[1, 2^31) (0: default)");
   }
   if (s.has_block_size()) RETURN_IF_ERROR(CheckBlockSize(s.block_size()));
+  for (const auto& [value, flag] :
+       {std::pair{s.tensor_parallel_size(), "--tensor-parallel-size"},
+        std::pair{s.pipeline_parallel_size(), "--pipeline-parallel-size"},
+        std::pair{s.data_parallel_size(), "--data-parallel-size"}}) {
+    if (value < 0 || value > kMaxParallelSize) {
+      return OutOfRange(absl::StrCat(where, flag), absl::StrCat(value),
+                        absl::StrCat("[1, ", kMaxParallelSize, "] (0: 1)"));
+    }
+  }
   if (absl::Status st = CheckBatchLimits(s.max_num_seqs(), s.max_num_batched_tokens());
       !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(where, st.message()));
@@ -454,6 +509,10 @@ ServerSpec ToServerSpec(const proto::ServerConfig& server) {
   spec.enable_prefix_caching = s.enable_prefix_caching();
   spec.async_scheduling = s.async_scheduling();
   spec.calibration_profile = s.calibration_profile();
+  spec.tensor_parallel_size = std::max(1, s.tensor_parallel_size());
+  spec.pipeline_parallel_size = std::max(1, s.pipeline_parallel_size());
+  spec.data_parallel_size = std::max(1, s.data_parallel_size());
+  spec.enable_expert_parallel = s.enable_expert_parallel();
   return spec;
 }
 

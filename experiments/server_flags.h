@@ -37,8 +37,10 @@ class ServerFlags {
   // Registers --device --model --quantization --dtype --max-model-len
   // --gpu-memory-utilization --max-num-seqs --max-num-batched-tokens
   // --block-size --[no-]enable-prefix-caching --[no-]async-scheduling
-  // --calibration on `cmd` (without --calibration when `with_calibration` is
-  // false: `plan` takes it per device, repeatable, as DEVICE=FILE).
+  // --calibration --tensor-parallel-size --pipeline-parallel-size
+  // --data-parallel-size --enable-expert-parallel on `cmd` (without
+  // --calibration when `with_calibration` is false: `plan` takes it per
+  // device, repeatable, as DEVICE=FILE).
   void Register(CLI::App* cmd, bool with_calibration = true);
   // Sets the field of every flag given on the command line; range errors
   // name the flag. Fields of flags not given are left as they are.
@@ -65,6 +67,12 @@ class ServerFlags {
   CLI::Option* prefix_caching_ = nullptr;
   CLI::Option* async_ = nullptr;
   CLI::Option* calibration_ = nullptr;
+  CLI::Option* tp_ = nullptr;
+  CLI::Option* pp_ = nullptr;
+  CLI::Option* dp_ = nullptr;
+  CLI::Option* ep_ = nullptr;
+  int64_t tp_v_ = 0, pp_v_ = 0, dp_v_ = 0;
+  bool ep_v_ = false;
   std::string device_v_, model_v_, quantization_v_, dtype_v_, calibration_v_;
   int64_t max_model_len_v_ = 0, max_num_seqs_v_ = 0, max_num_batched_tokens_v_ = 0,
           block_size_v_ = 0;

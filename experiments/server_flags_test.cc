@@ -200,5 +200,28 @@ TEST(ServerFlagsTest, TraceArrivalsAreReplayedWithOrWithoutARate) {
   EXPECT_TRUE(ToClientConfig(c).replay_arrivals);
 }
 
+TEST(ServerFlagsTest, ParallelSizesAreServerFlags) {
+  const auto r = ResolveArgs(Base({"--tensor-parallel-size", "4"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->server().tensor_parallel_size(), 4);
+  const ServerSpec spec = ToServerSpec(r->server());
+  EXPECT_EQ(spec.tensor_parallel_size, 4);
+  EXPECT_EQ(spec.pipeline_parallel_size, 1);
+  EXPECT_EQ(spec.data_parallel_size, 1);
+  EXPECT_FALSE(spec.enable_expert_parallel);
+  // Not given: 1, and not written in the resolved config (a TP 1 config
+  // reads as it did before the flag existed).
+  const auto d = ResolveArgs(Base({}));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(ToServerSpec(d->server()).tensor_parallel_size, 1);
+  EXPECT_EQ(ConfigToText(*d).find("parallel"), std::string::npos);
+  ExpectErrorNaming({"--tensor-parallel-size", "0"},
+                    "--tensor-parallel-size: 0 is out of range [1, 64]");
+  ExpectErrorNaming({"--pipeline-parallel-size", "65"}, "--pipeline-parallel-size");
+  ExpectErrorNaming({"--data-parallel-size", "-1"}, "--data-parallel-size");
+  ExpectErrorNaming({"--set", "server { tensor_parallel_size: 100 }"},
+                    "--tensor-parallel-size: 100 is out of range");
+}
+
 }  // namespace
 }  // namespace servesim::cli

@@ -96,18 +96,21 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
           config.fleet().replicas_size() > 0
               ? std::max(1, config.fleet().replicas(static_cast<int>(k)).count())
               : 1;
+      // A tensor-parallel replica is priced as one instance of that many chips.
+      const int tp = run.fleet.deployments[k].tensor_parallel_size;
       const std::vector<PriceOffer> offers = OffersFromDevice(device);
-      auto offer = SelectOffer(offers, device.id(), tier);
+      auto offer = SelectOfferForDevices(offers, device.id(), tier, tp);
       if (!offer.ok() ||
           std::none_of(offers.begin(), offers.end(), [&](const PriceOffer& o) {
-            return o.kind == tier && o.usd_per_hour > 0;
+            return o.kind == tier && o.usd_per_hour > 0 && o.num_devices == tp;
           })) {
         complete = false;
         break;
       }
       cost.usd_per_hour += count * offer->usd_per_hour;
       absl::StrAppend(&cost.offers, cost.offers.empty() ? "" : " + ", count, "x ",
-                      device.id(), " ", OfferLabel(*offer));
+                      device.id(), tp > 1 ? absl::StrCat(" TP", tp) : "", " ",
+                      OfferLabel(*offer));
     }
     if (!complete || cost.usd_per_hour <= 0 || !(result.output_throughput > 0)) continue;
     cost.usd_per_m_output_tokens =

@@ -1,6 +1,7 @@
 #include "hwmodels/deployment.h"
 
 #include <cmath>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -12,6 +13,7 @@
 #include "hwmodels/catalog.h"
 #include "hwmodels/catalog_priors.h"
 #include "hwmodels/memory_planner.h"
+#include "hwmodels/parallelism.h"
 #include "hwmodels/step_model.h"
 #include "sim/status_macros.h"
 
@@ -173,20 +175,31 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   s.enable_prefix_caching = spec.enable_prefix_caching;
   s.async_scheduling = spec.async_scheduling;
 
-  ASSIGN_OR_RETURN(KvLayout layout, PlanKvLayout(d.model, dtype_bytes, spec.block_size));
+  // Tensor parallelism (hwmodels/parallelism.h): memory and step graph are
+  // one rank's (every rank holds the same shards); collectives added below.
+  RETURN_IF_ERROR(CheckParallelism(d.device, d.model, spec));
+  d.tensor_parallel_size = spec.tensor_parallel_size;
+  const ModelArch rank = TensorParallelRank(d.model, d.tensor_parallel_size);
+  if (d.tensor_parallel_size > 1) {
+    ASSIGN_OR_RETURN(const CollectiveLink link, TensorParallelLink(d.device));
+    d.collectives =
+        CompileCollectives(d.model, d.tensor_parallel_size, link, dtype_bytes);
+    d.collective_link = link.description;
+  }
+
+  ASSIGN_OR_RETURN(KvLayout layout, PlanKvLayout(rank, dtype_bytes, spec.block_size));
   // The TPU build keeps every layer's whole context (no sliding-window
   // block freeing): its logged capacity is KV bytes / bytes per token of all
   // KV layers (v5e: 5.52 GiB / 18,432 B = 321,563 tokens; logged 321,376).
   if (UsesTpuAccounting(d.device)) {
     for (KvGroupSpec& g : layout.spec.groups) g.sliding_window = 0;
   }
-  d.memory = PlanMemory(d.device, d.model, d.format, dtype_bytes, s, spec, layout);
+  d.memory = PlanMemory(d.device, rank, d.format, dtype_bytes, s, spec, layout);
   d.kv_cache = layout.spec;
   d.kv_cache.num_blocks = d.memory.num_blocks;
 
-  ASSIGN_OR_RETURN(d.graph,
-                   CompiledStepGraph::Build(d.device, d.model, d.format, d.dtype));
-  d.params = PriorStepParameters(d.device, d.model, d.format);
+  ASSIGN_OR_RETURN(d.graph, CompiledStepGraph::Build(d.device, rank, d.format, d.dtype));
+  d.params = PriorStepParameters(d.device, rank, d.format);
   std::string param_source = "priors";
   if (params_override != nullptr) {
     for (const Parameter& p : params_override->params()) {
@@ -241,9 +254,9 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       }
     }
   }
-  d.step_model = RooflineStepModel::Compile(d.graph, d.params);
+  d.step_model = WithCollectives(d, RooflineStepModel::Compile(d.graph, d.params));
 
-  const WeightBytes wb = ComputeWeightBytes(d.model, d.format, dtype_bytes);
+  const WeightBytes wb = ComputeWeightBytes(rank, d.format, dtype_bytes);
   d.provenance = absl::StrCat(
       "device ", d.device.id(), " (", d.device.name(), "); model ", d.model.id, " (",
       d.model.display_name, "); format ", d.format.id, " (", d.format.description,
@@ -255,6 +268,11 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       param_source, ". Step model: ", d.step_model->Describe());
   if (!d.uncalibrated_note.empty())
     absl::StrAppend(&d.provenance, " Uncalibrated: ", d.uncalibrated_note, ".");
+  if (d.tensor_parallel_size > 1) {
+    absl::StrAppend(&d.provenance, "; tensor parallel size ", d.tensor_parallel_size,
+                    " (weights, memory and step per rank; collectives over ",
+                    d.collective_link, ", datasheet figures, not calibrated)");
+  }
   return d;
 }
 
@@ -264,7 +282,13 @@ std::shared_ptr<const StepTimeModel> RebuildStepModel(const Deployment& d,
   for (const Parameter& p : params.params()) {
     if (Parameter* q = merged.FindMutable(p.name)) q->value = p.value;
   }
-  return RooflineStepModel::Compile(d.graph, merged);
+  return WithCollectives(d, RooflineStepModel::Compile(d.graph, merged));
+}
+
+std::shared_ptr<const StepTimeModel> WithCollectives(
+    const Deployment& d, std::shared_ptr<const StepTimeModel> rank_model) {
+  if (d.tensor_parallel_size <= 1) return rank_model;
+  return std::make_shared<TensorParallelStepModel>(std::move(rank_model), d.collectives);
 }
 
 }  // namespace servesim

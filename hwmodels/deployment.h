@@ -29,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "hwmodels/model_arch.h"
+#include "hwmodels/parallelism.h"
 #include "hwmodels/params.h"
 #include "hwmodels/server_spec.h"
 #include "proto/hwmodels.pb.h"
@@ -97,6 +98,12 @@ struct Deployment {
   // and with what expected error. The CLI's warning uses it; it is also in
   // `provenance`.
   std::string uncalibrated_note;
+  // Tensor parallelism: chips per replica; memory, kv_cache and graph are
+  // one rank's (model stays the whole model); step_model includes the
+  // collectives (TensorParallelStepModel) when > 1.
+  int32_t tensor_parallel_size = 1;
+  TensorParallelCollectives collectives;
+  std::string collective_link;  // CollectiveLink::description; empty at TP 1
 };
 
 // Resolves names, plans memory and builds the step model. Errors
@@ -124,6 +131,10 @@ absl::StatusOr<ParameterSet> DefaultParameters(const ServerSpec& spec);
 // graph work. Thread-safe (d is only read).
 std::shared_ptr<const StepTimeModel> RebuildStepModel(const Deployment& d,
                                                       const ParameterSet& params);
+
+// `rank_model` with d's TP collectives added (itself at TP 1).
+std::shared_ptr<const StepTimeModel> WithCollectives(
+    const Deployment& d, std::shared_ptr<const StepTimeModel> rank_model);
 
 // The allowed names, for error messages and --help.
 std::string AllowedDeviceNames();  // "t4, l4, mi300x, tpu-v5e, tpu-v6e"

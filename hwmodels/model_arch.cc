@@ -104,10 +104,10 @@ ParamCounts CountParams(const ModelArch& m) {
   ParamCounts c;
   const double h = m.hidden_size;
   const double nl = static_cast<double>(m.layers.size());
-  c.embedding = static_cast<double>(m.vocab_size) * h;
+  c.embedding = static_cast<double>(m.EmbeddingRows()) * h;
   if (m.per_layer_embedding_dim > 0) {
     const double ple = m.per_layer_embedding_dim;
-    c.per_layer_embedding = static_cast<double>(m.vocab_size) * nl * ple;
+    c.per_layer_embedding = static_cast<double>(m.EmbeddingRows()) * nl * ple;
     // Model-level projection hidden -> layers x ple, and per layer a gate
     // (hidden -> ple) and a projection (ple -> hidden).
     c.per_layer_projection = h * nl * ple + nl * 2 * h * ple;
@@ -209,7 +209,7 @@ WeightBytes ComputeWeightBytes(const ModelArch& m, const WeightFormat& f,
   }
   if (f.quantize_embeddings && f.weight_bits < 16) {
     // Row-wise scales: one per token row (per layer row for the PLE table).
-    w.embedding = c.embedding * f.weight_bits / 8.0 + m.vocab_size * f.scale_bytes;
+    w.embedding = c.embedding * f.weight_bits / 8.0 + m.EmbeddingRows() * f.scale_bytes;
     w.per_layer_embedding = c.per_layer_embedding * f.weight_bits / 8.0;
     w.lm_head = f.lm_head_16bit ? c.embedding * dtype_bytes
                                 : LinearBytes(f, c.embedding, h, dtype_bytes);

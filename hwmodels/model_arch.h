@@ -30,6 +30,13 @@ struct ModelArch {
   std::string display_name;
   std::string family;
   int64_t vocab_size = 0;
+  // Embedding / LM-head / per-layer-embedding rows this model holds: 0 for
+  // the whole vocab; set by TensorParallelRank (hwmodels/parallelism.h) to
+  // one rank's vocab shard. EmbeddingRows() reads it.
+  int64_t vocab_rows_per_rank = 0;
+  int64_t EmbeddingRows() const {
+    return vocab_rows_per_rank > 0 ? vocab_rows_per_rank : vocab_size;
+  }
   int32_t hidden_size = 0;
   std::vector<LayerArch> layers;
   int32_t per_layer_embedding_dim = 0;

@@ -22,6 +22,13 @@ struct ServerSpec {
   int32_t block_size = 16;
   bool enable_prefix_caching = true;
   bool async_scheduling = true;
+  // Parallelism (hwmodels/parallelism.h): one replica split over
+  // tensor_parallel_size chips of one node. PP, DP and EP above 1 are
+  // refused (not modelled yet).
+  int32_t tensor_parallel_size = 1;
+  int32_t pipeline_parallel_size = 1;
+  int32_t data_parallel_size = 1;
+  bool enable_expert_parallel = false;
   // Measured non-KV memory, when the user has the server log; otherwise
   // the planner estimates each from the model and flags.
   std::optional<double> measured_weights_gib;

@@ -183,9 +183,11 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     }
   }
   Operator head;  // LM head over the sampled positions only (16-bit)
-  head.flops[kAggSeqs] = 2 * h * vocab;
-  head.bytes[kAggOne] = h * vocab * act;
-  head.bytes[kAggSeqs] = vocab * 4 + 2 * h * act;
+  // Tensor parallelism: one rank's vocab shard (hwmodels/parallelism.h).
+  const double head_rows = static_cast<double>(m.EmbeddingRows());
+  head.flops[kAggSeqs] = 2 * h * head_rows;
+  head.bytes[kAggOne] = h * head_rows * act;
+  head.bytes[kAggSeqs] = head_rows * 4 + 2 * h * act;
   Vertex vh = add("lm_head", head);
   edge(prev, vh);
   Operator samp;  // softmax + sampling over fp32 logits

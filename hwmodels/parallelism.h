@@ -1,0 +1,125 @@
+// Tensor parallelism as vLLM runs it: one replica split over
+// tensor_parallel_size (TP) chips of one node. The rules live here, in one
+// home; the memory planner and the step graph see only the model ONE RANK
+// runs (TensorParallelRank), and the step model gains the collectives as
+// precomputed coefficients (TensorParallelStepModel).
+//
+// Sharding (vllm/model_executor/layers/linear.py, vocab_parallel_embedding.py,
+// fused_moe/layer.py):
+//   - QKV: column parallel over heads; q heads / TP per rank; KV heads / TP,
+//     or 1 head replicated TP / kv_heads times when TP >= kv_heads
+//     (QKVParallelLinear). O projection: row parallel (q heads / TP inputs).
+//   - MLP: gate/up column parallel, down row parallel: intermediate / TP.
+//   - Routed experts without expert parallelism: every expert's intermediate
+//     / TP (FusedMoE); the router (gate) is replicated.
+//   - Embedding and LM head: vocab parallel, vocab padded to a multiple of
+//     64 and split in TP equal parts; the logits are gathered (all ranks
+//     sample over the whole vocab).
+//   - Per-layer embedding table (Gemma E models): vocab parallel like the
+//     embedding; its projections are kept whole here (replicated), and the
+//     vision / audio encoders are taken as split in TP equal parts (their
+//     linear layers are TP-parallel in vLLM): both approximations.
+// Memory: every rank holds the same shards, so the KV pool (the minimum
+// over ranks, as vLLM takes it) is each rank's pool.
+// Collectives per step: one all-reduce of tokens x hidden after each
+// attention block and each MLP (row-parallel outputs), one more per MoE
+// layer for the routed experts, one after the vocab-parallel embedding
+// (one more for the per-layer embedding), and one all-gather of the
+// sampled rows' logits.
+// Pure functions and an immutable StepTimeModel; thread-safe.
+#ifndef SERVESIM_HWMODELS_PARALLELISM_H_
+#define SERVESIM_HWMODELS_PARALLELISM_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "hwmodels/model_arch.h"
+#include "hwmodels/server_spec.h"
+#include "proto/hwmodels.pb.h"
+#include "sim/step_time_model.h"
+
+namespace servesim {
+
+// Largest --tensor/pipeline/data-parallel-size accepted.
+constexpr int32_t kMaxParallelSize = 64;
+// vLLM's DEFAULT_VOCAB_PADDING_SIZE (vocab_parallel_embedding.py).
+constexpr int64_t kVocabPaddingSize = 64;
+
+// KV heads one rank holds. REQUIRES: num_kv_heads >= 1, tp >= 1.
+int32_t KvHeadsPerRank(int32_t num_kv_heads, int32_t tp);
+// Times each KV head is held across the TP group (1 when TP <= kv heads).
+int32_t KvHeadReplicas(int32_t num_kv_heads, int32_t tp);
+// Embedding / LM-head rows one rank holds: ceil(vocab / 64) x 64 / tp.
+int64_t VocabRowsPerRank(int64_t vocab_size, int32_t tp);
+
+// The parallel sizes of `spec` checked against the model and the device
+// as vLLM checks them: q heads divisible by TP; KV heads divisible by TP
+// or TP divisible by KV heads; FFN and expert widths divisible by TP; TP
+// at most the devices one node holds (interconnect.max_devices_per_node).
+// Pipeline, data and expert parallelism are refused (not modelled yet).
+// Errors name the flag, the value and the allowed values.
+absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
+                              const ServerSpec& spec);
+
+// The model one rank runs (see the header comment). tp == 1: `m` itself.
+// REQUIRES: CheckParallelism passed for this tp.
+ModelArch TensorParallelRank(const ModelArch& m, int32_t tp);
+
+// "sliding layers: 16 KV heads -> 2 per rank; full layers: 4 KV heads -> 1
+// per rank (each held by 2 ranks)", over the distinct attention types.
+std::string DescribeKvHeadSplit(const ModelArch& m, int32_t tp);
+
+// The link the collectives of a TP group use: device-to-device links at
+// half their quoted both-directions bandwidth, else PCIe through the host
+// at host_link_bytes_per_s per direction; latency_s per collective.
+struct CollectiveLink {
+  double bytes_per_s = 0;  // per direction, per device
+  double latency_s = 0;    // one small-message collective
+  std::string description;
+};
+// InvalidArgument naming the device file when it has no interconnect.
+absl::StatusOr<CollectiveLink> TensorParallelLink(const proto::Device& device);
+
+// Ring all-reduce of a `bytes` buffer (each rank's whole buffer) over n
+// ranks: latency + 2 (n - 1) / n x bytes / bandwidth. 0 when n == 1.
+double AllReduceSeconds(double bytes, int32_t n, const CollectiveLink& link);
+// All-gather of a `total_bytes` result (each rank holds 1/n of it):
+// latency + (n - 1) / n x total_bytes / bandwidth. 0 when n == 1.
+double AllGatherSeconds(double total_bytes, int32_t n, const CollectiveLink& link);
+
+// The collectives of one TP step as coefficients: device ns = step_ns +
+// token_ns x tokens + seq_ns x sampled sequences. Computed once.
+struct TensorParallelCollectives {
+  int32_t tp = 1;
+  int32_t all_reduces_per_step = 0;
+  double step_ns = 0;   // latencies of every collective of the step
+  double token_ns = 0;  // all-reduce bandwidth, per token computed
+  double seq_ns = 0;    // logits all-gather bandwidth, per sequence sampled
+  std::string Describe() const;
+};
+// `full` is the whole model (not the rank's); act_bytes the activation dtype.
+TensorParallelCollectives CompileCollectives(const ModelArch& full, int32_t tp,
+                                             const CollectiveLink& link, int act_bytes);
+
+// One TP replica's step: the rank's own step (`rank_model`, built on
+// TensorParallelRank) plus the collectives on the device side (vLLM does
+// not overlap them with compute). Cost() adds O(prefills) to the rank's.
+class TensorParallelStepModel final : public StepTimeModel {
+ public:
+  TensorParallelStepModel(std::shared_ptr<const StepTimeModel> rank_model,
+                          TensorParallelCollectives collectives);
+  StepCost Cost(const StepBatch& batch) const override;
+  std::string Describe() const override;
+  const TensorParallelCollectives& collectives() const { return c_; }
+
+ private:
+  std::shared_ptr<const StepTimeModel> rank_;
+  TensorParallelCollectives c_;
+};
+
+}  // namespace servesim
+
+#endif  // SERVESIM_HWMODELS_PARALLELISM_H_

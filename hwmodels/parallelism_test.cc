@@ -1,0 +1,252 @@
+#include "hwmodels/parallelism.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwmodels/catalog.h"
+#include "hwmodels/deployment.h"
+#include "hwmodels/memory_planner.h"
+
+namespace servesim {
+namespace {
+
+ModelArch Model(const std::string& id) {
+  auto desc = FindModel(id);
+  EXPECT_TRUE(desc.ok()) << desc.status();
+  auto m = ExpandModelArch(*desc);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return *m;
+}
+
+double RankWeightBytes(const ModelArch& m, int32_t tp) {
+  auto f = ResolveWeightFormat("none");
+  EXPECT_TRUE(f.ok());
+  return ComputeWeightBytes(TensorParallelRank(m, tp), *f, 2).Total();
+}
+
+// Gemma 4 31B, bf16: h 5376; 50 sliding layers (32 q heads, 16 KV heads of
+// 256), 10 full (32 q heads, 4 KV heads of 512, K = V); MLP 21504; tied
+// vocab 262144. Per rank at TP t, bytes = 2 x (50 x 5376 x (2 x 8192 / t +
+// 2 x kv_s x 256) + 10 x 5376 x (2 x 16384 / t + kv_f x 512) + 60 x 3 x
+// 5376 x 21504 / t + 262144 / t x 5376), kv = max(1, heads / t).
+TEST(TensorParallelWeightsTest, DenseGemma31bBytesPerRankAtTp248) {
+  const ModelArch m = Model("gemma-4-31b");
+  EXPECT_EQ(RankWeightBytes(m, 1), 61392027648.0);
+  EXPECT_EQ(RankWeightBytes(m, 2), 30696013824.0);
+  EXPECT_EQ(RankWeightBytes(m, 4), 15348006912.0);
+  // TP 8 > 4 full-attention KV heads: each is held twice, so the rank holds
+  // more than 1/8 of the whole.
+  EXPECT_EQ(RankWeightBytes(m, 8), 7701528576.0);
+  EXPECT_GT(RankWeightBytes(m, 8), RankWeightBytes(m, 1) / 8);
+}
+
+// Gemma 4 26B A4B, bf16: h 2816; 25 sliding (16 q, 8 KV heads of 256), 5
+// full (16 q, 2 KV of 512, K = V); dense branch 2112; 128 experts of 704
+// (intermediate split by TP, no expert parallelism); router 2816 x 128
+// replicated; tied vocab 262144.
+TEST(TensorParallelWeightsTest, MoeGemma26bA4bBytesPerRankAtTp248) {
+  const ModelArch m = Model("gemma-4-26b-a4b");
+  EXPECT_EQ(RankWeightBytes(m, 1), 50464882688.0);
+  EXPECT_EQ(RankWeightBytes(m, 2), 25243254784.0);
+  EXPECT_EQ(RankWeightBytes(m, 4), 12639649792.0);
+  EXPECT_EQ(RankWeightBytes(m, 8), 6337847296.0);
+}
+
+TEST(TensorParallelRankTest, KvHeadsReplicatedWhenTpExceedsKvHeads) {
+  EXPECT_EQ(KvHeadsPerRank(16, 8), 2);
+  EXPECT_EQ(KvHeadReplicas(16, 8), 1);
+  EXPECT_EQ(KvHeadsPerRank(4, 4), 1);
+  EXPECT_EQ(KvHeadReplicas(4, 4), 1);
+  EXPECT_EQ(KvHeadsPerRank(4, 8), 1);
+  EXPECT_EQ(KvHeadReplicas(4, 8), 2);
+  EXPECT_EQ(KvHeadsPerRank(1, 8), 1);
+  EXPECT_EQ(KvHeadReplicas(1, 8), 8);
+  const ModelArch r = TensorParallelRank(Model("gemma-4-31b"), 8);
+  for (const LayerArch& l : r.layers) {
+    EXPECT_EQ(l.num_q_heads, 4);
+    EXPECT_EQ(l.num_kv_heads, l.sliding ? 2 : 1);
+  }
+  EXPECT_EQ(DescribeKvHeadSplit(Model("gemma-4-31b"), 8),
+            "sliding layers: 16 KV heads -> 2 per rank; full layers: 4 KV heads -> 1 "
+            "per rank (each held by 2 ranks)");
+}
+
+TEST(TensorParallelRankTest, VocabPaddedTo64ThenSplit) {
+  EXPECT_EQ(VocabRowsPerRank(262144, 4), 65536);
+  EXPECT_EQ(VocabRowsPerRank(128256, 8), 16032);  // Llama 3: already a multiple of 64
+  EXPECT_EQ(VocabRowsPerRank(100, 2), 64);        // padded to 128
+}
+
+TEST(TensorParallelRankTest, Tp1IsTheModelItself) {
+  const ModelArch m = Model("gemma-4-e2b");
+  const ModelArch r = TensorParallelRank(m, 1);
+  EXPECT_EQ(r.vocab_rows_per_rank, 0);
+  EXPECT_EQ(r.EmbeddingRows(), m.vocab_size);
+  EXPECT_EQ(RankWeightBytes(m, 1),
+            ComputeWeightBytes(m, *ResolveWeightFormat("none"), 2).Total());
+}
+
+// KV bytes per token per rank, 31B bf16: TP 1: 50 x 2 x 16 x 256 x 2 + 10 x
+// 2 x 4 x 512 x 2 = 901,120; TP 4: 50 x 4,096 + 10 x 2,048 = 225,280 (1/4);
+// TP 8: 50 x 2,048 + 10 x 2,048 = 122,880 (not 1/8 = 112,640: the full
+// layers' KV heads are replicated). Pages: 16 tokens x the larger per-layer
+// entry, 10 layers per group.
+TEST(TensorParallelKvTest, KvCapacityPerRank) {
+  const ModelArch m = Model("gemma-4-31b");
+  EXPECT_EQ(KvBytesPerToken(TensorParallelRank(m, 1), 2), 901120);
+  EXPECT_EQ(KvBytesPerToken(TensorParallelRank(m, 4), 2), 225280);
+  EXPECT_EQ(KvBytesPerToken(TensorParallelRank(m, 8), 2), 122880);
+  auto l4 = PlanKvLayout(TensorParallelRank(m, 4), 2, 16);
+  ASSERT_TRUE(l4.ok());
+  EXPECT_EQ(l4->page_bytes, 16 * 2 * 4 * 256 * 2);
+  EXPECT_EQ(l4->layers_per_group, 10);
+  EXPECT_EQ(l4->block_bytes, 655360);
+  auto l8 = PlanKvLayout(TensorParallelRank(m, 8), 2, 16);
+  ASSERT_TRUE(l8.ok());
+  EXPECT_EQ(l8->block_bytes, 327680);
+
+  // 10 GiB of KV per rank at TP 8: 10 x 2^30 / 327,680 = 32,768 blocks.
+  ServerSpec s;
+  s.device = "mi300x";
+  s.model = "gemma-4-31b";
+  s.max_model_len = 8192;
+  s.tensor_parallel_size = 8;
+  s.measured_kv_cache_gib = 10;
+  auto d = BuildDeployment(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->memory.kv_block_bytes, 327680);
+  EXPECT_EQ(d->memory.num_blocks, 32768);
+  EXPECT_EQ(d->kv_cache.num_blocks, 32768);
+}
+
+TEST(TensorParallelMemoryTest, Gemma31bFitsOnFourL4ButNotOne) {
+  ServerSpec s;
+  s.device = "l4";
+  s.model = "gemma-4-31b";
+  s.max_model_len = 8192;
+  auto one = BuildDeployment(s);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_FALSE(one->memory.fits);
+  s.tensor_parallel_size = 4;
+  auto four = BuildDeployment(s);
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_TRUE(four->memory.fits) << four->memory.reason;
+  EXPECT_NEAR(four->memory.weights_gib, 15348006912.0 / kBytesPerGib, 1e-9);
+  EXPECT_GT(four->memory.num_blocks, 0);
+}
+
+// PCIe Gen4 link: 32e9 B/s per direction, 20 us. A 2,048-token prefill's
+// all-reduce of 2,048 x 5,376 x 2 B = 22,020,096 B over 4 ranks:
+// 20e-6 + 2 x 3/4 x 22,020,096 / 32e9 = 1.052192e-3 s.
+TEST(CollectiveCostTest, AllReduceMatchesHandCalculation) {
+  CollectiveLink link;
+  link.bytes_per_s = 32e9;
+  link.latency_s = 20e-6;
+  EXPECT_NEAR(AllReduceSeconds(22020096.0, 4, link), 1.052192e-3, 1e-12);
+  EXPECT_EQ(AllReduceSeconds(22020096.0, 1, link), 0);
+  // All-gather of 262,144 bf16 logits over 4 ranks: 20e-6 + 3/4 x 524,288 /
+  // 32e9 = 32.288 us.
+  EXPECT_NEAR(AllGatherSeconds(524288.0, 4, link), 32.288e-6, 1e-12);
+}
+
+// 31B on 4 x L4: 2 x 60 + 1 (embedding) = 121 all-reduces of hidden 5,376 x
+// 2 B per token, 1 logits all-gather. step: 122 x 20 us = 2.44 ms; token:
+// 121 x 10,752 B x 1.5 / 32e9 = 60,984 ns; sequence: 262,144 x 2 B x 3/4 /
+// 32e9 = 12,288 ns.
+TEST(CollectiveCostTest, Gemma31bTp4OnL4Coefficients) {
+  auto l4 = FindDevice("l4");
+  ASSERT_TRUE(l4.ok());
+  auto link = TensorParallelLink(*l4);
+  ASSERT_TRUE(link.ok()) << link.status();
+  EXPECT_EQ(link->bytes_per_s, 32e9);
+  EXPECT_EQ(link->latency_s, 20e-6);
+  const TensorParallelCollectives c =
+      CompileCollectives(Model("gemma-4-31b"), 4, *link, 2);
+  EXPECT_EQ(c.all_reduces_per_step, 121);
+  EXPECT_NEAR(c.step_ns, 2.44e6, 1e-6);
+  EXPECT_NEAR(c.token_ns, 60984.0, 1e-6);
+  EXPECT_NEAR(c.seq_ns, 12288.0, 1e-6);
+  // MoE: one more all-reduce per layer (the routed experts): 3 x 30 + 1.
+  EXPECT_EQ(
+      CompileCollectives(Model("gemma-4-26b-a4b"), 4, *link, 2).all_reduces_per_step, 91);
+}
+
+class FixedStepModel final : public StepTimeModel {
+ public:
+  StepCost Cost(const StepBatch&) const override { return {1000, 500000}; }
+  std::string Describe() const override { return "fixed"; }
+};
+
+TEST(CollectiveCostTest, StepModelAddsCollectivesToDeviceTime) {
+  TensorParallelCollectives c;
+  c.tp = 4;
+  c.step_ns = 2000;
+  c.token_ns = 10;
+  c.seq_ns = 3;
+  TensorParallelStepModel m(std::make_shared<FixedStepModel>(), c);
+  const std::vector<PrefillChunk> prefills = {{100, 0}, {28, 500}};
+  const std::vector<int32_t> decodes = {10, 20, 30};
+  StepBatch b;
+  b.prefills = prefills;
+  b.decode_context_lens = decodes;
+  // tokens 131, sequences 5: 2000 + 1310 + 15.
+  const StepCost cost = m.Cost(b);
+  EXPECT_EQ(cost.host_ns, 1000);
+  EXPECT_EQ(cost.device_ns, 500000 + 3325);
+}
+
+TEST(CheckParallelismTest, RefusesWhatVllmRefuses) {
+  ServerSpec s;
+  s.device = "l4";
+  s.model = "gemma-4-31b";
+  auto l4 = *FindDevice("l4");
+  const ModelArch m = Model("gemma-4-31b");
+  s.tensor_parallel_size = 3;
+  absl::Status st = CheckParallelism(l4, m, s);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("--tensor-parallel-size: 3 does not divide the 32"),
+            std::string::npos)
+      << st;
+  s.tensor_parallel_size = 16;
+  st = CheckParallelism(l4, m, s);
+  EXPECT_NE(st.message().find("exceeds the 8 l4 devices one node holds"),
+            std::string::npos)
+      << st;
+  s.tensor_parallel_size = 2;
+  EXPECT_TRUE(CheckParallelism(l4, m, s).ok());
+  s.pipeline_parallel_size = 2;
+  st = CheckParallelism(l4, m, s);
+  EXPECT_NE(st.message().find("--pipeline-parallel-size: 2 is not modelled yet"),
+            std::string::npos)
+      << st;
+}
+
+TEST(TensorParallelDeploymentTest, Tp1StepModelHasNoCollectives) {
+  ServerSpec s;
+  s.device = "l4";
+  s.model = "gemma-4-12b";
+  s.quantization = "w4a16-emb4";
+  s.max_model_len = 8192;
+  auto d1 = BuildDeployment(s);
+  ASSERT_TRUE(d1.ok()) << d1.status();
+  EXPECT_EQ(d1->step_model->Describe().find("collectives"), std::string::npos);
+  s.tensor_parallel_size = 2;
+  auto d2 = BuildDeployment(s);
+  ASSERT_TRUE(d2.ok()) << d2.status();
+  EXPECT_NE(d2->step_model->Describe().find("TP 2 collectives"), std::string::npos);
+  // A decode-only step of 8 sequences: per-rank work is smaller, but the
+  // collectives are added on top.
+  const std::vector<int32_t> decodes(8, 1024);
+  StepBatch b;
+  b.decode_context_lens = decodes;
+  const StepCost c1 = d1->step_model->Cost(b);
+  const StepCost c2 = d2->step_model->Cost(b);
+  EXPECT_LT(c2.device_ns, c1.device_ns);
+  EXPECT_GT(c2.device_ns, c1.device_ns / 2);
+}
+
+}  // namespace
+}  // namespace servesim
