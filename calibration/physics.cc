@@ -44,4 +44,22 @@ std::string ImpossibleTtftReason(const Deployment& d, int32_t max_concurrency,
       1e3 * FreshPrefillFloorS(d, input_tokens));
 }
 
+std::string WarmupOutlierReason(int32_t num_prompts, double mean_ttft_ms,
+                                double median_ttft_ms, double p99_ttft_ms) {
+  if (num_prompts <= 0 || !(median_ttft_ms > 0) ||
+      !(mean_ttft_ms > 1.25 * median_ttft_ms) || !(p99_ttft_ms > median_ttft_ms)) {
+    return "";
+  }
+  const double excess = (mean_ttft_ms - median_ttft_ms) * num_prompts;
+  const double two_tail = 2 * (p99_ttft_ms - median_ttft_ms);
+  if (excess > two_tail) return "";
+  return absl::StrFormat(
+      "warm-up rule: mean TTFT %.1f ms is %.2fx the median %.1f ms and the excess over "
+      "%d requests (%.0f ms) is at most two requests at the p99 %.1f ms (%.0f ms): one "
+      "or two requests paid a one-off start cost the simulator does not model; mean and "
+      "p99 TTFT of this cell are in no fit and no grade",
+      mean_ttft_ms, mean_ttft_ms / median_ttft_ms, median_ttft_ms, num_prompts, excess,
+      p99_ttft_ms, two_tail);
+}
+
 }  // namespace servesim

@@ -51,5 +51,26 @@ TEST(PhysicsTest, FlagsTheV5eCellsFasterThanFreshPrefill) {
   EXPECT_NE(why.find("prefix-cache"), std::string::npos) << why;
 }
 
+// The warm-up rule on the measured cells: the EC2 L4 at 1 and 4 streams
+// (mean 256.4 / 168.4 ms against medians 101.3 / 93.4, one 1.27 s request)
+// and TPU v5e 1 x 128 (45.2 vs 15.9 ms) are caught; cells whose skew comes
+// from queueing (TPU v6e 32 streams, v5e 16 x 128) and cells with mean near
+// median (MI300X 64 x 8,192) are not.
+TEST(PhysicsTest, WarmupRuleCatchesOneOffFirstRequests) {
+  EXPECT_NE(WarmupOutlierReason(8, 256.43, 101.34, 1270.12), "");
+  EXPECT_NE(WarmupOutlierReason(8, 168.40, 93.39, 410.06), "");
+  EXPECT_NE(WarmupOutlierReason(8, 45.22, 15.90, 234.01), "");
+  EXPECT_EQ(WarmupOutlierReason(64, 86.56, 56.81, 215.87), "");
+  EXPECT_EQ(WarmupOutlierReason(32, 199.35, 160.58, 297.99), "");
+  EXPECT_EQ(WarmupOutlierReason(128, 4701.87, 4678.05, 8915.07), "");
+  EXPECT_EQ(WarmupOutlierReason(8, 13.23, 12.97, 15.66), "");
+  // A missing median or p99 (0) or no prompts: no verdict.
+  EXPECT_EQ(WarmupOutlierReason(8, 256.43, 0, 1270.12), "");
+  EXPECT_EQ(WarmupOutlierReason(8, 256.43, 101.34, 0), "");
+  EXPECT_EQ(WarmupOutlierReason(0, 256.43, 101.34, 1270.12), "");
+  const std::string why = WarmupOutlierReason(8, 256.43, 101.34, 1270.12);
+  EXPECT_NE(why.find("2.53x"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace servesim

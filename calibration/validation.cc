@@ -523,6 +523,37 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       g.excluded[i] = it->second;
       g.pts[i].use = false;
     }
+    // The warm-up rule: a closed-loop cell whose mean TTFT one or two
+    // requests carry loses its mean and p99 TTFT (the median stays).
+    struct Ttfts {
+      double mean = 0, median = 0, p99 = 0;
+      int32_t n = 0;
+    };
+    std::map<std::string, Ttfts> ttfts;
+    for (size_t i = 0; i < g.ids.size(); ++i) {
+      const Measurement& m = *db.FindMeasurement(g.ids[i]);
+      const ClientMethod& c = m.client();
+      if (c.kind() != ClientMethod::BENCH_SERVE_CLOSED_LOOP || !(m.value() > 0)) continue;
+      Ttfts& t = ttfts[g.cells[i]];
+      t.n = c.num_prompts() > 0 ? c.num_prompts() : std::max(8, 2 * c.max_concurrency());
+      if (m.metric() == servesim::proto::MEAN_TTFT_MS) t.mean = m.value();
+      if (m.metric() == servesim::proto::MEDIAN_TTFT_MS) t.median = m.value();
+      if (m.metric() == servesim::proto::P99_TTFT_MS) t.p99 = m.value();
+    }
+    for (size_t i = 0; i < g.ids.size(); ++i) {
+      const Measurement& m = *db.FindMeasurement(g.ids[i]);
+      if (!g.excluded[i].empty() || (m.metric() != servesim::proto::MEAN_TTFT_MS &&
+                                     m.metric() != servesim::proto::P99_TTFT_MS)) {
+        continue;
+      }
+      auto it = ttfts.find(g.cells[i]);
+      if (it == ttfts.end()) continue;
+      const Ttfts& t = it->second;
+      std::string why = WarmupOutlierReason(t.n, t.mean, t.median, t.p99);
+      if (why.empty()) continue;
+      g.excluded[i] = std::move(why);
+      g.pts[i].use = false;
+    }
     // Block labels of the passes with at least two blocks of fitted points.
     if (!options.skip_loo) {
       for (const char* pass :
@@ -1129,7 +1160,8 @@ std::string FormatReportText(const ValidationReport& r) {
                 g.worst_id.empty() ? "-" : g.worst_id));
   }
   if (!r.excluded.empty()) {
-    absl::StrAppend(&s, "\n== excluded by the physics rule (in no fit, no grade)\n");
+    absl::StrAppend(
+        &s, "\n== excluded by the physics and warm-up rules (in no fit, no grade)\n");
     for (const std::string& e : r.excluded) absl::StrAppend(&s, e, "\n");
   }
   if (!r.aggregates.empty()) {

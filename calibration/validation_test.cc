@@ -141,7 +141,25 @@ TEST(ValidationTest, PhysicallyImpossibleCellsAreExcludedAndNamed) {
     EXPECT_EQ(p->excluded, "") << id;
     EXPECT_TRUE(p->fitted) << id;
   }
-  EXPECT_NE(FormatReportText(r).find("excluded by the physics rule"), std::string::npos);
+  EXPECT_NE(FormatReportText(r).find("excluded by the physics and warm-up rules"),
+            std::string::npos);
+  // The warm-up rule: v5e 1 x 128 (mean 45.2 ms, median 15.9, p99 234) loses
+  // its mean and p99 TTFT, keeps its median and throughput.
+  for (const char* id :
+       {"tpu-v5e/mean_ttft_ms/in128/c1", "tpu-v5e/p99_ttft_ms/in128/c1"}) {
+    const ValidatedPoint* p = Find(r, id);
+    ASSERT_NE(p, nullptr) << id;
+    EXPECT_NE(p->excluded.find("warm-up rule"), std::string::npos) << id;
+    EXPECT_FALSE(p->fitted) << id;
+    EXPECT_FALSE(p->checked) << id;
+  }
+  for (const char* id :
+       {"tpu-v5e/median_ttft_ms/in128/c1", "tpu-v5e/output_throughput/in128/c1"}) {
+    const ValidatedPoint* p = Find(r, id);
+    ASSERT_NE(p, nullptr) << id;
+    EXPECT_EQ(p->excluded, "") << id;
+    EXPECT_TRUE(p->fitted) << id;
+  }
 }
 
 const GroupReport* FindGroup(const ValidationReport& r, const std::string& device) {

@@ -93,7 +93,8 @@ const char* const kPriorKeys[] = {
     "bw_eff_weights", "flops_eff_gemm",   "bw_eff_attention", "flops_eff_attention",
     "attn_unit_gbs",  "attn_units",       "host_step_us",     "host_seq_us",
     "host_token_us",  "kernel_launch_us", "device_step_us",   "moe_routing_us",
-    "gemm_rows_exp",  "gemm_rows_sat",    "gemm_rows_floor"};
+    "gemm_rows_exp",  "gemm_rows_sat",    "gemm_rows_floor",  "pad_tokens_min",
+    "pad_seqs_min"};
 const char* const kQuantKernels[] = {"marlin", "fp8", "int8"};
 
 template <size_t N>

@@ -186,6 +186,23 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
                   "their GEMMs stream weights, bandwidth bound)",
                   source("gemm_rows_floor")});
   }
+  // XLA runs static shapes: the vLLM TPU model runner pads each step's
+  // token count to the next power of two from pad_tokens_min and its
+  // request count (logits, sampling) to the next power of two from
+  // pad_seqs_min (tpu_model_runner: _get_token_paddings with padding gap 0,
+  // _get_req_paddings). 0: no padding (CUDA/ROCm builds). Not fitted.
+  for (const char* key : {"pad_tokens_min", "pad_seqs_min"}) {
+    const double v = prior(key, 0);
+    if (v <= 0) continue;
+    ps.push_back(
+        {key, v, 1.0, 65536.0, v, 0, 0, "count",
+         std::string(key) == "pad_tokens_min"
+             ? "smallest token bucket: GEMM rows are padded to the next power of "
+               "two >= max(tokens, this)"
+             : "smallest request bucket: LM head and sampling rows are padded to "
+               "the next power of two >= max(sequences, this)",
+         source(key)});
+  }
   time("device_step_us", 300, 50000,
        "fixed device time per step (graph launch, synchronisation, small kernels)");
   if (model.num_experts > 0) {
@@ -300,6 +317,8 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
   m->host_seq_ns_ = us("host_seq_us", 30);
   m->host_token_ns_ = us("host_token_us", 0.5);
   m->device_step_ns_ = us("device_step_us", 300);
+  m->pad_tokens_min_ = std::max(0.0, ParamOr(params, "pad_tokens_min", 0));
+  m->pad_seqs_min_ = std::max(0.0, ParamOr(params, "pad_seqs_min", 0));
   // The per-unit coefficients below are taken at full GEMM efficiency; the
   // rows factor is applied per step (gemm_lines_, MaxTerm::rows_idx).
   // gemm_exp_ stays 0 (no factor in OpNs) until the coefficients are taken:
@@ -448,6 +467,23 @@ double RooflineStepModel::EvalPwl(const std::vector<Segment>& segs, double x) {
   return s->intercept + s->slope * x;
 }
 
+namespace {
+// The next power of two >= max(x, lo); x itself when lo is 0 (no padding).
+double PadPow2(double x, double lo) {
+  if (lo <= 0 || x <= 0) return x;
+  double p = 1;
+  while (p < lo) p *= 2;
+  while (p < x) p *= 2;
+  return p;
+}
+}  // namespace
+
+void RooflineStepModel::Pad(BatchAggregates* a) const {
+  if (pad_tokens_min_ <= 0 && pad_seqs_min_ <= 0) return;
+  a->v[kAggTokens] = PadPow2(a->v[kAggTokens], pad_tokens_min_);
+  a->v[kAggSeqs] = PadPow2(a->v[kAggSeqs], pad_seqs_min_);
+}
+
 double RooflineStepModel::OverheadNs(const BatchAggregates& a, double* host_ns) const {
   const double seqs = a.v[kAggSeqs], tokens = a.v[kAggTokens];
   *host_ns = host_step_ns_ + host_seq_ns_ * seqs + host_token_ns_ * tokens;
@@ -458,9 +494,10 @@ double RooflineStepModel::OverheadNs(const BatchAggregates& a, double* host_ns) 
 }
 
 StepCost RooflineStepModel::Cost(const StepBatch& batch) const {
-  const BatchAggregates a = Aggregates(batch, window_, num_experts_, k_log_miss_);
+  BatchAggregates a = Aggregates(batch, window_, num_experts_, k_log_miss_);
   double host = 0;
-  double dev = OverheadNs(a, &host);
+  double dev = OverheadNs(a, &host);  // host work counts the real tokens and sequences
+  Pad(&a);
   dev += EvalPwl(pwl_tokens_, a.v[kAggTokens]) + EvalPwl(pwl_seqs_, a.v[kAggSeqs]);
   for (int k = 0; k < num_linear_; ++k) dev += linear_coef_[k] * a.v[linear_idx_[k]];
   if (a.num_decodes > 0) {
@@ -490,10 +527,11 @@ StepCost RooflineStepModel::Cost(const StepBatch& batch) const {
 }
 
 StepCost RooflineStepModel::CostByWalk(const StepBatch& batch) const {
-  const BatchAggregates a =
+  BatchAggregates a =
       ComputeAggregates(batch, graph_->window(), graph_->num_experts(), graph_->top_k());
   double host = 0;
   double dev = OverheadNs(a, &host);
+  Pad(&a);
   for (const Operator& op : graph_->ops())
     dev += std::max(OpNs(op, a.v), UnitNs(op, a.v, a.num_decodes));
   return StepCost{static_cast<TimeNs>(std::llround(host)),
@@ -512,7 +550,9 @@ std::string RooflineStepModel::Describe() const {
       "tokens, sequences for the LM head; quantized GEMMs also x quant_kernel_eff; "
       "decode attention at least "
       "context bytes of one KV head / (attn_unit_gbs x min(decodes, attn_units / KV "
-      "heads)) where attn_unit_gbs is set). Compiled into ",
+      "heads)) where attn_unit_gbs is set; where pad_tokens_min / pad_seqs_min are set "
+      "(TPU), tokens and sequences padded to the next power of two at or above them "
+      "before the operator costs, not the host terms). Compiled into ",
       pwl_tokens_.size(), "+", pwl_seqs_.size(), " piecewise-linear segments and ",
       max_terms_.size(), " max terms, ", unit_terms_.size(),
       " unit-bandwidth terms. Parameters:");

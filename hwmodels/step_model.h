@@ -170,6 +170,9 @@ class RooflineStepModel final : public StepTimeModel {
   // The per-work-unit bandwidth bound of a decode attention op (0 if none).
   double UnitNs(const Operator& op, const AggVector& v, int32_t num_decodes) const;
   double OverheadNs(const BatchAggregates& a, double* host_ns) const;
+  // TPU static shapes: tokens and sequences up to their padding buckets
+  // (pad_tokens_min, pad_seqs_min; no-op when both are 0).
+  void Pad(BatchAggregates* a) const;
 
   std::shared_ptr<const CompiledStepGraph> graph_;
   ParameterSet params_;
@@ -206,6 +209,7 @@ class RooflineStepModel final : public StepTimeModel {
   double host_step_ns_ = 0, host_seq_ns_ = 0, host_token_ns_ = 0;
   double gemm_exp_ = 0, gemm_sat_ = 16384, gemm_floor_ = 512;
   double device_step_ns_ = 0, launch_ns_ = 0, moe_routing_ns_ = 0;
+  double pad_tokens_min_ = 0, pad_seqs_min_ = 0;
   double eager_kernels_full_graph_ = 0, eager_kernels_piecewise_ = 0;
 };
 

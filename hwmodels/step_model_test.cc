@@ -314,6 +314,53 @@ TEST(StepModelTest, GemmEfficiencyGrowsWithRowsUpToSaturation) {
   EXPECT_EQ(prefill(*floored, 2048), prefill(*unfloored, 2048));
 }
 
+// The TPU build runs static shapes: a step's tokens are padded to the next
+// power of two from pad_tokens_min, its sequences (LM head, sampling) from
+// pad_seqs_min. A 1,100-token prefill costs what 2,048 tokens cost, one of
+// 2,048 the same; host time counts the real tokens; without the priors
+// nothing is padded.
+TEST(StepModelTest, TpuStepsArePaddedToPowerOfTwoBuckets) {
+  Built b = Build("tpu-v5e", "gemma-4-e2b", "none");
+  ASSERT_NE(b.d.params.Find("pad_tokens_min"), nullptr);
+  EXPECT_EQ(b.d.params.Get("pad_tokens_min"), 16);
+  EXPECT_EQ(b.d.params.Get("pad_seqs_min"), 8);
+  ParameterSet p = b.d.params;
+  p.FindMutable("host_token_us")->value = 1;
+  auto padded = RebuildStepModel(b.d, p);
+  p.FindMutable("pad_seqs_min")->value = 0;
+  auto tokens_only = RebuildStepModel(b.d, p);
+  p.FindMutable("pad_tokens_min")->value = 0;
+  auto exact = RebuildStepModel(b.d, p);
+  auto prefill = [](const StepTimeModel& m, int32_t n) {
+    const PrefillChunk pf[] = {{n, 0}};
+    return m.Cost(StepBatch{pf, {}});
+  };
+  // At a bucket size token padding changes nothing; between buckets the
+  // GEMMs run the bucket's rows; the host work counts the real tokens.
+  EXPECT_EQ(prefill(*tokens_only, 2048).device_ns, prefill(*exact, 2048).device_ns);
+  EXPECT_GT(prefill(*tokens_only, 1100).device_ns, prefill(*exact, 1100).device_ns);
+  EXPECT_EQ(prefill(*padded, 1100).host_ns, prefill(*exact, 1100).host_ns);
+  // One sequence's logits run as 8 rows: never cheaper.
+  EXPECT_GE(prefill(*padded, 2048).device_ns, prefill(*tokens_only, 2048).device_ns);
+  // Decodes: 9 sequences run as 16 (tokens and LM head rows), never
+  // cheaper than 9 exactly; 16 as 16.
+  EXPECT_GE(DecodeCost(*padded, 9, 100).device_ns, DecodeCost(*exact, 9, 100).device_ns);
+  EXPECT_EQ(DecodeCost(*padded, 16, 100).device_ns,
+            DecodeCost(*exact, 16, 100).device_ns);
+  // The compiled formula and the operator walk agree with padding on.
+  const PrefillChunk pf[] = {{1100, 0}};
+  const std::vector<int32_t> ctxs(9, 300);
+  const auto* rm = dynamic_cast<const RooflineStepModel*>(padded.get());
+  ASSERT_NE(rm, nullptr);
+  const StepBatch batch{pf, ctxs};
+  EXPECT_NEAR(static_cast<double>(rm->Cost(batch).device_ns),
+              static_cast<double>(rm->CostByWalk(batch).device_ns),
+              1e-6 * static_cast<double>(rm->CostByWalk(batch).device_ns) + 2);
+  // A GPU device has no padding priors.
+  Built g = Build("l4", "gemma-4-e2b", "none");
+  EXPECT_EQ(g.d.params.Find("pad_tokens_min"), nullptr);
+}
+
 // MI300X decode attention has no KV split: one sequence's context is read
 // by one work unit per KV head, at attn_unit_gbs, not at the device's
 // bandwidth; with sequences x KV heads >= attn_units the roofline rules.
