@@ -42,9 +42,31 @@ bool IsCalibratedDevice(const proto::Device& device) {
   return prof.ok() && prof->found;
 }
 
-std::string LeaveOneDeviceOutError(const std::string& vendor) {
-  (void)vendor;
-  return "";
+std::string LeaveOneDeviceOutError(const std::vector<std::string>& from) {
+  // family -> (mape, device) of each source device's entry.
+  std::map<std::string, std::vector<std::pair<double, std::string>>> by_family;
+  for (const std::string& id : from) {
+    absl::StatusOr<ResolvedProfile> prof = ShippedProfile(id);
+    if (!prof.ok() || !prof->found) continue;
+    for (const auto& e : prof->profile.structural_errors()) {
+      if (e.pass() == "leave_one_device_out" && e.num_points() > 0)
+        by_family[e.family()].emplace_back(e.mape(), id);
+    }
+  }
+  if (by_family.empty()) return "";
+  std::vector<std::string> parts;
+  for (const char* family : {"throughput", "ttft", "tpot"}) {
+    auto it = by_family.find(family);
+    if (it == by_family.end()) continue;
+    const auto [lo, hi] = std::minmax_element(it->second.begin(), it->second.end());
+    parts.push_back(lo->second == hi->second
+                        ? absl::StrFormat("%s %.1f%% (%s)", family, lo->first, lo->second)
+                        : absl::StrFormat("%s %.1f%% (%s) to %.1f%% (%s)", family,
+                                          lo->first, lo->second, hi->first, hi->second));
+  }
+  return absl::StrCat(absl::StrJoin(parts, "; "),
+                      " (leave-one-device-out MAPE of `servesim validate`: each of ",
+                      absl::StrJoin(from, ", "), " predicted from the other devices)");
 }
 
 absl::StatusOr<PriorsByRule> DerivePriorsByRule(const proto::Device& device) {
@@ -128,7 +150,7 @@ absl::StatusOr<PriorsByRule> DerivePriorsByRule(const proto::Device& device) {
     out.keys.emplace_back("cuda_graph_gib_per_layer");
   }
   std::sort(out.keys.begin(), out.keys.end());
-  const std::string err = LeaveOneDeviceOutError(device.vendor());
+  const std::string err = LeaveOneDeviceOutError(out.from);
   out.note = absl::StrCat(
       "device ", device.id(), " (", device.origin(),
       ") is not calibrated: its step-model priors come by rule from the calibrated ",
@@ -136,7 +158,8 @@ absl::StatusOr<PriorsByRule> DerivePriorsByRule(const proto::Device& device) {
                   : absl::StrCat("devices (none is ", device.vendor(), ") "),
       absl::StrJoin(out.from, ", "), " (mean of their fitted values; ", out.keys.size(),
       " set: ", absl::StrJoin(out.keys, ", "), "); expected error: ",
-      err.empty() ? "not yet measured (leave-one-device-out error of `servesim validate`)"
+      err.empty() ? "not measured (no leave-one-device-out error in the profiles of "
+                    "the devices above)"
                   : err,
       ". Calibrate it with `servesim calibrate --device ", device.origin(),
       " --bench FILE...`");

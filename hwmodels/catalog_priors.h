@@ -46,11 +46,14 @@ bool IsShippedDevice(const servesim::proto::Device& device);
 // shipped profile cannot be read.
 absl::StatusOr<PriorsByRule> DerivePriorsByRule(const servesim::proto::Device& device);
 
-// Expected error of a prediction on an uncalibrated device: the
-// leave-one-device-out error `servesim validate` reports for the device's
-// class, once validate computes it. Empty until then (the note says "not yet
-// measured"). The hook ACCURACY's leave-one-device-out numbers plug into.
-std::string LeaveOneDeviceOutError(const std::string& vendor);
+// Expected error of a prediction on an uncalibrated device whose priors
+// come from the calibrated devices `from`: the leave-one-device-out MAPE
+// that `servesim validate --refit` stored in their shipped profiles
+// (structural_errors, pass leave_one_device_out), per metric family, as
+// "throughput 5.6% (l4) to 61.5% (t4); ttft ...; tpot ... (leave-one-device-out
+// MAPE of `servesim validate`: each device predicted from the others)". Empty
+// when none of them has such an entry.
+std::string LeaveOneDeviceOutError(const std::vector<std::string>& from);
 
 }  // namespace servesim
 

@@ -478,7 +478,12 @@ TEST(CatalogPriorsTest, UncalibratedDevicesTakeTheMeanOfTheirVendorsCalibratedVa
   // Not every NVIDIA device has the no-split-KV attention term: none here.
   EXPECT_FALSE(h100->device.param_priors().contains("attn_unit_gbs"));
   EXPECT_THAT(h100->note, HasSubstr("device h100-sxm"));
-  EXPECT_THAT(h100->note, HasSubstr("not yet measured"));
+  // The expected error is the class's leave-one-device-out error, read from
+  // the shipped profiles of l4 and t4.
+  EXPECT_THAT(h100->note, HasSubstr("expected error: throughput "));
+  EXPECT_THAT(h100->note, HasSubstr("leave-one-device-out MAPE of `servesim validate`: "
+                                    "each of l4, t4 predicted from the other devices"));
+  EXPECT_EQ(LeaveOneDeviceOutError({}), "");
   EXPECT_THAT(h100->note, HasSubstr("--device h100-sxm --bench"));
 
   // MI325X: from MI300X alone, with its fitted attention unit bandwidth and
