@@ -436,7 +436,7 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->callback([f, exit_code, confidence] {
     f->confidence_given = confidence->count() > 0;
     PointRunner runner = SimulatorPointRunner();
-    if (f->confidence_given) runner.metric_names.push_back("slo_probability");
+    if (f->confidence_given) runner.metric_names.emplace_back("slo_probability");
     absl::StatusOr<PlanOptions> o = BuildOptions(*f, runner);
     if (o.ok() && f->confidence_given) {
       if (absl::Status st = AddConfidence(*f, runner, *o); !st.ok()) o = st;

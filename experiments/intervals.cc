@@ -516,7 +516,7 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
     report.notes.push_back(absl::StrFormat(
         "structural %s: log-normal, sigma %.3g from %s", family, sw.first, sw.second));
   }
-  report.notes.push_back(
+  report.notes.emplace_back(
       "combined on the log scale: means of the parameter and structural factors add, "
       "the three variances add (independent sources)");
   return report;
@@ -538,6 +538,7 @@ absl::StatusOr<double> SloProbability(const proto::ExperimentConfig& config,
     }
     if (found < 0) {
       std::vector<std::string> allowed;
+      allowed.reserve(names.size());
       for (const MetricInterval& m : names) allowed.push_back(m.name);
       return absl::InvalidArgumentError(
           absl::StrFormat("--confidence: SLO metric '%s' has no interval (allowed: %s)",
