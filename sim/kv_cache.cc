@@ -33,10 +33,13 @@ absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheSpec& spec
           "KvCacheSpec.groups[%d].block_size_tokens: %d is out of range [1, 4096]", g,
           gs.block_size_tokens));
     }
-    if (gs.sliding_window < 0) {
+    if (gs.sliding_window < 0 || gs.sliding_window == 1) {
+      // A window of 1 attends to no earlier token: its prefix-cache hit
+      // would need no cached block, which vLLM never reports.
       return absl::InvalidArgumentError(absl::StrFormat(
-          "KvCacheSpec.groups[%d].sliding_window: %d is negative (0 = full attention)", g,
-          gs.sliding_window));
+          "KvCacheSpec.groups[%d].sliding_window: %d is out of range (0 = full "
+          "attention, else >= 2)",
+          g, gs.sliding_window));
     }
   }
   return std::unique_ptr<KvCache>(new KvCache(spec, enable_prefix_caching));

@@ -27,6 +27,17 @@ TEST(KvCacheTest, RejectsEmptyGroupsAndZeroBlocks) {
   EXPECT_FALSE(KvCache::Create(FullSpec(0), true).ok());
 }
 
+// A sliding window of 1 token attends to no earlier token (the
+// differential fuzzer found KvCache and its reference disagreeing on its
+// prefix hits); 2 is the smallest window.
+TEST(KvCacheTest, RejectsASlidingWindowOfOneToken) {
+  KvCacheSpec s = FullSpec(8);
+  s.groups[0].sliding_window = 1;
+  EXPECT_FALSE(KvCache::Create(s, true).ok());
+  s.groups[0].sliding_window = 2;
+  EXPECT_TRUE(KvCache::Create(s, true).ok());
+}
+
 TEST(KvCacheTest, FullAttentionHoldsCeilTokensOverBlockSize) {
   for (bool caching : {false, true}) {
     auto kv = KvCache::Create(FullSpec(10), caching).value();
