@@ -168,8 +168,9 @@ class Driver {
     for (int g = 0; g < num_groups; ++g) {
       KvGroupSpec gs;
       gs.block_size_tokens = kSizes[src_.Next(7)];
+      // Windows of 2..129 tokens (KvCache refuses 1: it attends to nothing).
       gs.sliding_window =
-          src_.Next(2) == 0 ? 0 : 1 + static_cast<int32_t>(src_.Next(128));
+          src_.Next(2) == 0 ? 0 : 2 + static_cast<int32_t>(src_.Next(128));
       spec_.groups.push_back(gs);
     }
     spec_.num_blocks = 1 + src_.Next(src_.Next(2) == 0 ? 32 : 400);
