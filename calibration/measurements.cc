@@ -164,6 +164,7 @@ ServerSpec MeasurementDb::SpecOf(const ServerRun& run) {
   s.max_num_batched_tokens = run.max_num_batched_tokens();
   s.enable_prefix_caching = run.enable_prefix_caching();
   s.async_scheduling = run.async_scheduling();
+  s.tensor_parallel_size = std::max(1, run.tensor_parallel_size());
   return s;
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -91,6 +92,25 @@ int RunCalibrate(const CalibrateFlags& f) {
           name));
       return kExitBadInput;
     }
+  }
+  // A measured server is re-simulated as one engine of
+  // --tensor-parallel-size chips: a file measured behind vLLM's DP balancer,
+  // over pipeline stages or with expert parallelism cannot be fitted yet.
+  for (const auto& [value, name] :
+       {std::pair{server.pipeline_parallel_size(), "--pipeline-parallel-size"},
+        std::pair{server.data_parallel_size(), "--data-parallel-size"}}) {
+    if (value > 1) {
+      Err(
+          absl::StrFormat("%s: %d is not supported by calibrate (allowed: 1; it fits one "
+                          "engine of --tensor-parallel-size chips)",
+                          name, value));
+      return kExitBadInput;
+    }
+  }
+  if (server.enable_expert_parallel()) {
+    Err("--enable-expert-parallel: not supported by calibrate (expert parallelism is not "
+        "modelled yet)");
+    return kExitBadInput;
   }
   const std::string model_flag = server.model();
   ApplyServerDefaults(server);
@@ -177,6 +197,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   run->set_max_num_batched_tokens(server.max_num_batched_tokens());
   run->set_async_scheduling(server.async_scheduling());
   run->set_enable_prefix_caching(server.enable_prefix_caching());
+  run->set_tensor_parallel_size(std::max(1, server.tensor_parallel_size()));
   std::vector<std::string> refused;
   for (const ImportedCell& c : cells) {
     auto ms = CellMeasurements(c, run->id(), f.tolerance_pct);
@@ -305,6 +326,16 @@ int RunCalibrate(const CalibrateFlags& f) {
   // Named by id, and bound to this exact device file by its hash.
   profile.set_device(device_file->id());
   profile.set_device_content_hash(device_file->content_hash());
+  std::vector<std::string> names;
+  names.reserve(paths.size());
+  for (const std::string& p : paths) names.push_back(std::filesystem::path(p).filename());
+  profile.set_notes(absl::StrFormat(
+      "Written by `servesim calibrate` from %s (model %s%s); parameters not listed keep "
+      "their priors.",
+      absl::StrJoin(names, ", "), model,
+      run->tensor_parallel_size() > 1
+          ? absl::StrFormat(", tensor parallel %d", run->tensor_parallel_size())
+          : std::string()));
   auto st = WriteProfile(profile, out);
   if (!st.ok()) {
     Err(std::string(st.message()));
