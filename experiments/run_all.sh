@@ -27,7 +27,7 @@ sweep() {  # name [grid file, default $CONF/name.grid.textproto]
   "$BIN" sweep --grid "${2:-$CONF/$1.grid.textproto}" --out "$OUT/$1" --jobs "$JOBS" --no-progress
 }
 
-# The price servesim pays for a device at a tier (experiments/cost.h
+# The price servesim pays for a device at a tier (experiments/capacity/cost.h
 # SelectOffer): the cheapest listed offer of that tier or on-demand.
 price() {  # device tier
   tr '\n' ' ' < "hwmodels/devices/$1.textproto" |
