@@ -6,6 +6,7 @@
 #define SERVESIM_TESTS_CLI_RUN_H_
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -23,11 +24,13 @@ inline std::string ReadText(const std::string& path) {
   return buf.str();
 }
 
-// Scratch file unique to the running test (ctest runs tests in parallel).
+// Scratch file unique to the running test and process (ctest runs tests in
+// parallel, and several checkouts may run the same test at once: /tmp is
+// shared).
 inline std::string Scratch(const std::string& suffix) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "/cli_" + info->test_suite_name() + "_" + info->name() +
-         "_" + suffix;
+  return ::testing::TempDir() + "/cli_" + std::to_string(::getpid()) + "_" +
+         info->test_suite_name() + "_" + info->name() + "_" + suffix;
 }
 
 struct CliRun {
