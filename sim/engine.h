@@ -1,11 +1,11 @@
-// Reading guide to sim/ (the simulator core; depends on Abseil only).
+// Reading guide to sim/ (the simulator core; -> sim/base/ and Abseil only).
 // Start here: this loop drives everything. Then scheduler.h (vLLM's step
 // rules and preemption), kv_cache.h (blocks, sliding windows, prefix
 // cache), step_time_model.h (the interface hwmodels/ implements), client.h
 // and router.h (the front end), metrics.h and report.h (the outputs).
-// request.h and request_source.h are the data types; random.h, hash.h,
-// int_math.h, parallel.h, status_macros.h and json_writer.h are utilities
-// the other folders share. docs/architecture.md has the whole picture.
+// request.h and request_source.h are the data types; the utilities every
+// folder shares (status macros, threads, random, JSON, hash) are sim/base/
+// (guide: sim/base/status_macros.h). docs/architecture.md: the whole picture.
 //
 // The discrete-event loop: a client (sim/client.h) sends requests to a
 // fleet of one or more replicas through a Router; each replica runs vLLM

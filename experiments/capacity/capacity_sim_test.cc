@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "experiments/capacity/plan.h"
 #include "experiments/capacity/sweep.h"
+#include "experiments/capacity/sweep_test_util.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "hwmodels/catalog.h"
@@ -15,12 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using sweep_test::ReadFile;
 
 // 4 devices x 10 concurrencies x 13 input lengths = 520 cheap points (the
 // MI300X is left out: its 1.7M-block KV pool makes each point slower).

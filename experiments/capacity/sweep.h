@@ -1,3 +1,12 @@
+// Reading guide to experiments/capacity/ (capacity what-ifs; -> runner/).
+// Start here: a sweep runs a grid of configs through a PointRunner
+// (experiments/runner/point_runner.h). Then plan.h (the cheapest fleet that
+// meets an SLO: SearchSingle, SearchPair), cost.h ($/h and $ per 1M
+// tokens), intervals.h (prediction intervals, SLO probability),
+// memory_fit.h (what fits when a deployment does not), simulate_report.h
+// (what `simulate` reports beyond the engine), sweep_shard.h and
+// sweep_rows.h (Slurm shards and their merge).
+//
 // Parameter sweeps over experiment configs: a grid (proto/sweep.proto) is a
 // base ExperimentConfig plus axes, each a field path set by protobuf
 // reflection from text; the points are the cross product (zipped axes move

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "experiments/capacity/sweep.h"
+#include "experiments/capacity/sweep_test_util.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -17,20 +18,11 @@ namespace servesim {
 namespace {
 
 namespace fs = std::filesystem;
+using sweep_test::ReadFile;
 using ::testing::HasSubstr;
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 fs::path FreshDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() /
-                 absl::StrCat("servesim_sweep_shard_test_", getpid(), "_", name);
-  fs::remove_all(dir);
-  return dir;
+  return sweep_test::FreshDir("sweep_shard_test", name);
 }
 
 // 3 x 4 = 12 points; device "nofit" makes the runner fail (an error point).
@@ -41,11 +33,7 @@ constexpr char kGrid12[] = R"(
   axes { path: "client.max_concurrency" values: [ "1", "2", "3", "4" ] }
 )";
 
-proto::SweepGrid Grid12() {
-  proto::SweepGrid g;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(kGrid12, &g));
-  return g;
-}
+proto::SweepGrid Grid12() { return sweep_test::ParseGrid(kGrid12); }
 
 // Deterministic fake of the simulator, counting calls per config hash.
 struct CountingRunner {

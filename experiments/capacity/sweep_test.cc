@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "experiments/capacity/sweep_test_util.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -25,26 +26,12 @@ namespace servesim {
 namespace {
 
 namespace fs = std::filesystem;
+using sweep_test::ParseGrid;
+using sweep_test::ReadFile;
 using ::testing::HasSubstr;
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 fs::path FreshDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() /
-                 absl::StrCat("servesim_sweep_test_", getpid(), "_", name);
-  fs::remove_all(dir);
-  return dir;
-}
-
-proto::SweepGrid ParseGrid(const std::string& text) {
-  proto::SweepGrid g;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &g)) << text;
-  return g;
+  return sweep_test::FreshDir("sweep_test", name);
 }
 
 // 5 x 10 x 10 = 500 cheap points; one device value makes the runner fail.

@@ -1,3 +1,11 @@
+// Reading guide to experiments/cli/ (the command line; -> capacity/,
+// calibration/). Start here, then servesim_main.cc; server_flags.h holds the
+// `vllm serve` / `vllm bench serve` flags (CLI11) that fill an
+// ExperimentConfig (its defaults and checks: experiments/runner/config.h);
+// each cmd_<name>.cc binds one subcommand's flags to the libraries below
+// and prints; progress.h is the stderr progress line. *_cli_test.cc run
+// the built binary.
+//
 // The `servesim` command line: one binary, one subcommand per file
 // (cmd_<name>.cc). Each Register* function adds its subcommand to `app`
 // and, when that subcommand runs, stores the process exit code in

@@ -1,5 +1,5 @@
-// Tiny Status helpers: the installed Abseil (20220623) has no
-// RETURN_IF_ERROR / ASSIGN_OR_RETURN.
+// Reading guide to sim/base/ (below sim/; Abseil only): this file's Status macros
+// (Abseil 20220623 has none), parallel.h, random.h, json_writer.h, hash.h, version.h.
 #ifndef SERVESIM_SIM_BASE_STATUS_MACROS_H_
 #define SERVESIM_SIM_BASE_STATUS_MACROS_H_
 
