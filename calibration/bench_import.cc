@@ -12,8 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "calibration/measurements.h"
+#include "sim/base/status_macros.h"
 #include "sim/metrics.h"
-#include "sim/status_macros.h"
 
 namespace servesim {
 namespace {

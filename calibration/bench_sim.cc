@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "sim/base/status_macros.h"
 #include "sim/engine.h"
 #include "sim/random_source.h"
 #include "sim/router.h"
-#include "sim/status_macros.h"
 #include "sim/vector_source.h"
 
 namespace servesim {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "calibration/bench_sim.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {

@@ -18,8 +18,8 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "proto/text_format.h"
-#include "sim/json_writer.h"
-#include "sim/status_macros.h"
+#include "sim/base/json_writer.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {
