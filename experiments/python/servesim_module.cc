@@ -25,6 +25,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -172,12 +173,17 @@ py::dict Simulate(const std::vector<std::string>& argv, bool detailed,
   cli::ExperimentFlags flags;
   std::string router;
   std::string date = "19700101-000000";
+  std::optional<std::string> label;  // as cmd_simulate.cc: null when not given
+  std::vector<std::string> goodput;  // --goodput KEY:VALUE ...
   CLI::App app("servesim simulate");
   flags.RegisterServerFlags(&app);
   flags.RegisterClientFlags(&app);
   flags.RegisterConfigFlags(&app);
   app.add_option("--router", router);
   app.add_option("--date", date);
+  app.add_option_function<std::string>("--label",
+                                       [&label](const std::string& v) { label = v; });
+  app.add_option("--goodput", goodput)->expected(1, -1);
   try {
     ParseArgs(app, argv);
   } catch (const CLI::ParseError& e) {
@@ -187,6 +193,8 @@ py::dict Simulate(const std::vector<std::string>& argv, bool detailed,
   if (!resolved.ok()) throw py::value_error(std::string(resolved.status().message()));
   proto::ExperimentConfig config = *std::move(resolved);
   if (!router.empty()) config.mutable_fleet()->set_router(router);
+  absl::StatusOr<GoodputSlos> slos = cli::ParseGoodput(goodput);
+  if (!slos.ok()) throw py::value_error(std::string(slos.status().message()));
 
   std::string json;
   std::vector<std::string> warnings;
@@ -205,7 +213,9 @@ py::dict Simulate(const std::vector<std::string>& argv, bool detailed,
       error = std::string(run.status().message());
     } else {
       warnings = cli::UncalibratedWarnings(run->fleet.deployments);
-      const ReportContext ctx = cli::SimulateReportContext(config, *run, date);
+      ReportContext ctx = cli::SimulateReportContext(config, *run, date);
+      ctx.label = label;
+      cli::SetRequestGoodput(ctx, run->engine->Result(), run->engine->records(), *slos);
       json = BenchResultJson(run->engine->Result(), ctx, run->engine->records(),
                              run->engine->request_itls(), detailed);
       config_text = ctx.resolved_config;

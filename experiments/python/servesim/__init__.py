@@ -229,8 +229,10 @@ def simulate(
       **flags: any flag of ``servesim simulate --help`` that shapes the run:
         device, model, quantization, max_model_len, max_num_seqs,
         num_prompts, request_rate, max_concurrency, random_input_len,
-        random_output_len, seed, trace, router, date, set (a --set text
-        or a list of them, applied after ``config``), ...
+        random_output_len, seed, trace, router, date, label (the
+        result's "label" key), goodput (vLLM's SLO pairs, e.g.
+        ``["ttft:500", "tpot:50"]``, for "request_goodput"), set (a --set
+        text or a list of them, applied after ``config``), ...
 
     Returns:
       A Result (summary dict, requests DataFrame, steps).
