@@ -278,9 +278,12 @@ def memory(**flags: Any) -> dict:
     quantization, max_model_len, gpu_memory_utilization, measured_*_gib...
     Returns the JSON as a dict (fits, weights_gib, kv_cache_gib, num_blocks,
     kv_cache_tokens, max_concurrency, ...). A model that does not fit is an
-    answer (fits False), not an error. Raises ValueError on bad input.
+    answer, not an error: fits False, ``exit_code`` 4 (the CLI's exit code),
+    and what would fit (largest_fitting_max_model_len,
+    quantizations_that_fit, smallest_fitting_tensor_parallel_size). Raises
+    ValueError on bad input.
     """
-    return _run_json("memory", _flag_args(flags))
+    return _run_json("memory", _flag_args(flags), ok_codes=(0, 4))
 
 
 def validate(**flags: Any) -> dict:

@@ -231,6 +231,17 @@ def test_memory_equals_cli_json():
     assert bad.stderr.decode() == f"servesim memory: error: {e.value}\n"
 
 
+def test_memory_that_does_not_fit_is_an_answer_not_an_error():
+    # The CLI exits 4 for it; the module raised an empty ValueError.
+    flags = dict(device="l4", model="gemma-4-31b", max_model_len=8192)
+    cli = run_cli("memory", *cli_args(flags), "--json")
+    assert cli.returncode == 4
+    m = servesim.memory(**flags)
+    assert m == dict(json.loads(cli.stdout), exit_code=4)
+    assert m["fits"] is False
+    assert m["smallest_fitting_tensor_parallel_size"] > 1
+
+
 GRID = {
     "name": "py",
     "base": {"server": {"device": "l4", "model": "gemma-4-e2b", "max_model_len": 2048},
