@@ -24,7 +24,6 @@
 #include "experiments/cli.h"
 #include "experiments/cost.h"
 #include "experiments/intervals.h"
-#include "experiments/memory_fit.h"
 #include "experiments/progress.h"
 #include "experiments/run_experiment.h"
 #include "experiments/server_flags.h"
@@ -314,22 +313,11 @@ int RunSimulate(SimulateArgs& args) {
   if (progress_observer) progress_observer->Finish();
   if (!run.ok()) {
     fail(run.status());
-    // The deployment does not fit: as `servesim memory` says for it.
+    // The deployment does not fit: the error says what would (BuildFleet).
     if (!absl::IsResourceExhausted(run.status())) return kExitBadInput;
-    if (config.fleet().replicas_size() == 0) {
-      const int32_t tp = SmallestFittingTensorParallelSize(ToServerSpec(config.server()));
-      if (tp > 0) {
-        std::fprintf(
-            stderr,
-            "servesim simulate: note: fits on %d chips: --tensor-parallel-size %d "
-            "(the smallest that fits, all else kept)\n",
-            tp, tp);
-      }
-    }
     std::fprintf(stderr,
                  "servesim simulate: note: `servesim memory` with the same server flags "
-                 "names the largest --max-model-len, the quantizations and the chips "
-                 "that fit\n");
+                 "shows the memory plan\n");
     return kExitDoesNotFit;
   }
   for (const std::string& w : UncalibratedWarnings(run->fleet.deployments)) {

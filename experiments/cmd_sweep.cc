@@ -262,6 +262,14 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
         static_cast<long long>(s->num_run), static_cast<long long>(s->num_infeasible),
         static_cast<long long>(s->num_failed),
         s->complete ? "" : " [stopped early; rerun to resume]", flags->out.c_str());
+    if (s->num_infeasible > 0) {
+      std::fprintf(
+          stderr,
+          "servesim sweep: note: %lld infeasible point(s): status \"infeasible\" "
+          "in %s/results.csv; for a model that does not fit, its error "
+          "says what would (the fewest chips, the largest --max-model-len)\n",
+          static_cast<long long>(s->num_infeasible), flags->out.c_str());
+    }
     if (flags->json) {
       JsonWriter w(2);
       w.BeginObject().KV("grid", flags->grid).KV("out", flags->out);

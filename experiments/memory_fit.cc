@@ -1,7 +1,10 @@
 #include "experiments/memory_fit.h"
 
 #include <algorithm>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "hwmodels/deployment.h"
 #include "hwmodels/parallelism.h"
 #include "sim/status_macros.h"
@@ -53,6 +56,39 @@ std::vector<std::string> QuantizationsThatFit(const ServerSpec& spec) {
     if (d.ok() && d->memory.fits) out.emplace_back(q);
   }
   return out;
+}
+
+absl::StatusOr<FitHint> WhatFits(const ServerSpec& spec, int32_t resolved_max_model_len) {
+  FitHint hint;
+  ASSIGN_OR_RETURN(hint.largest_max_model_len,
+                   LargestFittingMaxModelLen(spec, resolved_max_model_len - 1));
+  ServerSpec at_len = spec;
+  at_len.max_model_len = resolved_max_model_len;
+  hint.quantizations = QuantizationsThatFit(at_len);
+  hint.tensor_parallel_size = SmallestFittingTensorParallelSize(at_len);
+  return hint;
+}
+
+std::string FitHintText(const FitHint& hint) {
+  std::vector<std::string> parts;
+  if (hint.tensor_parallel_size > 0) {
+    parts.push_back(absl::StrCat("fits on ", hint.tensor_parallel_size,
+                                 " chips: --tensor-parallel-size ",
+                                 hint.tensor_parallel_size, " (the fewest)"));
+  }
+  if (hint.largest_max_model_len > 0) {
+    parts.push_back(
+        absl::StrCat("--max-model-len ", hint.largest_max_model_len, " (the largest)"));
+  }
+  if (!hint.quantizations.empty()) {
+    parts.push_back(
+        absl::StrCat("--quantization ", absl::StrJoin(hint.quantizations, " | ")));
+  }
+  if (parts.empty()) {
+    return "nothing fits with one setting changed (no --tensor-parallel-size, "
+           "--max-model-len or --quantization)";
+  }
+  return absl::StrCat("what fits, all else kept: ", absl::StrJoin(parts, "; "));
 }
 
 }  // namespace servesim

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "experiments/memory_fit.h"
 #include "experiments/server_flags.h"
 #include "sim/random_source.h"
 #include "sim/router.h"
@@ -61,8 +62,17 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
   for (const auto& [server, count] : servers) {
     ASSIGN_OR_RETURN(Deployment d, BuildDeployment(ToServerSpec(server)));
     if (!d.memory.fits) {
+      // Say what would fit, solved with the planner (fleets and plan's
+      // candidates included, not only `servesim memory`).
+      absl::StatusOr<FitHint> hint =
+          WhatFits(ToServerSpec(server), d.scheduler.max_model_len);
       return absl::ResourceExhaustedError(absl::StrCat(
-          server.model(), " does not fit on ", server.device(), ": ", d.memory.reason));
+          server.model(), " does not fit on ", server.device(),
+          server.tensor_parallel_size() > 1
+              ? absl::StrCat(" at --tensor-parallel-size ", server.tensor_parallel_size())
+              : std::string(),
+          ": ", d.memory.reason,
+          hint.ok() ? absl::StrCat("; ", FitHintText(*hint)) : ""));
     }
     const double api_ms = d.api_overhead_ms;
     fleet.api_overhead_ms = std::max(fleet.api_overhead_ms, api_ms);
