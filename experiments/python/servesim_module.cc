@@ -31,14 +31,15 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "experiments/cli.h"
-#include "experiments/run_experiment.h"
-#include "experiments/server_flags.h"
-#include "experiments/simulate_report.h"
+#include "experiments/capacity/memory_fit.h"
+#include "experiments/capacity/simulate_report.h"
+#include "experiments/cli/cli.h"
+#include "experiments/cli/server_flags.h"
+#include "experiments/runner/run_experiment.h"
+#include "sim/base/version.h"
 #include "sim/engine.h"
 #include "sim/report.h"
 #include "sim/scheduler.h"
-#include "sim/version.h"
 
 namespace py = pybind11;
 
@@ -193,7 +194,7 @@ py::dict Simulate(const std::vector<std::string>& argv, bool detailed,
   if (!resolved.ok()) throw py::value_error(std::string(resolved.status().message()));
   proto::ExperimentConfig config = *std::move(resolved);
   if (!router.empty()) config.mutable_fleet()->set_router(router);
-  absl::StatusOr<GoodputSlos> slos = cli::ParseGoodput(goodput);
+  absl::StatusOr<GoodputSlos> slos = ParseGoodput(goodput);
   if (!slos.ok()) throw py::value_error(std::string(slos.status().message()));
 
   std::string json;
@@ -207,15 +208,14 @@ py::dict Simulate(const std::vector<std::string>& argv, bool detailed,
     py::gil_scoped_release release;
     EngineOptions opts;
     opts.keep_request_itls = detailed;
-    absl::StatusOr<cli::ExperimentRun> run =
-        cli::RunExperiment(config, opts, steps.get());
+    absl::StatusOr<ExperimentRun> run = RunExperiment(config, opts, steps.get());
     if (!run.ok()) {
-      error = std::string(run.status().message());
+      error = std::string(WithFitHint(run.status(), config).message());
     } else {
-      warnings = cli::UncalibratedWarnings(run->fleet.deployments);
-      ReportContext ctx = cli::SimulateReportContext(config, *run, date);
+      warnings = UncalibratedWarnings(run->fleet.deployments);
+      ReportContext ctx = SimulateReportContext(config, *run, date);
       ctx.label = label;
-      cli::SetRequestGoodput(ctx, run->engine->Result(), run->engine->records(), *slos);
+      SetRequestGoodput(ctx, run->engine->Result(), run->engine->records(), *slos);
       json = BenchResultJson(run->engine->Result(), ctx, run->engine->records(),
                              run->engine->request_itls(), detailed);
       config_text = ctx.resolved_config;
