@@ -11,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "experiments/runner/point_runner.h"
 #include "hwmodels/server_spec.h"
+#include "proto/experiment.pb.h"
 
 namespace servesim {
 
@@ -34,6 +37,34 @@ std::vector<std::string> QuantizationsThatFit(const ServerSpec& spec);
 // at most the chips of one node) skipped. At most kMaxParallelSize
 // deployments.
 int32_t SmallestFittingTensorParallelSize(const ServerSpec& spec);
+
+// What would fit when `spec` does not, each with every other setting kept.
+struct FitHint {
+  int32_t largest_max_model_len = 0;       // below the resolved one; 0: no length fits
+  std::vector<std::string> quantizations;  // that fit at the resolved length
+  int32_t tensor_parallel_size = 0;        // the fewest chips that fit; 0: none
+};
+
+// The three answers above for `spec`, whose max_model_len the planner
+// resolved to `resolved_max_model_len` (the model's own when unset).
+// O(log length + kMaxParallelSize + formats) deployments. Errors: those of
+// BuildDeployment.
+absl::StatusOr<FitHint> WhatFits(const ServerSpec& spec, int32_t resolved_max_model_len);
+
+// One line for an error message, e.g. "what fits, all else kept: fits on 4
+// chips: --tensor-parallel-size 4 (the fewest); --max-model-len 1150 (the
+// largest); --quantization w4a16 | fp8"; says so when nothing does.
+std::string FitHintText(const FitHint& hint);
+
+// `status` (RunExperiment's ResourceExhausted for `config`: a replica does
+// not fit its device) with FitHintText appended for each distinct server of
+// `config` that does not fit, so a fleet replica, a plan candidate or a
+// sweep point says what would. Any other status is returned unchanged.
+absl::Status WithFitHint(const absl::Status& status,
+                         const proto::ExperimentConfig& config);
+
+// `runner` whose errors go through WithFitHint (plan's and sweep's points).
+PointRunner WithFitHints(PointRunner runner);
 
 }  // namespace servesim
 

@@ -86,5 +86,29 @@ TEST(MemoryFitTest, QuantizationsThatFitAreThoseThePlannerAccepts) {
   }
 }
 
+// WhatFits gathers the three answers at the resolved length, and its line
+// names each (the error text of simulate, sweep and plan).
+TEST(MemoryFitTest, WhatFitsNamesTheFewestChipsAndTheLargestLength) {
+  const ServerSpec s = Spec("l4", "gemma-4-31b", "w4a16", 131072);
+  absl::StatusOr<FitHint> h = WhatFits(s, 131072);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->largest_max_model_len, LargestFittingMaxModelLen(s, 131071).value());
+  EXPECT_EQ(h->tensor_parallel_size, SmallestFittingTensorParallelSize(s));
+  EXPECT_EQ(h->quantizations, QuantizationsThatFit(s));
+  ASSERT_GT(h->tensor_parallel_size, 1);
+  ASSERT_GT(h->largest_max_model_len, 0);
+  const std::string text = FitHintText(*h);
+  const std::string tp = std::to_string(h->tensor_parallel_size);
+  EXPECT_NE(text.find("fits on " + tp + " chips: --tensor-parallel-size " + tp +
+                      " (the fewest)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("--max-model-len " + std::to_string(h->largest_max_model_len) +
+                      " (the largest)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(FitHintText(FitHint{}).rfind("nothing fits", 0), 0u);
+}
+
 }  // namespace
 }  // namespace servesim

@@ -270,6 +270,7 @@ PlanCandidate EvaluateOnce(const PlanOptions& o, const PointRunner& runner,
   }
   if (!r.ok()) {
     c.error = std::string(r.status().message());
+    c.does_not_fit = absl::IsResourceExhausted(r.status());
     return c;
   }
   c.ran = true;
@@ -794,6 +795,20 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
     for (int i : g.one_fewer) w.Int(i);
     w.EndArray();
     w.KV("reason", g.reason);
+    // What would fit (null unless a replica of the group does not fit).
+    w.Key("fit");
+    if (g.fit.known) {
+      w.BeginObject();
+      w.KV("largest_fitting_max_model_len", int64_t{g.fit.largest_max_model_len});
+      w.KV("smallest_fitting_tensor_parallel_size",
+           int64_t{g.fit.smallest_tensor_parallel_size});
+      w.Key("quantizations_that_fit").BeginArray();
+      for (const std::string& q : g.fit.quantizations) w.String(q);
+      w.EndArray();
+      w.EndObject();
+    } else {
+      w.Null();
+    }
     w.Key("daily_cost").BeginArray();
     for (const auto& [policy, d] : g.daily) {
       w.BeginObject().KV("policy", IdlePolicyName(policy));

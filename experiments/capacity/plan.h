@@ -15,6 +15,7 @@
 #ifndef SERVESIM_EXPERIMENTS_CAPACITY_PLAN_H_
 #define SERVESIM_EXPERIMENTS_CAPACITY_PLAN_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -69,6 +70,9 @@ struct PlanCandidate {
   double usd_per_hour = 0;
   bool ran = false;   // simulated without error
   std::string error;  // when !ran
+  // When !ran because a replica does not fit its device (the runner's
+  // error is ResourceExhausted, as RunExperiment returns it).
+  bool does_not_fit = false;
   bool met = false;
   std::vector<double> slo_values;   // per SLO term (NaN when !ran)
   std::vector<std::string> missed;  // "p99_ttft_ms 812 > 500" per missed term
@@ -111,6 +115,16 @@ struct PlanGroup {
   // Candidates with one replica fewer than the chosen fleet (all missed).
   std::vector<int> one_fewer;
   std::string reason;  // why nothing was chosen (does not fit, not searched, ...)
+  // What would fit when one replica of this group does not fit its device
+  // (its first candidate's does_not_fit), each with all else kept. Filled
+  // by the caller that can ask the memory planner (cmd_plan: memory_fit.h
+  // WhatFits); RunPlan leaves it unknown.
+  struct FitHint {
+    bool known = false;
+    int32_t largest_max_model_len = 0;          // 0: no length fits
+    int32_t smallest_tensor_parallel_size = 0;  // 0: none fits
+    std::vector<std::string> quantizations;     // that fit at the given length
+  } fit;
   // When PlanOptions::busy_hours_per_day < 24 and a fleet was chosen: its
   // daily bill per policy (always-on, stop-when-idle, delete-when-idle),
   // each replica group priced with its own offer (start-up time, billing

@@ -144,6 +144,39 @@ TEST(RunPlanTest, DeviceWhereTheModelDoesNotFitIsListedWithTheReason) {
   EXPECT_THAT(FormatPlanText(Options(false), *r), HasSubstr("huge: none (cannot serve"));
 }
 
+// A runner's ResourceExhausted (RunExperiment: a replica does not fit its
+// device) marks the candidate; the group's "fit" is null in the JSON until
+// the caller fills it, then carries the memory planner's answers.
+TEST(RunPlanTest, DoesNotFitIsMarkedAndTheFitHintReachesTheJson) {
+  PointRunner runner = QueueRunner(12);
+  const auto inner = runner.run;
+  runner.run =
+      [inner](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+    if (c.fleet().replicas(0).server().device() == "huge") {
+      return absl::ResourceExhaustedError("m does not fit on huge");
+    }
+    return inner(c);
+  };
+  PlanOptions o = Options(false);
+  auto r = RunPlan(o, runner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  PlanGroup& h = r->groups[2];
+  ASSERT_FALSE(h.candidates.empty());
+  EXPECT_TRUE(r->candidates[h.candidates[0]].does_not_fit);
+  EXPECT_FALSE(r->candidates[r->groups[0].candidates[0]].does_not_fit);
+  EXPECT_FALSE(h.fit.known);
+  EXPECT_THAT(FormatPlanJson(o, *r), HasSubstr("\"fit\": null"));
+  h.fit.known = true;
+  h.fit.largest_max_model_len = 1150;
+  h.fit.smallest_tensor_parallel_size = 4;
+  h.fit.quantizations = {"w4a16"};
+  const std::string json = FormatPlanJson(o, *r);
+  EXPECT_THAT(json, HasSubstr("\"largest_fitting_max_model_len\": 1150"));
+  EXPECT_THAT(json, HasSubstr("\"smallest_fitting_tensor_parallel_size\": 4"));
+  EXPECT_THAT(json,
+              HasSubstr("\"quantizations_that_fit\": [\n          \"w4a16\"\n        ]"));
+}
+
 // One request alone takes 100 ms to its first token: a 80 ms p99 TTFT is
 // unattainable at any size, said so after one candidate (it used to try
 // every size and say "none up to 8 replicas").

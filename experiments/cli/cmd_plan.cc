@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "experiments/capacity/cost.h"
 #include "experiments/capacity/intervals.h"
+#include "experiments/capacity/memory_fit.h"
 #include "experiments/capacity/plan.h"
 #include "experiments/capacity/sweep.h"
 #include "experiments/cli/cli.h"
@@ -365,6 +366,39 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   return o;
 }
 
+// Fills PlanGroup::fit for each device group whose replica does not fit
+// its device: what would, solved with the memory planner at the group's
+// device and tensor parallel size (plan's TP search covers only priced
+// powers of two; this names the fewest chips and the longest length).
+void AddFitHints(const PlanOptions& o, PlanResult& r) {
+  for (PlanGroup& g : r.groups) {
+    if (g.chosen >= 0 || g.tensor_parallel_size == 0 || g.candidates.empty() ||
+        !r.candidates[g.candidates.front()].does_not_fit) {
+      continue;
+    }
+    const auto d = std::find_if(o.devices.begin(), o.devices.end(), [&](const auto& pd) {
+      return PlanDeviceLabel(pd) == g.group;
+    });
+    if (d == o.devices.end()) continue;
+    proto::ExperimentConfig one = FleetExperiment(
+        o.base, {FleetPart{d->device, 1, d->offer.usd_per_hour, d->tensor_parallel_size}},
+        o.devices);
+    proto::ExperimentConfig tmp;
+    *tmp.mutable_server() =
+        one.fleet().replicas_size() > 0 ? one.fleet().replicas(0).server() : one.server();
+    ApplyDefaults(tmp);
+    const ServerSpec spec = ToServerSpec(tmp.server());
+    absl::StatusOr<Deployment> dep = BuildDeployment(spec);
+    if (!dep.ok()) continue;
+    absl::StatusOr<FitHint> hint = WhatFits(spec, dep->scheduler.max_model_len);
+    if (!hint.ok()) continue;
+    g.fit.known = true;
+    g.fit.largest_max_model_len = hint->largest_max_model_len;
+    g.fit.smallest_tensor_parallel_size = hint->tensor_parallel_size;
+    g.fit.quantizations = hint->quantizations;
+  }
+}
+
 }  // namespace
 
 void RegisterPlanCommand(CLI::App& app, int* exit_code) {
@@ -435,7 +469,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   AddProgressFlags(cmd, &f->progress);
   cmd->callback([f, exit_code, confidence] {
     f->confidence_given = confidence->count() > 0;
-    PointRunner runner = SimulatorPointRunner();
+    // A device that does not fit says what would (the fewest chips, ...).
+    PointRunner runner = WithFitHints(SimulatorPointRunner());
     if (f->confidence_given) runner.metric_names.emplace_back("slo_probability");
     absl::StatusOr<PlanOptions> o = BuildOptions(*f, runner);
     if (o.ok() && f->confidence_given) {
@@ -466,6 +501,7 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitBadInput;
       return;
     }
+    AddFitHints(*o, *r);
     const std::string text = f->json ? FormatPlanJson(*o, *r) : FormatPlanText(*o, *r);
     std::fwrite(text.data(), 1, text.size(), stdout);
     // A script can tell "no fleet meets the SLO" from the exit code.

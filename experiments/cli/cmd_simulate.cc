@@ -313,23 +313,12 @@ int RunSimulate(SimulateArgs& args) {
                         : trace.get());
   if (progress_observer) progress_observer->Finish();
   if (!run.ok()) {
-    fail(run.status());
-    // The deployment does not fit: as `servesim memory` says for it.
+    // A deployment that does not fit: the error says what would.
+    fail(WithFitHint(run.status(), config));
     if (!absl::IsResourceExhausted(run.status())) return kExitBadInput;
-    if (config.fleet().replicas_size() == 0) {
-      const int32_t tp = SmallestFittingTensorParallelSize(ToServerSpec(config.server()));
-      if (tp > 0) {
-        std::fprintf(
-            stderr,
-            "servesim simulate: note: fits on %d chips: --tensor-parallel-size %d "
-            "(the smallest that fits, all else kept)\n",
-            tp, tp);
-      }
-    }
     std::fprintf(stderr,
                  "servesim simulate: note: `servesim memory` with the same server flags "
-                 "names the largest --max-model-len, the quantizations and the chips "
-                 "that fit\n");
+                 "shows the memory plan\n");
     return kExitDoesNotFit;
   }
   for (const std::string& w : UncalibratedWarnings(run->fleet.deployments)) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "experiments/capacity/intervals.h"
+#include "experiments/capacity/memory_fit.h"
 #include "experiments/capacity/sweep.h"
 #include "experiments/capacity/sweep_shard.h"
 #include "experiments/cli/cli.h"
@@ -218,7 +219,8 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     options.shard_index = shard.index;
     options.shard_count = shard.count;
     options.progress = flags->no_progress ? 0 : (flags->progress ? 1 : -1);
-    PointRunner runner = SimulatorPointRunner();
+    // An infeasible point's error says what would fit.
+    PointRunner runner = WithFitHints(SimulatorPointRunner());
     if (interval_opt->count() > 0) {
       IntervalOptions io;
       io.level = flags->interval;
@@ -246,6 +248,14 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
         static_cast<long long>(s->num_run), static_cast<long long>(s->num_infeasible),
         static_cast<long long>(s->num_failed),
         s->complete ? "" : " [stopped early; rerun to resume]", flags->out.c_str());
+    if (s->num_infeasible > 0) {
+      std::fprintf(
+          stderr,
+          "servesim sweep: note: %lld infeasible point(s): status \"infeasible\" "
+          "in %s/results.csv; for a model that does not fit, its error "
+          "says what would (the fewest chips, the largest --max-model-len)\n",
+          static_cast<long long>(s->num_infeasible), flags->out.c_str());
+    }
     if (flags->json) {
       JsonWriter w(2);
       w.BeginObject().KV("grid", flags->grid).KV("out", flags->out);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <regex>
 #include <string>
+#include <utility>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -154,6 +155,71 @@ TEST(MemoryCliTest, DoesNotFitNamesTheSmallestTensorParallelSizeThatFits) {
   EXPECT_EQ(sim.exit_code, 4) << sim.err;
   EXPECT_THAT(sim.err, HasSubstr("fits on " + std::to_string(tp) +
                                  " chips: --tensor-parallel-size " + std::to_string(tp)));
+}
+
+// The fewest-chips and longest-length hints covered single-replica
+// simulate and memory only: a fleet replica that does not fit said nothing
+// of what would. BuildFleet now solves it for every replica.
+TEST(SimulateCliTest, FleetReplicaThatDoesNotFitSaysWhatWould) {
+  const std::string config = Scratch("fleet.textproto");
+  WriteText(config, R"pb(
+    fleet {
+      replicas { server { device: "l4" model: "gemma-4-e2b" max_model_len: 8192 } }
+      replicas { server { device: "l4" model: "gemma-4-31b" max_model_len: 8192 } }
+    }
+    client { num_prompts: 1 random_input_len: 64 random_output_len: 4 }
+  )pb");
+  CliRun sim = Servesim("simulate --config " + config);
+  EXPECT_EQ(sim.exit_code, 4) << sim.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      sim.err, m,
+      std::regex("gemma-4-31b does not fit on l4: .*what fits, all else kept: fits on "
+                 "([0-9]+) chips: --tensor-parallel-size ([0-9]+) \\(the fewest\\)")))
+      << sim.err;
+  const std::string tp = m[1];
+  EXPECT_EQ(m[2], tp);
+  EXPECT_EQ(Servesim("memory --device l4 --model gemma-4-31b --max-model-len 8192 "
+                     "--tensor-parallel-size " +
+                     tp)
+                .exit_code,
+            0);
+}
+
+// plan reported a device that does not fit ("cannot serve: ... does not
+// fit") without saying what would. Now the reason names the fewest chips
+// and the largest max_model_len, and the JSON group carries them as
+// numbers (memory's keys), each checked here against `servesim memory`.
+TEST(PlanCliTest, DeviceThatDoesNotFitNamesTheFewestChipsAndTheLongestLength) {
+  const std::string base =
+      "plan --devices l4 --model gemma-4-31b --quantization w4a16 --max-model-len 131072 "
+      "--tensor-parallel-size 1 --rate 0.5 --num-prompts 4 --random-input-len 256 "
+      "--random-output-len 8 --max-replicas 1 --slo 'ttft_p99<=60s' --no-progress";
+  CliRun text = Servesim(base);
+  EXPECT_EQ(text.exit_code, 3) << text.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      text.out, m,
+      std::regex("l4: none \\(cannot serve: gemma-4-31b does not fit on l4: .*fits on "
+                 "([0-9]+) chips: --tensor-parallel-size [0-9]+ \\(the fewest\\); "
+                 "--max-model-len ([0-9]+) \\(the largest\\)")))
+      << text.out;
+  const int tp = std::stoi(m[1]);
+  const int len = std::stoi(m[2]);
+  CliRun json = Servesim(base + " --json");
+  EXPECT_EQ(json.exit_code, 3) << json.err;
+  EXPECT_THAT(json.out,
+              HasSubstr("\"largest_fitting_max_model_len\": " + std::to_string(len)));
+  EXPECT_THAT(json.out, HasSubstr("\"smallest_fitting_tensor_parallel_size\": " +
+                                  std::to_string(tp)));
+  const std::string mem = "memory --device l4 --model gemma-4-31b --quantization w4a16";
+  EXPECT_EQ(Servesim(mem + " --max-model-len " + std::to_string(len)).exit_code, 0);
+  EXPECT_EQ(Servesim(mem + " --max-model-len " + std::to_string(len + 1)).exit_code, 4);
+  EXPECT_EQ(Servesim(mem + " --max-model-len 131072 --tensor-parallel-size " +
+                     std::to_string(tp))
+                .exit_code,
+            0);
+  EXPECT_EQ(Servesim(mem + " --max-model-len 131072").exit_code, 4);
 }
 
 // It reached 11.5 GB in 40 s without a word; now refused up front.
@@ -364,7 +430,54 @@ TEST(SweepCliTest, UnknownNameInAGridIsAnInputErrorBeforeAnyPointRuns) {
   r = Servesim("sweep --grid " + grid + " --out " + out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("1 infeasible, 0 failed"));
-  EXPECT_THAT(ReadText(out + "/results.csv"), HasSubstr(",infeasible,"));
+  EXPECT_THAT(r.err, HasSubstr("note: 1 infeasible point(s)"));
+  const std::string csv = ReadText(out + "/results.csv");
+  EXPECT_THAT(csv, HasSubstr(",infeasible,"));
+  // The infeasible point says what would fit (solved with the planner).
+  EXPECT_THAT(csv, HasSubstr("gemma-4-31b does not fit on t4"));
+  EXPECT_THAT(csv, HasSubstr("what fits, all else kept: "));
+  EXPECT_THAT(ReadText(out + "/results.jsonl"), HasSubstr("what fits, all else kept: "));
+}
+
+// Every kind of bad grid value is exit 2 before any point runs (a typo'd
+// device was rc 0 with 60 of 240 points failed): an out-of-range number, an
+// unknown router or quantization, a value of the wrong type; a point that
+// fails at run time (a trace that cannot be read) is exit 2 after the run.
+TEST(SweepCliTest, EveryKindOfBadGridValueIsExitTwo) {
+  const std::string base =
+      R"pb(base {
+             server { device: "l4" model: "gemma-4-e2b" max_model_len: 4096 }
+             client { num_prompts: 2 random_input_len: 64 random_output_len: 4 }
+           })pb";
+  const std::pair<const char*, const char*> bad[] = {
+      {R"(axes { path: "server.max_num_seqs" values: ["8", "-1"] })",
+       "-1 is out of range"},
+      {R"(axes { path: "fleet.router" values: ["kv-aware", "prefix-awar"] })",
+       "\"prefix-awar\" is not one of"},
+      {R"(axes { path: "server.quantization" values: ["w4a16", "int3"] })",
+       "unknown value 'int3'"},
+      {R"(axes { path: "client.request_rate" values: ["1", "nan"] })",
+       "nan is out of range"},
+      {R"(axes { path: "server.max_num_seqs" values: ["8", "many"] })",
+       "'many' is not an int32"},
+  };
+  const std::string grid = Scratch("bad.grid.textproto");
+  const std::string out = Scratch("bad_out");
+  for (const auto& [axis, message] : bad) {
+    WriteText(grid, base + "\n" + axis + "\n");
+    std::filesystem::remove_all(out);
+    CliRun r = Servesim("sweep --no-progress --grid " + grid + " --out " + out);
+    EXPECT_EQ(r.exit_code, 2) << axis;
+    EXPECT_THAT(r.err, StartsWith("servesim sweep: error: ")) << axis;
+    EXPECT_THAT(r.err, HasSubstr(message)) << axis;
+    EXPECT_FALSE(std::filesystem::exists(out + "/results.csv")) << axis;
+  }
+  WriteText(grid,
+            base + R"(axes { path: "client.trace" values: ["/nonexistent/a.csv"] })");
+  std::filesystem::remove_all(out);
+  CliRun r = Servesim("sweep --no-progress --grid " + grid + " --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("1 point(s) failed (status \"error\""));
 }
 
 // plan --confidence on the Azure conversation trace: the point estimate

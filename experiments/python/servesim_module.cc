@@ -25,11 +25,13 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "experiments/capacity/memory_fit.h"
 #include "experiments/capacity/simulate_report.h"
 #include "experiments/cli/cli.h"
 #include "experiments/cli/server_flags.h"
@@ -172,12 +174,17 @@ py::dict Simulate(const std::vector<std::string>& argv, bool detailed,
   cli::ExperimentFlags flags;
   std::string router;
   std::string date = "19700101-000000";
+  std::optional<std::string> label;  // as cmd_simulate.cc: null when not given
+  std::vector<std::string> goodput;  // --goodput KEY:VALUE ...
   CLI::App app("servesim simulate");
   flags.RegisterServerFlags(&app);
   flags.RegisterClientFlags(&app);
   flags.RegisterConfigFlags(&app);
   app.add_option("--router", router);
   app.add_option("--date", date);
+  app.add_option_function<std::string>("--label",
+                                       [&label](const std::string& v) { label = v; });
+  app.add_option("--goodput", goodput)->expected(1, -1);
   try {
     ParseArgs(app, argv);
   } catch (const CLI::ParseError& e) {
@@ -187,6 +194,8 @@ py::dict Simulate(const std::vector<std::string>& argv, bool detailed,
   if (!resolved.ok()) throw py::value_error(std::string(resolved.status().message()));
   proto::ExperimentConfig config = *std::move(resolved);
   if (!router.empty()) config.mutable_fleet()->set_router(router);
+  absl::StatusOr<GoodputSlos> slos = ParseGoodput(goodput);
+  if (!slos.ok()) throw py::value_error(std::string(slos.status().message()));
 
   std::string json;
   std::vector<std::string> warnings;
@@ -201,10 +210,12 @@ py::dict Simulate(const std::vector<std::string>& argv, bool detailed,
     opts.keep_request_itls = detailed;
     absl::StatusOr<ExperimentRun> run = RunExperiment(config, opts, steps.get());
     if (!run.ok()) {
-      error = std::string(run.status().message());
+      error = std::string(WithFitHint(run.status(), config).message());
     } else {
       warnings = UncalibratedWarnings(run->fleet.deployments);
-      const ReportContext ctx = SimulateReportContext(config, *run, date);
+      ReportContext ctx = SimulateReportContext(config, *run, date);
+      ctx.label = label;
+      SetRequestGoodput(ctx, run->engine->Result(), run->engine->records(), *slos);
       json = BenchResultJson(run->engine->Result(), ctx, run->engine->records(),
                              run->engine->request_itls(), detailed);
       config_text = ctx.resolved_config;

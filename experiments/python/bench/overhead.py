@@ -39,7 +39,8 @@ def interleaved(fns):
 
 def main():
     argv = [BINARY, "simulate", "--device", "mi300x", "--model", "gemma-4-e2b",
-            "--max-model-len", "16384", "--trace", TRACE, "--json"]
+            "--max-model-len", "16384", "--trace", TRACE, "--json",
+            "--date", "19700101-000000"]  # the module's date (the CLI's default: now)
     (cli_s, cli_med, cli_out), (py_s, py_med, r) = interleaved([
         lambda: subprocess.run(argv, capture_output=True, check=True).stdout,
         lambda: servesim.simulate(**FLAGS)])

@@ -229,8 +229,10 @@ def simulate(
       **flags: any flag of ``servesim simulate --help`` that shapes the run:
         device, model, quantization, max_model_len, max_num_seqs,
         num_prompts, request_rate, max_concurrency, random_input_len,
-        random_output_len, seed, trace, router, date, set (a --set text
-        or a list of them, applied after ``config``), ...
+        random_output_len, seed, trace, router, date, label (the
+        result's "label" key), goodput (vLLM's SLO pairs, e.g.
+        ``["ttft:500", "tpot:50"]``, for "request_goodput"), set (a --set
+        text or a list of them, applied after ``config``), ...
 
     Returns:
       A Result (summary dict, requests DataFrame, steps).
@@ -276,9 +278,12 @@ def memory(**flags: Any) -> dict:
     quantization, max_model_len, gpu_memory_utilization, measured_*_gib...
     Returns the JSON as a dict (fits, weights_gib, kv_cache_gib, num_blocks,
     kv_cache_tokens, max_concurrency, ...). A model that does not fit is an
-    answer (fits False), not an error. Raises ValueError on bad input.
+    answer, not an error: fits False, ``exit_code`` 4 (the CLI's exit code),
+    and what would fit (largest_fitting_max_model_len,
+    quantizations_that_fit, smallest_fitting_tensor_parallel_size). Raises
+    ValueError on bad input.
     """
-    return _run_json("memory", _flag_args(flags))
+    return _run_json("memory", _flag_args(flags), ok_codes=(0, 4))
 
 
 def validate(**flags: Any) -> dict:

@@ -38,7 +38,8 @@ def run_cli(*args):
 def cli_args(flags):
     out = []
     for k, v in flags.items():
-        out += ["--" + k.replace("_", "-"), str(v)]
+        for item in v if isinstance(v, (list, tuple)) else [v]:
+            out += ["--" + k.replace("_", "-"), str(item)]
     return out
 
 
@@ -49,6 +50,8 @@ def cli_args(flags):
     dict(SMALL, device="t4", quantization="w4a16-emb4", request_rate=4, burstiness=0.5),
     dict(device="mi300x", model="gemma-4-e2b", max_model_len=16384, trace=AZURE_CONV,
          num_prompts=300, request_rate=20),
+    # vLLM's --label and --goodput keys (label, request_goodput).
+    dict(SMALL, request_rate=8, label="my-run", goodput=["ttft:40", "tpot:30"]),
 ])
 def test_simulate_json_equals_cli_bytes(flags):
     cli = run_cli("simulate", *cli_args(flags), "--json")
@@ -56,6 +59,10 @@ def test_simulate_json_equals_cli_bytes(flags):
     r = servesim.simulate(**flags)
     assert r.json.encode() == cli.stdout
     assert r.summary == json.loads(cli.stdout)
+    if "label" in flags:
+        assert r.summary["label"] == flags["label"]
+        assert r.summary["request_goodput"] is not None
+        assert 0 < r.summary["request_goodput"] < r.summary["request_throughput"]
     for key in ("completed", "request_throughput", "output_throughput", "mean_ttft_ms",
                 "p99_ttft_ms", "mean_tpot_ms", "median_itl_ms", "p99_e2el_ms"):
         assert key in r.summary
@@ -153,6 +160,8 @@ def test_steps_record_batches_and_leave_the_result_unchanged():
     dict(SMALL, block_size=3),
     dict(SMALL, request_rate="fast"),
     dict(SMALL, trace="/nonexistent/trace.csv"),
+    dict(SMALL, goodput="ttft=400"),
+    dict(SMALL, goodput="itl:5"),
 ])
 def test_bad_input_raises_value_error_with_cli_message(flags):
     cli = run_cli("simulate", *cli_args(flags), "--json")
@@ -220,6 +229,17 @@ def test_memory_equals_cli_json():
         servesim.memory(device="t4", model="gemma-4-e2b", block_size=3)
     bad = run_cli("memory", "--device", "t4", "--model", "gemma-4-e2b", "--block-size", 3)
     assert bad.stderr.decode() == f"servesim memory: error: {e.value}\n"
+
+
+def test_memory_that_does_not_fit_is_an_answer_not_an_error():
+    # The CLI exits 4 for it; the module raised an empty ValueError.
+    flags = dict(device="l4", model="gemma-4-31b", max_model_len=8192)
+    cli = run_cli("memory", *cli_args(flags), "--json")
+    assert cli.returncode == 4
+    m = servesim.memory(**flags)
+    assert m == dict(json.loads(cli.stdout), exit_code=4)
+    assert m["fits"] is False
+    assert m["smallest_fitting_tensor_parallel_size"] > 1
 
 
 GRID = {
