@@ -11,7 +11,7 @@
 // as the leave_one_device_out pass predicts a device), the largest
 // leave_one_device_out q_L of the family over the shipped devices; that
 // band is no narrower than a calibrated device's for most metrics, but a
-// device whose own refit errors are larger (MI300X TPOT by length) keeps
+// device whose own refit errors are larger (MI300X ITL) keeps
 // its own wider band. Quantiles, not an rms
 // scaled by a normal z: the errors are heavy-tailed (a few misses of 2x
 // and more), and an rms-sized 50% band covered 67.5%.

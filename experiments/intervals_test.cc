@@ -78,7 +78,7 @@ TEST(IntervalsTest, RefusesLevelsOutsideZeroOneNamingTheFlag) {
 // shipped profiles, which is no narrower than the median calibrated band of
 // every metric at both levels (a device with no refit error for a family
 // falls back to its own device-out band, which may be the widest; one
-// whose own refit errors are larger, MI300X TPOT by length, keeps its own
+// whose own refit errors are larger, MI300X ITL, keeps its own
 // wider band).
 TEST(IntervalsTest, DatasheetOnlyDeviceGetsTheWidestDeviceOutBand) {
   for (const MetricInterval& m : IntervalMetrics(RunResult{}, {})) {
