@@ -2,7 +2,7 @@
 // their coverage on data the fit never saw.
 //
 // The band (simulate --interval's structural source, experiments/
-// intervals.h) at level L is held_out x exp(-+ q_L), q_L the split-conformal
+// capacity/intervals.h) at level L is held_out x exp(-+ q_L), q_L the split-conformal
 // quantile (ConformalQuantile) of the |log(held-out / measured)| errors of
 // the device's block-held-out predictions: for a calibrated device, the
 // three refit passes pooled (one input length / concurrency / model out),

@@ -1,0 +1,203 @@
+#include "experiments/capacity/intervals.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "experiments/capacity/simulate_report.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "hwmodels/calibration_profile.h"
+#include "sim/base/json_writer.h"
+
+namespace servesim {
+namespace {
+
+TEST(IntervalsTest, NormalQuantileMatchesTables) {
+  EXPECT_NEAR(NormalQuantile(0.5), 0.0, 1e-12);
+  EXPECT_NEAR(NormalQuantile(0.95), 1.6448536269514722, 1e-10);
+  EXPECT_NEAR(NormalQuantile(0.975), 1.959963984540054, 1e-10);
+  EXPECT_NEAR(NormalQuantile(0.75), 0.6744897501960817, 1e-10);
+  EXPECT_NEAR(NormalQuantile(0.001), -3.090232306167813, 1e-9);
+}
+
+TEST(IntervalsTest, SourcesCombineByAddingLogVariancesAndMeans) {
+  const double z = NormalQuantile(0.95);
+  MetricInterval m;
+  m.point = 100;
+  m.parameters.mean_log = 0.01;
+  m.parameters.sd_log = 0.03;
+  m.workload.mean_log = 0.5;  // left out: the point is one workload draw
+  m.workload.sd_log = 0.04;
+  m.structural = LogNormalBand(100, 0.12, z);
+  CombineSources(z, &m);
+  const double sd = std::sqrt(0.03 * 0.03 + 0.04 * 0.04 + 0.12 * 0.12);  // 0.13
+  EXPECT_NEAR(m.lo, 100 * std::exp(0.01 - z * sd), 1e-9);
+  EXPECT_NEAR(m.hi, 100 * std::exp(0.01 + z * sd), 1e-9);
+  // Wider than every source alone, narrower than their sum.
+  EXPECT_LT(m.lo, m.structural.lo);
+  EXPECT_GT(m.hi, m.structural.hi);
+  EXPECT_GT(m.hi, 100 * std::exp(0.01 + z * 0.12));
+  EXPECT_LT(m.hi, 100 * std::exp(0.01 + z * (0.03 + 0.04 + 0.12)));
+}
+
+TEST(IntervalsTest, SampleBandIsMeanAndSampleSdOfLogRatios) {
+  const double z = 1.0;
+  const SourceBand b = SampleBand(10, {10 * std::exp(0.1), 10 * std::exp(-0.1)}, z);
+  ASSERT_TRUE(b.applicable);
+  EXPECT_NEAR(b.mean_log, 0, 1e-12);
+  EXPECT_NEAR(b.sd_log, std::sqrt(0.02), 1e-12);  // n - 1 = 1
+  EXPECT_NEAR(b.lo, 10 * std::exp(-std::sqrt(0.02)), 1e-9);
+  // One usable sample (zeros and NaN skipped): nothing to estimate.
+  const SourceBand one = SampleBand(10, {11, 0, std::nan("")}, z);
+  EXPECT_FALSE(one.applicable);
+  EXPECT_EQ(one.lo, 10);
+  EXPECT_EQ(one.hi, 10);
+}
+
+TEST(IntervalsTest, RefusesLevelsOutsideZeroOneNamingTheFlag) {
+  for (double level : {0.0, 1.0, -0.5, 1.5, std::nan("")}) {
+    IntervalOptions o;
+    o.level = level;
+    const absl::Status st = ValidateIntervalOptions(o);
+    EXPECT_FALSE(st.ok()) << level;
+    EXPECT_NE(st.message().find("--interval:"), std::string::npos) << st.message();
+  }
+  IntervalOptions o;
+  o.num_samples = 1;
+  EXPECT_NE(ValidateIntervalOptions(o).message().find("--interval-samples"),
+            std::string::npos);
+  o.num_samples = 2;
+  o.level = 0.5;
+  EXPECT_TRUE(ValidateIntervalOptions(o).ok());
+}
+
+// A datasheet-only device gets the widest leave-one-device-out band of the
+// shipped profiles, which is no narrower than the median calibrated band of
+// every metric at both levels (a device with no refit error for a family
+// falls back to its own device-out band, which may be the widest; one
+// whose own refit errors are larger, MI300X ITL, keeps its own
+// wider band).
+TEST(IntervalsTest, DatasheetOnlyDeviceGetsTheWidestDeviceOutBand) {
+  for (const MetricInterval& m : IntervalMetrics(RunResult{}, {})) {
+    for (double level : {0.5, 0.9}) {
+      std::string why;
+      const double none = StructuralSigma(nullptr, m.family, m.name, level, &why);
+      EXPECT_THAT(why, ::testing::HasSubstr("leave_one_device_out")) << m.name;
+      std::vector<double> own;
+      for (const std::string& name : ShippedProfileNames()) {
+        absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile(name, "");
+        ASSERT_TRUE(rp.ok() && rp->found) << name;
+        for (const auto& se : rp->profile.structural_errors()) {
+          if (se.pass() == "leave_one_device_out" && se.family() == m.family) {
+            servesim::proto::CalibrationProfile only;
+            *only.add_structural_errors() = se;
+            EXPECT_LE(StructuralSigma(&only, m.family, m.name, level, &why), none)
+                << name << " " << m.name;
+          }
+        }
+        own.push_back(StructuralSigma(&rp->profile, m.family, m.name, level, &why));
+      }
+      std::sort(own.begin(), own.end());
+      EXPECT_GE(none, own[own.size() / 2]) << m.name << " " << level;
+    }
+  }
+}
+
+// The structural sigma at a stored level reproduces that level's quantile
+// (the band alone is exp(-+ q_L)), and a metric with its own entry uses it.
+TEST(IntervalsTest, StructuralSigmaAtAStoredLevelIsItsQuantileOverZ) {
+  servesim::proto::CalibrationProfile p;
+  p.set_device("d");
+  auto add = [&p](const std::string& metric, double q50, double q90) {
+    auto* se = p.add_structural_errors();
+    se->set_pass("refit_passes");
+    se->set_family("ttft");
+    se->set_metric(metric);
+    se->set_num_points(10);
+    se->set_rms_log_error(1.0);
+    for (auto [level, q] : {std::pair{0.5, q50}, std::pair{0.9, q90}}) {
+      auto* e = se->add_abs_log_error_quantiles();
+      e->set_level(level);
+      e->set_abs_log_error(q);
+    }
+  };
+  add("", 0.1, 0.5);
+  add("p99_ttft_ms", 0.2, 0.8);
+  std::string why;
+  EXPECT_NEAR(StructuralSigma(&p, "ttft", "mean_ttft_ms", 0.5, &why),
+              0.1 / NormalQuantile(0.75), 1e-12);
+  EXPECT_NEAR(StructuralSigma(&p, "ttft", "mean_ttft_ms", 0.9, &why),
+              0.5 / NormalQuantile(0.95), 1e-12);
+  EXPECT_NEAR(StructuralSigma(&p, "ttft", "p99_ttft_ms", 0.9, &why),
+              0.8 / NormalQuantile(0.95), 1e-12);
+  EXPECT_EQ(why, "d refit_passes p99_ttft_ms");
+  // Between the levels: linear in the level; outside: the end value.
+  const double s50 = 0.1 / NormalQuantile(0.75), s90 = 0.5 / NormalQuantile(0.95);
+  EXPECT_NEAR(StructuralSigma(&p, "ttft", "p90_ttft_ms", 0.7, &why), 0.5 * (s50 + s90),
+              1e-12);
+  EXPECT_NEAR(StructuralSigma(&p, "ttft", "p90_ttft_ms", 0.99, &why), s90, 1e-12);
+  EXPECT_NEAR(StructuralSigma(&p, "ttft", "p90_ttft_ms", 0.2, &why), s50, 1e-12);
+}
+
+proto::ExperimentConfig SmallT4() {
+  proto::ExperimentConfig c;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        server { device: "t4" model: "gemma-4-e2b" max_model_len: 2048 }
+        client {
+          num_prompts: 24
+          random_input_len: 256
+          random_output_len: 32
+          max_concurrency: 4
+          seed: 7
+        }
+      )pb",
+      &c));
+  return c;
+}
+
+std::string IntervalsJson(const IntervalReport& r) {
+  JsonWriter w(2);
+  w.BeginObject();
+  WriteIntervalsJson(r, w);
+  w.EndObject();
+  return w.Take();
+}
+
+TEST(IntervalsTest, ByteIdenticalWhateverTheThreadCountAndCoverThePoint) {
+  const proto::ExperimentConfig config = SmallT4();
+  absl::StatusOr<ExperimentRun> run = RunExperiment(config);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const ReportContext ctx = SimulateReportContext(config, *run, "20260101-000000");
+  IntervalOptions o;
+  o.level = 0.9;
+  o.num_samples = 3;
+  o.jobs = 1;
+  absl::StatusOr<IntervalReport> one = ComputeIntervals(config, *run, ctx, o, 7);
+  ASSERT_TRUE(one.ok()) << one.status();
+  o.jobs = 3;
+  absl::StatusOr<IntervalReport> three = ComputeIntervals(config, *run, ctx, o, 7);
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(IntervalsJson(*one), IntervalsJson(*three));
+  EXPECT_EQ(one->num_parameter_samples, 3);  // t4 ships a profile with a covariance
+  EXPECT_EQ(one->num_workload_seeds, 3);     // random dataset
+  bool any_param_width = false;
+  for (const MetricInterval& m : one->metrics) {
+    if (!(m.point > 0)) continue;
+    EXPECT_LE(m.lo, m.point) << m.name;
+    EXPECT_GE(m.hi, m.point) << m.name;
+    EXPECT_GT(m.structural.hi, m.structural.lo) << m.name;
+    any_param_width |= m.parameters.hi > m.parameters.lo;
+  }
+  EXPECT_TRUE(any_param_width);
+  // Another seed draws other parameters.
+  absl::StatusOr<IntervalReport> other = ComputeIntervals(config, *run, ctx, o, 8);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(IntervalsJson(*one), IntervalsJson(*other));
+}
+
+}  // namespace
+}  // namespace servesim
