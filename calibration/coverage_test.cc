@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -39,16 +41,81 @@ TEST(CoverageTest, BandOfAHeldOutPointIsSizedWithoutItsOwnBlock) {
   EXPECT_EQ(c.overall.num_predictions, 4);
 }
 
-TEST(CoverageTest, FiftyAndNinetyPercentBandsDiffer) {
+TEST(CoverageTest, FiftyAndNinetyPercentBandsAreTheConformalQuantiles) {
   ValidationReport r;
-  // Other block's sigma 0.1; errors 0.1 (inside 90%: 0.1645, outside 50%:
-  // 0.0674).
-  r.points = {Point("d", "in128", 0.1), Point("d", "in256", 0.1),
-              Point("d", "in256", -0.1)};
+  // in256's |errors| 0.05, 0.1, 0.15, 0.2, 0.4: the in128 point's band is
+  // 0.15 at 50% (3rd of 5) and 0.4 at 90% (6th, capped at the 5th); its
+  // error 0.3 is outside the first, inside the second. The in256 points'
+  // band is in128's 0.3: all inside but 0.4.
+  r.points = {Point("d", "in128", 0.3),  Point("d", "in256", 0.05),
+              Point("d", "in256", -0.1), Point("d", "in256", 0.15),
+              Point("d", "in256", -0.2), Point("d", "in256", 0.4)};
   const CoverageReport c = ComputeCoverage(r);
   ASSERT_EQ(c.metrics.size(), 1u);
-  EXPECT_DOUBLE_EQ(c.metrics[0].coverage_90, 1.0);
-  EXPECT_DOUBLE_EQ(c.metrics[0].coverage_50, 0.0);
+  EXPECT_EQ(c.metrics[0].num_predictions, 6);
+  EXPECT_DOUBLE_EQ(c.metrics[0].coverage_50, 4.0 / 6);
+  EXPECT_DOUBLE_EQ(c.metrics[0].coverage_90, 5.0 / 6);
+}
+
+// The regression of issue 17: an rms-sized band (z x rms) let one large
+// miss widen the 50% band past most errors; the quantile band does not.
+TEST(CoverageTest, OneLargeMissDoesNotWidenTheFiftyPercentBand) {
+  ValidationReport r;
+  // in256: four errors of 0.1 and one of 2.0 (rms 0.899, 0.674 x rms =
+  // 0.606); the conformal 50% band is 0.1, so the in128 error 0.3 is
+  // outside it.
+  r.points = {Point("d", "in128", 0.3),  Point("d", "in256", 0.1),
+              Point("d", "in256", -0.1), Point("d", "in256", 0.1),
+              Point("d", "in256", -0.1), Point("d", "in256", 2.0)};
+  const CoverageReport c = ComputeCoverage(r);
+  ASSERT_EQ(c.metrics.size(), 1u);
+  // in128's point: outside at 50%; the in256 points (band 0.3): four inside.
+  EXPECT_DOUBLE_EQ(c.metrics[0].coverage_50, 4.0 / 6);
+  EXPECT_DOUBLE_EQ(c.metrics[0].median_half_50, 0.3);
+}
+
+TEST(CoverageTest, ConformalQuantileIsTheCeilNPlusOneTimesLevelSmallest) {
+  const std::vector<double> x = {10, 1, 9, 2, 8, 3, 7, 4, 6, 5};
+  EXPECT_DOUBLE_EQ(ConformalQuantile(x, 0.5), 6);    // ceil(5.5) = 6th
+  EXPECT_DOUBLE_EQ(ConformalQuantile(x, 0.9), 10);   // ceil(9.9) = 10th
+  EXPECT_DOUBLE_EQ(ConformalQuantile(x, 0.95), 10);  // 11th: capped
+  EXPECT_DOUBLE_EQ(ConformalQuantile({4}, 0.5), 4);
+  EXPECT_DOUBLE_EQ(ConformalQuantile({}, 0.5), 0);
+}
+
+TEST(CoverageTest, AMetricWithEnoughErrorsGetsItsOwnBand) {
+  ValidationReport r;
+  // Two metrics of the tpot family: median ITL errs by 0.01 in every block,
+  // p99 ITL by 1.0. With five errors outside the block, each metric's band
+  // is its own: every prediction is inside both intervals.
+  for (const char* block : {"in128", "in256", "in512", "in1024", "in2048", "in4096"}) {
+    for (auto [metric, err] :
+         {std::pair{"median_itl_ms", 0.01}, std::pair{"p99_itl_ms", 1.0}}) {
+      ValidatedPoint v = Point("d", block, err);
+      v.metric = metric;
+      r.points.push_back(v);
+    }
+  }
+  const CoverageReport c = ComputeCoverage(r);
+  ASSERT_EQ(c.metrics.size(), 2u);
+  for (const MetricCoverage& m : c.metrics) {
+    EXPECT_EQ(m.num_predictions, 6) << m.metric;
+    EXPECT_DOUBLE_EQ(m.coverage_50, 1.0) << m.metric;
+  }
+  EXPECT_NEAR(c.metrics[0].median_half_50, 0.01, 1e-12);  // median_itl_ms
+  EXPECT_NEAR(c.metrics[1].median_half_50, 1.0, 1e-12);
+  // The profile's entries: per pass and family, pooled per family, pooled
+  // per metric (six errors each, at least kMinMetricErrors).
+  const auto entries = StructuralErrors(r.points, "d", "b");
+  ASSERT_EQ(entries.size(), 4u);
+  EXPECT_EQ(entries[0].pass(), kLeaveOneInputLengthOut);
+  EXPECT_EQ(entries[1].pass(), kPooledRefitPasses);
+  EXPECT_EQ(entries[1].metric(), "");
+  EXPECT_EQ(entries[1].num_points(), 12);
+  EXPECT_EQ(entries[2].metric(), "median_itl_ms");
+  EXPECT_EQ(entries[3].metric(), "p99_itl_ms");
+  EXPECT_NEAR(StructuralQuantileAt(entries[3], 0.9), 1.0, 1e-12);
+  EXPECT_EQ(StructuralQuantileAt(entries[3], 0.7), -1);
 }
 
 TEST(CoverageTest, DeviceOutBandComesFromTheOtherDevices) {

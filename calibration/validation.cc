@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "calibration/coverage.h"
 #include "calibration/embedded_data.h"
 #include "calibration/physics.h"
 #include "calibration/predictor.h"
@@ -991,39 +992,10 @@ servesim::proto::CalibrationProfile MakeProfile(
         "of the Huber-weighted log residuals and prior rows in parameter units, "
         "s2 = max(1, chi2 / (n - p)), 1 when n <= p; diagonal = std_error^2");
   }
-  // Block-held-out errors per pass and metric family, over this group's
-  // graded points.
-  for (const char* pass : {kLeaveOneInputLengthOut, kLeaveOneConcurrencyOut,
-                           kLeaveOneModelOut, kLeaveOneDeviceOut}) {
-    for (const char* family : {"throughput", "ttft", "tpot"}) {
-      int n = 0;
-      double abs_sum = 0, sq_sum = 0, log_sum = 0;
-      for (const ValidatedPoint& v : points) {
-        if (v.device != group.device || v.software_build != group.software_build ||
-            ValidateMetricFamily(v.metric) != family || v.measured_infeasible ||
-            !(v.measured > 0)) {
-          continue;
-        }
-        const auto it = v.block_held_out.find(pass);
-        if (it == v.block_held_out.end() || !(it->second > 0) ||
-            !std::isfinite(it->second)) {
-          continue;
-        }
-        const double l = std::log(it->second / v.measured);
-        ++n;
-        abs_sum += std::abs(it->second / v.measured - 1.0);
-        sq_sum += l * l;
-        log_sum += l;
-      }
-      if (n == 0) continue;
-      auto* se = p.add_structural_errors();
-      se->set_pass(pass);
-      se->set_family(family);
-      se->set_num_points(n);
-      se->set_mape(100.0 * abs_sum / n);
-      se->set_rms_log_error(std::sqrt(sq_sum / n));
-      se->set_mean_log_error(log_sum / n);
-    }
+  // Block-held-out errors per pass and metric family (and the pooled refit
+  // passes per metric), with their quantiles: calibration/coverage.h.
+  for (auto& se : StructuralErrors(points, group.device, group.software_build)) {
+    *p.add_structural_errors() = std::move(se);
   }
   auto* e = p.mutable_errors();
   e->set_num_points(group.num_fit_points);

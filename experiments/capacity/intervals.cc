@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "Eigen/Dense"
 #include "absl/strings/str_cat.h"
@@ -23,9 +25,52 @@
 namespace servesim {
 namespace {
 
-constexpr const char* kRefitPasses[] = {
-    "leave_one_input_length_out", "leave_one_concurrency_out", "leave_one_model_out"};
-constexpr char kDeviceOutPass[] = "leave_one_device_out";
+// StructuralError.pass values (calibration/validation.h and coverage.h
+// name them; this library does not link calibration).
+constexpr char kPooledRefitPasses[] = "refit_passes";
+constexpr char kLeaveOneDeviceOut[] = "leave_one_device_out";
+
+// The metric `validate` grades that an interval metric is ("" if none;
+// calibration's ValidateMetricFamily lists them).
+std::string GradedMetric(const std::string& name) {
+  if (name == "total_token_throughput") return "total_throughput";
+  for (const char* graded :
+       {"output_throughput", "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms",
+        "median_tpot_ms", "median_itl_ms", "p99_itl_ms"}) {
+    if (name == graded) return name;
+  }
+  return "";
+}
+
+// The effective normal sigma of a structural entry at `level`: its
+// quantile q_L / z_L at the stored levels, linear in the level between
+// them, the end values outside; rms_log_error for an entry without
+// quantiles (a profile written before them).
+double EntrySigma(const servesim::proto::StructuralError& e, double level) {
+  std::vector<std::pair<double, double>> pts;  // (level, sigma)
+  for (const auto& q : e.abs_log_error_quantiles()) {
+    if (q.level() > 0 && q.level() < 1) {
+      pts.emplace_back(q.level(),
+                       q.abs_log_error() / NormalQuantile(0.5 + q.level() / 2));
+    }
+  }
+  if (pts.empty()) return e.rms_log_error();
+  std::sort(pts.begin(), pts.end());
+  if (level <= pts.front().first) return pts.front().second;
+  if (level >= pts.back().first) return pts.back().second;
+  for (size_t i = 1; i < pts.size(); ++i) {
+    if (level <= pts[i].first) {
+      const double t = (level - pts[i - 1].first) / (pts[i].first - pts[i - 1].first);
+      return pts[i - 1].second + t * (pts[i].second - pts[i - 1].second);
+    }
+  }
+  return pts.back().second;
+}
+
+std::string EntryName(const servesim::proto::StructuralError& e) {
+  return e.metric().empty() ? absl::StrCat(e.pass(), " ", e.family())
+                            : absl::StrCat(e.pass(), " ", e.metric());
+}
 
 // A deployment's truncated joint normal over its profile's fitted
 // parameters: x = mean + a z, z standard normal, redrawn until inside the
@@ -162,28 +207,36 @@ std::string Num(double v) {
   return absl::StrFormat("%.3g", v);
 }
 
-// The structural log sigma per family for a fleet: the largest over its
-// deployments; with the reasons.
-absl::StatusOr<std::map<std::string, std::pair<double, std::string>>> FleetSigmas(
-    const std::vector<Deployment>& deps) {
-  std::map<std::string, std::pair<double, std::string>> sigma;
-  for (const char* family : {"throughput", "ttft", "tpot"}) {
+// The structural log sigma of every metric of `metrics` for a fleet at
+// `level`: the largest over its deployments, by metric index; with the
+// reasons, by metric name.
+absl::StatusOr<std::vector<std::pair<double, std::string>>> FleetSigmas(
+    const std::vector<Deployment>& deps, const std::vector<MetricInterval>& metrics,
+    double level) {
+  std::vector<std::optional<servesim::proto::CalibrationProfile>> profiles;
+  for (const Deployment& d : deps) {
+    std::optional<servesim::proto::CalibrationProfile> prof;
+    if (d.calibrated) {
+      ASSIGN_OR_RETURN(
+          ResolvedProfile rp,
+          ResolveCalibrationProfile(d.spec.calibration_profile, d.device.id()));
+      if (rp.found) prof = rp.profile;
+    }
+    profiles.push_back(std::move(prof));
+  }
+  std::vector<std::pair<double, std::string>> sigma;
+  sigma.reserve(metrics.size());
+  for (const MetricInterval& m : metrics) {
     double best = -1;
     std::vector<std::string> whys;
-    for (const Deployment& d : deps) {
-      std::optional<servesim::proto::CalibrationProfile> prof;
-      if (d.calibrated) {
-        ASSIGN_OR_RETURN(
-            ResolvedProfile rp,
-            ResolveCalibrationProfile(d.spec.calibration_profile, d.device.id()));
-        if (rp.found) prof = rp.profile;
-      }
+    for (size_t i = 0; i < deps.size(); ++i) {
       std::string why;
-      const double s = StructuralSigma(prof ? &*prof : nullptr, family, &why);
+      const double s = StructuralSigma(profiles[i] ? &*profiles[i] : nullptr, m.family,
+                                       m.name, level, &why);
       best = std::max(best, s);
-      whys.push_back(absl::StrFormat("%s %.3g (%s)", d.device.id(), s, why));
+      whys.push_back(absl::StrFormat("%s %.3g (%s)", deps[i].device.id(), s, why));
     }
-    sigma[family] = {best, absl::StrJoin(whys, "; ")};
+    sigma.emplace_back(best, absl::StrJoin(whys, "; "));
   }
   return sigma;
 }
@@ -353,55 +406,60 @@ std::vector<MetricInterval> IntervalMetrics(
 }
 
 double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
-                       const std::string& family, std::string* why) {
+                       const std::string& family, const std::string& metric, double level,
+                       std::string* why) {
+  const std::string graded = GradedMetric(metric);
   if (profile != nullptr) {
-    double best = -1;
-    std::string pass;
-    for (const auto& se : profile->structural_errors()) {
-      if (se.family() != family) continue;
-      for (const char* p : kRefitPasses) {
-        if (se.pass() == p && se.rms_log_error() > best) {
-          best = se.rms_log_error();
-          pass = p;
+    // The metric's pooled refit entry, else its family's, else the
+    // family's leave_one_device_out entry.
+    std::vector<std::pair<std::string, std::string>> picks;  // (pass, metric)
+    if (!graded.empty()) picks.emplace_back(kPooledRefitPasses, graded);
+    picks.emplace_back(kPooledRefitPasses, "");
+    picks.emplace_back(kLeaveOneDeviceOut, "");
+    const servesim::proto::StructuralError* use = nullptr;
+    for (const auto& [pass, of_metric] : picks) {
+      for (const auto& se : profile->structural_errors()) {
+        if (se.pass() == pass && se.family() == family && se.metric() == of_metric &&
+            se.num_points() > 0) {
+          use = &se;
+          break;
         }
       }
+      if (use != nullptr) break;
     }
-    if (best >= 0) {
-      *why = absl::StrFormat("%s %s", profile->device(), pass);
-      return best;
-    }
-    for (const auto& se : profile->structural_errors()) {
-      if (se.family() == family && se.pass() == kDeviceOutPass) {
-        *why = absl::StrFormat("%s %s (no refit pass holds %s)", profile->device(),
-                               kDeviceOutPass, family);
-        return se.rms_log_error();
-      }
+    if (use != nullptr) {
+      *why = absl::StrFormat("%s %s", profile->device(), EntryName(*use));
+      return EntrySigma(*use, level);
     }
   }
-  // The widest band: the largest block error (any pass) of any shipped
-  // profile, for this family, else for any family: never narrower than a
-  // calibrated device's own band.
+  // A device without a profile is predicted from priors, as the
+  // leave_one_device_out pass predicts a device: the widest of the shipped
+  // profiles' leave_one_device_out entries of the family at this level;
+  // with none, of any entry at all.
   double widest = -1, any = -1;
   std::string from, from_any;
   for (const std::string& name : ShippedProfileNames()) {
     absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile(name, "");
     if (!rp.ok() || !rp->found) continue;
     for (const auto& se : rp->profile.structural_errors()) {
-      if (se.family() == family && se.rms_log_error() > widest) {
-        widest = se.rms_log_error();
-        from = name;
+      if (se.num_points() <= 0) continue;
+      const double s = EntrySigma(se, level);
+      if (se.pass() == kLeaveOneDeviceOut && se.family() == family && s > widest) {
+        widest = s;
+        from = absl::StrCat(name, " ", EntryName(se));
       }
-      if (se.rms_log_error() > any) {
-        any = se.rms_log_error();
-        from_any = name;
+      if (s > any) {
+        any = s;
+        from_any = absl::StrCat(name, " ", EntryName(se));
       }
     }
   }
   const char* lead = profile != nullptr ? "profile holds no block error for it; "
                                         : "no calibration profile; ";
   if (widest >= 0) {
-    *why = absl::StrFormat("%sthe widest block error of the shipped profiles (%s)", lead,
-                           from);
+    *why = absl::StrFormat(
+        "%sthe widest leave-one-device-out error of the shipped profiles (%s)", lead,
+        from);
     return widest;
   }
   if (any >= 0) {
@@ -478,8 +536,9 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
     values.push_back(IntervalMetrics(*runs[i], ctx.costs));
   }
 
-  // (c) structural sigma per family: the largest over the deployments.
-  ASSIGN_OR_RETURN(const auto sigma, FleetSigmas(deps));
+  // (c) structural sigma per metric at the level: the largest over the
+  // deployments.
+  ASSIGN_OR_RETURN(const auto sigma, FleetSigmas(deps, report.metrics, options.level));
 
   for (size_t j = 0; j < report.metrics.size(); ++j) {
     MetricInterval& m = report.metrics[j];
@@ -492,7 +551,7 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
     if (!(m.point > 0)) {
       m.structural = SourceBand{m.point, m.point, 0, 0, false};
     } else {
-      m.structural = LogNormalBand(m.point, sigma.at(m.family).first, z);
+      m.structural = LogNormalBand(m.point, sigma[j].first, z);
     }
     CombineSources(z, &m);
   }
@@ -512,9 +571,24 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
                      "point's parameters)",
                      k)
                : "workload: none (a trace replays fixed arrival times and lengths)");
-  for (const auto& [family, sw] : sigma) {
+  // One line per distinct source, naming the metrics it sizes.
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_source;
+  for (size_t j = 0; j < report.metrics.size(); ++j) {
+    const std::string src =
+        absl::StrFormat("sigma %.3g from %s", sigma[j].first, sigma[j].second);
+    auto it = std::find_if(by_source.begin(), by_source.end(),
+                           [&src](const auto& b) { return b.first == src; });
+    if (it == by_source.end()) {
+      by_source.emplace_back(src, std::vector<std::string>{});
+      it = std::prev(by_source.end());
+    }
+    it->second.push_back(report.metrics[j].name);
+  }
+  for (const auto& [src, names] : by_source) {
     report.notes.push_back(absl::StrFormat(
-        "structural %s: log-normal, sigma %.3g from %s", family, sw.first, sw.second));
+        "structural %s: log-normal, %s (at level %g: the conformal quantile of the "
+        "block-held-out |log error| / z)",
+        absl::StrJoin(names, ", "), src, options.level));
   }
   report.notes.emplace_back(
       "combined on the log scale: means of the parameter and structural factors add, "
@@ -550,7 +624,10 @@ absl::StatusOr<double> SloProbability(const proto::ExperimentConfig& config,
   std::vector<std::string> drawn;
   ASSIGN_OR_RETURN(std::vector<std::vector<ParameterSet>> sets,
                    DrawParameterSets(deps, options.num_samples, seed, &drawn));
-  ASSIGN_OR_RETURN(const auto sigma, FleetSigmas(deps));
+  // One term is met with probability >= C exactly when its threshold lies
+  // outside the one-sided C band: the two-sided band of level 2C - 1.
+  ASSIGN_OR_RETURN(const auto sigma,
+                   FleetSigmas(deps, names, std::max(0.0, 2 * options.level - 1)));
   std::vector<absl::StatusOr<RunResult>> runs(sets.size());
   ParallelFor(static_cast<int>(sets.size()), options.jobs, [&](int i) {
     try {
@@ -570,7 +647,7 @@ absl::StatusOr<double> SloProbability(const proto::ExperimentConfig& config,
     double p = 1;
     for (size_t t = 0; t < terms.size(); ++t) {
       const MetricInterval& m = d[index[t]];
-      const double s = sigma.at(m.family).first;
+      const double s = sigma[index[t]].first;
       const double v = m.point, th = terms[t].threshold;
       double pt;
       if (!(v > 0) || !(th > 0) || !(s > 0)) {

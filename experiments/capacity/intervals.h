@@ -13,14 +13,19 @@
 //      draws (at the point's parameters). A trace replays fixed times and
 //      lengths: no workload randomness, the band is the point.
 //  (c) structural: the device's block-held-out errors of `validate`
-//      (CalibrationProfile.structural_errors) as a log-normal band of
-//      sigma = the largest rms log error of the refit passes (one input
-//      length / concurrency / model out) for the metric's family; with
-//      none of those the profile's leave-one-device-out error; a device
-//      with no profile (or a family its profile has no error for) takes the
-//      largest block error of any pass of every shipped profile for the
-//      family (the widest band), and kFallbackStructuralSigma when no
-//      profile has one.
+//      (CalibrationProfile.structural_errors, calibration/coverage.h) as a
+//      log-normal band whose sigma at the level L is q_L / z_L: q_L the
+//      split-conformal quantile of |log(held-out / measured)| at L
+//      (interpolated linearly in L between the stored levels 0.5, 0.8, 0.9,
+//      0.95, the end values outside), so the band alone is exp(-+ q_L). The
+//      entry: the three refit passes pooled, of the metric validate grades
+//      that the interval metric is (p99_ttft_ms, output_throughput, ...)
+//      when the profile has one, else of the metric's family; with neither,
+//      the profile's leave-one-device-out entry of the family. A device with
+//      no profile (or a family its profile has no error for) takes the
+//      largest sigma at L of the shipped profiles' leave-one-device-out
+//      entries of the family (a device predicted from priors, as that pass
+//      predicts one), and kFallbackStructuralSigma when no profile has one.
 // Each source is summarised on the log scale: for the samples x_k of a
 // metric with point value x0, m = mean(log(x_k / x0)) and s = their sample
 // standard deviation (the structural source: m = 0, s = sigma). The band of
@@ -109,11 +114,13 @@ void CombineSources(double z, MetricInterval* m);
 std::vector<MetricInterval> IntervalMetrics(
     const RunResult& result, const std::vector<ReportContext::Cost>& costs);
 
-// The structural log sigma of a metric family for a device: from its
-// profile when `profile` is non-null, else the widest shipped band (see the
-// file comment); `why` says which.
+// The structural log sigma at `level` of the interval metric `metric`
+// (an IntervalMetrics name) of `family` for a device: from its profile when
+// `profile` is non-null, else the widest shipped band (see the file
+// comment); `why` names the entry.
 double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
-                       const std::string& family, std::string* why);
+                       const std::string& family, const std::string& metric, double level,
+                       std::string* why);
 
 // Checks --interval / --interval-samples; errors name the flag.
 absl::Status ValidateIntervalOptions(const IntervalOptions& options);
@@ -138,7 +145,9 @@ struct SloBound {
 // over K parameter draws (as ComputeIntervals draws them, common random
 // numbers; a fleet without a profile: the point alone) of the product over
 // the terms of P(value x exp(e) meets the term), e ~ N(0, sigma^2) with the
-// metric family's structural sigma (the terms' structural errors taken as
+// metric's structural sigma at level 2C - 1, C = options.level (one term
+// alone is then met with probability >= C exactly when its threshold lies
+// outside the one-sided C band; the terms' structural errors are taken as
 // independent). Deterministic; runs K + 1 simulations on options.jobs
 // threads. Errors: a term naming a metric without an interval.
 absl::StatusOr<double> SloProbability(const proto::ExperimentConfig& config,
