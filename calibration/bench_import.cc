@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -11,7 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "calibration/measurements.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
+#include "sim/metrics.h"
 
 namespace servesim {
 namespace {
@@ -187,6 +189,21 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
       how.emplace_back("send times from start_times");
     }
     if (r.errors) c.errors = *r.errors;
+    if (r.ttfts) {
+      const std::vector<double>& t = *r.ttfts;
+      if (t.size() != r.input_lens->size()) {
+        return OutOfRange(
+            path, "ttfts", absl::StrFormat("an array of %d entries", t.size()),
+            absl::StrFormat("one entry per input_lens entry (%d)", r.input_lens->size()));
+      }
+      for (size_t i = 0; i < t.size(); ++i) {
+        if (!std::isfinite(t[i]) || t[i] < 0 || t[i] > 1e9) {
+          return OutOfRange(path, absl::StrFormat("ttfts[%d]", i), JsonNumberText(t[i]),
+                            "finite seconds, 0..1e9");
+        }
+      }
+      c.ttfts = t;
+    }
     // The arrays must agree with the summary the medians came from: vLLM
     // sums output_lens into total_output_tokens (failed requests add 0) and
     // counts the requests without an error as completed.
@@ -244,10 +261,13 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
   // one-token outputs): 0 means "not measured" and is not fitted.
   constexpr std::string_view kMetricRange = "a finite number >= 0; 0: not measured";
   double* const targets[] = {&c.output_throughput, &c.total_throughput, &c.median_ttft_ms,
-                             &c.median_tpot_ms};
-  const char* const keys[] = {"output_throughput", "total_token_throughput",
-                              "median_ttft_ms", "median_tpot_ms"};
-  for (int i = 0; i < 4; ++i) {
+                             &c.median_tpot_ms,    &c.mean_ttft_ms,     &c.p99_ttft_ms,
+                             &c.mean_tpot_ms,      &c.median_itl_ms,    &c.p99_itl_ms};
+  const char* const keys[] = {
+      "output_throughput", "total_token_throughput", "median_ttft_ms",
+      "median_tpot_ms",    "mean_ttft_ms",           "p99_ttft_ms",
+      "mean_tpot_ms",      "median_itl_ms",          "p99_itl_ms"};
+  for (size_t i = 0; i < std::size(keys); ++i) {
     ASSIGN_OR_RETURN(std::optional<double> v,
                      CheckedNumber(r, path, keys[i], non_negative, kMetricRange));
     *targets[i] = v.value_or(0);
@@ -274,6 +294,10 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
   const bool replay_sends =
       open_loop && cell.max_concurrency == 0 && !cell.start_times.empty();
   ClientMethod client;
+  int left_out = 0;          // requests with an error: not replayed
+  int unmeasured = 0;        // replayed for their load, not in the metrics
+  double kept_fraction = 1;  // of the file's requests
+  std::vector<double> kept_ttfts_ms;
   if (!cell.fixed_lengths || (replay_sends && !cell.input_lens.empty())) {
     if (cell.input_lens.empty()) {
       return absl::FailedPreconditionError(absl::StrFormat(
@@ -283,37 +307,56 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
           "--ignore-eos)",
           cell.path, cell.input_tokens, cell.output_tokens));
     }
-    // Replay the measured lengths; a request with an error or no output
-    // tokens gives no TTFT or TPOT and is left out.
+    // Replay the measured lengths. A request with an error is left out (the
+    // server refused or lost it). One without an error that streamed no
+    // token was still prefilled and ended at once (an end-of-sequence first
+    // token under greedy sampling): it is replayed as a one-token request
+    // for the load it put on the server and left out of the metrics, as
+    // the file's client left it out of its TPOT (older clients count its
+    // TTFT as 0; the median TTFT below is taken over the measured ones).
     double in_sum = 0, out_sum = 0;
     double first_send = 0;
+    int measured = 0;
     for (size_t i = 0; i < cell.input_lens.size(); ++i) {
-      if (cell.output_lens[i] < 1 || cell.input_lens[i] < 1) continue;
+      if (cell.input_lens[i] < 1) continue;
       if (i < cell.errors.size() && !cell.errors[i].empty()) continue;
+      const bool streamed = cell.output_lens[i] >= 1;
+      if (!streamed) client.add_unmeasured(client.input_lens_size());
       client.add_input_lens(cell.input_lens[i]);
-      client.add_output_lens(cell.output_lens[i]);
+      client.add_output_lens(streamed ? cell.output_lens[i] : 1);
       if (replay_sends) {
         if (client.send_times_s_size() == 0) first_send = cell.start_times[i];
         client.add_send_times_s(cell.start_times[i] - first_send);
       }
+      if (!streamed) continue;
+      ++measured;
       in_sum += cell.input_lens[i];
       out_sum += cell.output_lens[i];
+      if (!cell.ttfts.empty()) kept_ttfts_ms.push_back(cell.ttfts[i] * 1e3);
     }
-    if (client.input_lens_size() == 0) {
+    if (measured == 0) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "%s: no request in input_lens/output_lens has both input and output tokens",
           cell.path));
     }
     const int n = client.input_lens_size();
+    left_out = static_cast<int>(cell.input_lens.size()) - n;
+    unmeasured = client.unmeasured_size();
+    kept_fraction = static_cast<double>(n) / static_cast<double>(cell.input_lens.size());
     client.set_num_prompts(n);
-    client.set_input_tokens(std::max(1, static_cast<int32_t>(std::lround(in_sum / n))));
-    client.set_output_tokens(std::max(1, static_cast<int32_t>(std::lround(out_sum / n))));
+    client.set_input_tokens(
+        std::max(1, static_cast<int32_t>(std::lround(in_sum / measured))));
+    client.set_output_tokens(
+        std::max(1, static_cast<int32_t>(std::lround(out_sum / measured))));
     client.set_dataset(absl::StrFormat(
-        "per-request lengths%s from the result file (%d requests%s)",
+        "per-request lengths%s from the result file (%d requests%s%s)",
         replay_sends ? " and send times" : "", n,
-        n < static_cast<int>(cell.input_lens.size())
-            ? absl::StrFormat(", %d with an error or no output tokens left out",
-                              cell.input_lens.size() - n)
+        left_out > 0 ? absl::StrFormat(", %d with an error left out", left_out)
+                     : std::string(),
+        unmeasured > 0
+            ? absl::StrFormat(", %d that streamed no token replayed as one-token "
+                              "requests and left out of the metrics",
+                              unmeasured)
             : std::string()));
   } else {
     client.set_num_prompts(static_cast<int32_t>(cell.num_prompts));
@@ -323,7 +366,18 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
   }
   if (open_loop) {
     client.set_kind(ClientMethod::BENCH_SERVE_OPEN_LOOP);
-    client.set_request_rate(cell.request_rate);
+    // Drawn arrivals: the kept requests are a thinning of the file's
+    // process, which (Poisson or Gamma renewal alike, to first order) runs
+    // at the rate times the kept fraction.
+    client.set_request_rate(client.send_times_s_size() == 0
+                                ? cell.request_rate * kept_fraction
+                                : cell.request_rate);
+    if (left_out > 0 && client.send_times_s_size() == 0) {
+      client.set_dataset(
+          absl::StrFormat("%s; sent at %g req/s, the file's %g x %d/%d kept",
+                          client.dataset(), client.request_rate(), cell.request_rate,
+                          client.num_prompts(), cell.input_lens.size()));
+    }
     client.set_burstiness(cell.burstiness);
     client.set_max_concurrency(cell.max_concurrency);  // 0: no limit
   } else {
@@ -337,7 +391,7 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
   const std::string stem = std::filesystem::path(cell.path).filename().string();
   std::vector<Measurement> out;
   auto add = [&](servesim::proto::Metric metric, double value, const char* unit,
-                 const char* key, double sigma) {
+                 const char* key, double sigma, bool fit = true) {
     if (!(value > 0)) return;
     Measurement m;
     m.set_id(absl::StrFormat("%s/%s", stem, MetricName(metric)));
@@ -350,9 +404,10 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
     m.mutable_provenance()->set_section(cell.path);
     m.mutable_provenance()->set_cell(key);
     m.mutable_provenance()->set_note(cell.inferred);
-    m.set_tolerance_pct(tolerance_pct);
-    m.set_tolerance_rule(absl::StrFormat("calibrate: within %g%%", tolerance_pct));
-    m.set_fit(true);
+    m.set_tolerance_pct(fit ? tolerance_pct : 0);
+    m.set_tolerance_rule(fit ? absl::StrFormat("calibrate: within %g%%", tolerance_pct)
+                             : std::string("reported, not fitted"));
+    m.set_fit(fit);
     m.set_rel_sigma(sigma);
     out.push_back(std::move(m));
   };
@@ -365,8 +420,36 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
           : 0.03;
   add(servesim::proto::OUTPUT_THROUGHPUT, cell.output_throughput, "tok/s",
       "output_throughput", throughput_sigma);
-  add(servesim::proto::MEDIAN_TTFT_MS, cell.median_ttft_ms, "ms", "median_ttft_ms", 0.03);
+  // TTFT statistics over the measured requests: the file's, unless some
+  // were left out or unmeasured and the file has the per-request ttfts to
+  // take them again (older clients count a request that streamed no token
+  // with a TTFT of 0). numpy's statistics, as vLLM's client takes them.
+  double median_ttft_ms = cell.median_ttft_ms, mean_ttft_ms = cell.mean_ttft_ms;
+  double p99_ttft_ms = cell.p99_ttft_ms;
+  const char* median_key = "median_ttft_ms";
+  const char* mean_key = "mean_ttft_ms";
+  const char* p99_key = "p99_ttft_ms";
+  if (left_out + unmeasured > 0 && !kept_ttfts_ms.empty()) {
+    const LatencySummary t = Summarize(kept_ttfts_ms);
+    median_ttft_ms = t.median_ms;
+    mean_ttft_ms = t.mean_ms;
+    p99_ttft_ms = t.p99_ms;
+    median_key = "median of ttfts over the measured requests";
+    mean_key = "mean of ttfts over the measured requests";
+    p99_key = "p99 of ttfts over the measured requests";
+  }
+  add(servesim::proto::MEDIAN_TTFT_MS, median_ttft_ms, "ms", median_key, 0.03);
   add(servesim::proto::MEDIAN_TPOT_MS, cell.median_tpot_ms, "ms", "median_tpot_ms", 0.03);
+  // Reported beside the fitted three: the rest of the latency summary. A
+  // request that streamed fewer than two tokens has no TPOT or ITL, so the
+  // file's TPOT and ITL statistics are over the measured requests already.
+  add(servesim::proto::MEAN_TTFT_MS, mean_ttft_ms, "ms", mean_key, 0.03, false);
+  add(servesim::proto::P99_TTFT_MS, p99_ttft_ms, "ms", p99_key, 0.03, false);
+  add(servesim::proto::MEAN_TPOT_MS, cell.mean_tpot_ms, "ms", "mean_tpot_ms", 0.03,
+      false);
+  add(servesim::proto::MEDIAN_ITL_MS, cell.median_itl_ms, "ms", "median_itl_ms", 0.03,
+      false);
+  add(servesim::proto::P99_ITL_MS, cell.p99_itl_ms, "ms", "p99_itl_ms", 0.03, false);
   return out;
 }
 

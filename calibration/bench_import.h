@@ -32,8 +32,13 @@ struct ImportedCell {
   // without them; same length as input_lens.
   std::vector<double> start_times;
   std::vector<std::string> errors;
+  // The file's ttfts (s), empty without them; same length as input_lens.
+  std::vector<double> ttfts;
   double output_throughput = 0, total_throughput = 0;
   double median_ttft_ms = 0, median_tpot_ms = 0;  // 0: absent
+  // Reported, not fitted (0: absent): the rest of the latency summary.
+  double mean_ttft_ms = 0, p99_ttft_ms = 0, mean_tpot_ms = 0;
+  double median_itl_ms = 0, p99_itl_ms = 0;
   std::string inferred;  // which keys the lengths/concurrency came from
 };
 
@@ -47,11 +52,21 @@ struct ImportedCell {
 // Infinity where a number is needed is an error too.
 absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path);
 
-// Measurements of `cell` on `run_id` (throughput, TTFT, TPOT when present),
-// fit: true, tolerance_pct: `tolerance_pct`: a closed loop (request rate
+// Measurements of `cell` on `run_id`: output throughput, median TTFT and
+// median TPOT when present (fit: true, tolerance_pct: `tolerance_pct`),
+// and mean / p99 TTFT, mean TPOT, median / p99 ITL when present (fit:
+// false, tolerance 0: reported beside them); a closed loop (request rate
 // inf) or an open loop (the file's request_rate and burstiness, with its
 // max_concurrency if any), of fixed lengths or of the file's per-request
-// lengths (requests with an error or 0 output tokens left out). An open
+// lengths. A request with an error is left out: it is taken to have cost
+// the server nothing, so an open loop whose arrivals are drawn is sent at
+// the file's request_rate x kept / all. A request without an error that
+// streamed no token (0 output tokens) was prefilled and ended at once: it
+// is replayed as a one-token request and left out of the metrics
+// (ClientMethod.unmeasured). With either, the median TTFT is taken over the
+// measured requests' ttfts (and so are the mean and p99), since older
+// clients count a request that
+// streamed no token with a TTFT of 0. An open
 // loop without a concurrency limit is sent at the file's start_times when
 // it has them (replayed exactly); with a limit vLLM's start times follow
 // the measured server and are not used.

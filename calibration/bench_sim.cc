@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "sim/base/status_macros.h"
 #include "sim/engine.h"
 #include "sim/random_source.h"
 #include "sim/router.h"
-#include "sim/status_macros.h"
 #include "sim/vector_source.h"
 
 namespace servesim {
@@ -64,6 +64,26 @@ absl::Status ValidateBenchCell(const BenchCell& cell) {
           i, t));
     }
   }
+  if (!cell.unmeasured.empty() && cell.input_lens.empty()) {
+    return absl::InvalidArgumentError(
+        "bench cell: unmeasured requests need per-request input_lens/output_lens");
+  }
+  for (size_t k = 0; k < cell.unmeasured.size(); ++k) {
+    const int32_t i = cell.unmeasured[k];
+    if (i < 0 || static_cast<size_t>(i) >= cell.input_lens.size() ||
+        (k > 0 && i <= cell.unmeasured[k - 1]) || cell.output_lens[i] != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("bench cell: unmeasured[%d] = %d (allowed: strictly ascending "
+                          "indexes in [0, %d) "
+                          "of one-token requests)",
+                          k, i, cell.input_lens.size()));
+    }
+  }
+  if (!cell.unmeasured.empty() && cell.unmeasured.size() >= cell.input_lens.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "bench cell: %d of %d requests unmeasured (at least one must be measured)",
+        cell.unmeasured.size(), cell.input_lens.size()));
+  }
   for (size_t i = 0; i < cell.input_lens.size(); ++i) {
     if (cell.input_lens[i] < 1 || cell.output_lens[i] < 1) {
       return absl::InvalidArgumentError(
@@ -75,6 +95,38 @@ absl::Status ValidateBenchCell(const BenchCell& cell) {
 }
 
 namespace {
+
+double NsToMs(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
+
+// Recomputes the request-level metrics of `r` (TTFT, TPOT, E2E latency,
+// token throughputs) over the measured requests only, with the
+// definitions of ComputeRunResult; the duration and the inter-token
+// latencies stay (the unmeasured requests still load the server, and as
+// one-token requests add no ITL).
+void LeaveOutUnmeasured(const std::vector<RequestRecord>& records,
+                        const std::vector<int32_t>& unmeasured, RunResult& r) {
+  std::vector<double> ttft, tpot, e2el;
+  int64_t in_tokens = 0, out_tokens = 0;
+  for (const RequestRecord& rec : records) {
+    if (!rec.ok() || std::binary_search(unmeasured.begin(), unmeasured.end(), rec.id)) {
+      continue;
+    }
+    in_tokens += rec.input_tokens;
+    out_tokens += rec.output_tokens;
+    const double t = NsToMs(rec.first_token_ns - rec.send_ns);
+    const double lat = NsToMs(rec.finish_ns - rec.send_ns);
+    ttft.push_back(t);
+    e2el.push_back(lat);
+    if (rec.output_tokens > 1) tpot.push_back((lat - t) / (rec.output_tokens - 1));
+  }
+  if (r.duration_s > 0) {
+    r.output_throughput = static_cast<double>(out_tokens) / r.duration_s;
+    r.total_token_throughput = static_cast<double>(in_tokens + out_tokens) / r.duration_s;
+  }
+  r.ttft = Summarize(ttft);
+  r.tpot = Summarize(tpot);
+  r.e2el = Summarize(e2el);
+}
 
 absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
                                   const KvCacheSpec& kv_cache, const StepTimeModel& model,
@@ -122,7 +174,9 @@ absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
       std::unique_ptr<Engine> engine,
       Engine::Create(std::move(replicas), std::move(router), client, options));
   RETURN_IF_ERROR(engine->Run(source.get()));
-  return engine->Result();
+  RunResult r = engine->Result();
+  if (!cell.unmeasured.empty()) LeaveOutUnmeasured(engine->records(), cell.unmeasured, r);
+  return r;
 }
 
 }  // namespace

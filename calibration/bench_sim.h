@@ -43,6 +43,11 @@ struct BenchCell {
   // With input_lens: the measured send times (s after the first,
   // nondecreasing), replayed exactly (one run, no arrival draws).
   std::vector<double> send_times_s;
+  // With input_lens: indexes (strictly ascending, each with output_lens 1)
+  // of requests that load the server but are left out of the metrics
+  // (ClientMethod.unmeasured: a result file's requests that streamed no
+  // token). Their output tokens count in no throughput.
+  std::vector<int32_t> unmeasured;
 
   bool open_loop() const { return std::isfinite(request_rate); }
   int32_t max_input() const;
@@ -71,7 +76,8 @@ struct BenchCellResult {
 // OK, or InvalidArgument naming the field and its allowed range: counts and
 // lengths >= 1 (max_concurrency >= 0 for an open loop), request_rate > 0,
 // burstiness in (0, inf), per-request arrays of num_prompts entries, send
-// times finite and nondecreasing.
+// times finite and nondecreasing, unmeasured indexes ascending, in range,
+// each a one-token request, and fewer than num_prompts.
 absl::Status ValidateBenchCell(const BenchCell& cell);
 
 // Errors: ValidateBenchCell's.

@@ -1,5 +1,7 @@
 #include "calibration/bench_sim.h"
 
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "sim/analytic_step_model.h"
 
@@ -136,6 +138,43 @@ TEST(BenchSimTest, MeasuredLengthsAreReplayed) {
   auto too_long = SimulateBenchCell(Sched(false), Kv(), m, cell);
   ASSERT_TRUE(too_long.ok());
   EXPECT_TRUE(too_long->feasible);  // two of three still complete
+}
+
+// A request that streamed no token in the measured run loads the server
+// (replayed as one token) but is in no metric: one stream, a 500-token
+// prompt of one token (2.5 ms), then 1,000 in / 11 out (3.0 ms to its
+// first token, then 10 decode steps of 2.001 ms).
+TEST(BenchSimTest, UnmeasuredRequestsLoadTheServerButAreInNoMetric) {
+  const AnalyticStepModel m = Model();
+  BenchCell cell = Cell(1, 2, 750, 6);
+  cell.input_lens = {500, 1000};
+  cell.output_lens = {1, 11};
+  auto all = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  cell.unmeasured = {0};
+  auto some = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_TRUE(some.ok()) << some.status();
+  const double duration_s = (2.5 + 3.0 + 10 * 2.001) * 1e-3;
+  EXPECT_NEAR(all->median_ttft_ms, (2.5 + 3.0) / 2, 1e-9);
+  EXPECT_NEAR(some->median_ttft_ms, 3.0, 1e-9);
+  EXPECT_NEAR(some->duration_s, duration_s, 1e-12);  // it still takes server time
+  EXPECT_NEAR(all->output_throughput, 12 / duration_s, 1e-6);
+  EXPECT_NEAR(some->output_throughput, 11 / duration_s, 1e-6);
+  EXPECT_NEAR(some->median_tpot_ms, all->median_tpot_ms, 1e-12);
+  // Only one-token requests, named by ascending in-range indexes, and not all.
+  for (const std::vector<int32_t>& bad :
+       std::vector<std::vector<int32_t>>{{1}, {2}, {-1}, {0, 0}}) {
+    cell.unmeasured = bad;
+    auto r = SimulateBenchCell(Sched(false), Kv(), m, cell);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("unmeasured"), std::string::npos);
+  }
+  cell.output_lens = {1, 1};
+  cell.unmeasured = {0, 1};
+  auto none = SimulateBenchCell(Sched(false), Kv(), m, cell);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("at least one must be measured"),
+            std::string::npos);
 }
 
 TEST(BenchSimTest, InconsistentCellsAreErrorsNamingTheField) {

@@ -119,12 +119,18 @@ TEST(CalibrateCliTest, OpenLoopDetailedFilesAreReplayedAndFitted) {
   ASSERT_TRUE(v.ok()) << v.status() << r.out.substr(0, 300);
   const JsonValue* points = v->Find("points");
   ASSERT_NE(points, nullptr);
-  ASSERT_EQ(points->items.size(), 6u);  // 2 files x throughput, TTFT, TPOT
+  // 2 files x (throughput, median TTFT, median TPOT fitted; mean and p99
+  // TTFT, mean TPOT, median and p99 ITL reported).
+  ASSERT_EQ(points->items.size(), 16u);
+  int fitted = 0;
   for (const JsonValue& p : points->items) {
+    if (!p.Find("fitted")->bool_value) continue;
+    ++fitted;
     const JsonValue* err = p.Find("in_sample_error_pct");
     ASSERT_NE(err, nullptr);
     EXPECT_LT(std::abs(err->number), 5.0) << p.Find("id")->str;
   }
+  EXPECT_EQ(fitted, 6);
   // Held out, each file is predicted by the fit to the other one (the two
   // files are two cells, not one: with one cell key for both the held-out
   // fit saw no data and missed by 40%).

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sim/json_writer.h"
+#include "sim/base/json_writer.h"
 
 namespace servesim {
 namespace {

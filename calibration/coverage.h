@@ -4,7 +4,7 @@
 // measured values inside the 50% and 90% intervals, per metric.
 //
 // The interval of a held-out prediction is the structural band simulate
-// --interval puts on it (experiments/intervals.h), sized without the
+// --interval puts on it (experiments/capacity/intervals.h), sized without the
 // point's own blocks: for the refit passes, sigma = the largest over the
 // refit passes of the rms log error of the group's points of the metric's
 // family that lie outside the point's block in that pass; for

@@ -8,8 +8,8 @@
 
 #include "Eigen/Dense"
 #include "absl/strings/str_format.h"
-#include "sim/parallel.h"
-#include "sim/status_macros.h"
+#include "sim/base/parallel.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {

@@ -13,7 +13,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "proto/text_format.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {
@@ -164,6 +164,7 @@ ServerSpec MeasurementDb::SpecOf(const ServerRun& run) {
   s.max_num_batched_tokens = run.max_num_batched_tokens();
   s.enable_prefix_caching = run.enable_prefix_caching();
   s.async_scheduling = run.async_scheduling();
+  s.tensor_parallel_size = std::max(1, run.tensor_parallel_size());
   return s;
 }
 

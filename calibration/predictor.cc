@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "calibration/bench_sim.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {
@@ -25,8 +25,8 @@ struct CellKey {
   auto Tie() const {
     return std::tie(run, kind, cell.max_concurrency, cell.num_prompts, cell.input_tokens,
                     cell.output_tokens, cell.client_overhead_s, cell.request_rate,
-                    cell.burstiness, cell.input_lens, cell.output_lens,
-                    cell.send_times_s);
+                    cell.burstiness, cell.input_lens, cell.output_lens, cell.send_times_s,
+                    cell.unmeasured);
   }
   bool operator<(const CellKey& o) const { return Tie() < o.Tie(); }
 };
@@ -57,6 +57,7 @@ std::vector<CellKey> CellsOf(const Measurement& m) {
       b.input_lens.assign(c.input_lens().begin(), c.input_lens().end());
       b.output_lens.assign(c.output_lens().begin(), c.output_lens().end());
       b.send_times_s.assign(c.send_times_s().begin(), c.send_times_s().end());
+      b.unmeasured.assign(c.unmeasured().begin(), c.unmeasured().end());
       if (!b.input_lens.empty())
         b.num_prompts = static_cast<int32_t>(b.input_lens.size());
       cells.push_back({m.run(), c.kind(), b});

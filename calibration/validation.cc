@@ -18,8 +18,8 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "proto/text_format.h"
-#include "sim/json_writer.h"
-#include "sim/status_macros.h"
+#include "sim/base/json_writer.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {
@@ -55,6 +55,7 @@ std::string CellKeyOf(const Measurement& m) {
       mix(static_cast<uint64_t>(c.output_lens(i)));
     }
     for (double t : c.send_times_s()) mix(static_cast<uint64_t>(std::llround(t * 1e9)));
+    for (int32_t i : c.unmeasured()) mix(static_cast<uint64_t>(i) | (1ull << 40));
     absl::StrAppend(&key, absl::StrFormat("|lens%016x", h));
   }
   return key;

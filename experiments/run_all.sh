@@ -27,7 +27,7 @@ sweep() {  # name [grid file, default $CONF/name.grid.textproto]
   "$BIN" sweep --grid "${2:-$CONF/$1.grid.textproto}" --out "$OUT/$1" --jobs "$JOBS" --no-progress
 }
 
-# The price servesim pays for a device at a tier (experiments/cost.h
+# The price servesim pays for a device at a tier (experiments/capacity/cost.h
 # SelectOffer): the cheapest listed offer of that tier or on-demand.
 price() {  # device tier
   tr '\n' ' ' < "hwmodels/devices/$1.textproto" |
@@ -206,6 +206,26 @@ for tier in on-demand spot; do
         --price "$tier" --max-replicas 8 --jobs "$JOBS")
   "$BIN" "${args[@]}" > "$OUT/whatif_cheapest_10rps_$tier.txt"
   "$BIN" "${args[@]}" --json > "$OUT/whatif_cheapest_10rps_$tier.json"
+done
+
+# ------------------------------------------------- the real multi-chip check
+# Llama-3.1-405B-FP8 at tensor parallel 8 on 8x H100 SXM and 8x MI300X
+# (dstack's `vllm bench serve` files, data/bench/dstack-llama405b/; the
+# model from its public config.json). calibrate fits the device's free
+# parameters to each file; with one cell per file its held-out column is
+# the prediction of the refit without that cell, i.e. of the device's
+# priors alone: for the H100 (no shipped profile) the datasheet numbers.
+# Both servers are vLLM 0.6.3 (the V0 engine, which servesim's V1 scheduler
+# approximates), the MI300X one with 15-step multi-step scheduling, so its
+# TPOT / ITL come in 15-token chunks that servesim does not model.
+for pair in h100-sxm:h100x8 mi300x:mi300x8; do
+  dev=${pair%%:*} file=${pair#*:}
+  echo "== dstack 405B: $dev TP8" >&2
+  "$BIN" calibrate --device "$dev" --model data/models/llama-3.1-405b-fp8/config.json \
+    --quantization fp8 --tensor-parallel-size 8 --software-build vllm-0.6.3 \
+    --bench "data/bench/dstack-llama405b/$file-16qps.json.gz" \
+    --out "$OUT/dstack_405b_$dev.profile.textproto" --jobs "$JOBS" --no-progress \
+    > "$OUT/dstack_405b_$dev.txt" || [ $? = 3 ]  # 3: points miss their tolerance
 done
 
 rm -f "$OUT/.a_plot.dat" "$OUT/.writeup_a.grid.textproto"

@@ -9,8 +9,8 @@
 #include "google/protobuf/text_format.h"
 #include "hwmodels/embedded_data.h"
 #include "proto/text_format.h"
-#include "sim/status_macros.h"
-#include "sim/version.h"
+#include "sim/base/status_macros.h"
+#include "sim/base/version.h"
 
 namespace servesim {
 namespace {

@@ -18,7 +18,7 @@
 #include "hwmodels/embedded_data.h"
 #include "hwmodels/model_arch.h"
 #include "proto/text_format.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {

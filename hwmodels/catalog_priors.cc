@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {

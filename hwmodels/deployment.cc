@@ -15,7 +15,7 @@
 #include "hwmodels/memory_planner.h"
 #include "hwmodels/parallelism.h"
 #include "hwmodels/step_model.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "sim/int_math.h"
+#include "sim/base/int_math.h"
 #include "sim/kv_cache.h"
 
 namespace servesim {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sim/int_math.h"
+#include "sim/base/int_math.h"
 
 namespace servesim {
 

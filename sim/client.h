@@ -19,7 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "sim/random.h"
+#include "sim/base/random.h"
 #include "sim/request_source.h"
 
 namespace servesim {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 

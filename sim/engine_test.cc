@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "sim/analytic_step_model.h"
-#include "sim/random.h"
+#include "sim/base/random.h"
 #include "sim/random_source.h"
 #include "sim/vector_source.h"
 

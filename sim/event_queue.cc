@@ -1,6 +1,6 @@
 #include "sim/event_queue.h"
 
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 

@@ -5,9 +5,9 @@
 #include <numeric>
 
 #include "absl/strings/str_format.h"
-#include "sim/hash.h"
-#include "sim/int_math.h"
-#include "sim/status_macros.h"
+#include "sim/base/hash.h"
+#include "sim/base/int_math.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {

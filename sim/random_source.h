@@ -13,7 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "sim/random.h"
+#include "sim/base/random.h"
 #include "sim/request_source.h"
 
 namespace servesim {

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sim/json_writer.h"
-#include "sim/version.h"
+#include "sim/base/json_writer.h"
+#include "sim/base/version.h"
 
 namespace servesim {
 namespace {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/base/json_writer.h"
 #include "sim/engine.h"
-#include "sim/json_writer.h"
 #include "sim/metrics.h"
 
 namespace servesim {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
-#include "sim/hash.h"
+#include "sim/base/hash.h"
 
 namespace servesim {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 

@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "sim/hash.h"
+#include "sim/base/hash.h"
+#include "sim/base/status_macros.h"
 #include "sim/kv_cache.h"
 #include "sim/scheduler.h"
-#include "sim/status_macros.h"
 
 namespace servesim {
 namespace {

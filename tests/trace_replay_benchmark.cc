@@ -9,7 +9,7 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
-#include "experiments/run_experiment.h"
+#include "experiments/runner/run_experiment.h"
 #include "sim/engine.h"
 #include "sim/router.h"
 #include "traces/open_trace.h"
@@ -30,7 +30,7 @@ void BM_AzureConvLoopedOneMillion(benchmark::State& state) {
   config.mutable_server()->set_device("mi300x");
   config.mutable_server()->set_model("gemma-4-e2b");
   config.mutable_server()->set_max_model_len(16384);
-  absl::StatusOr<cli::Fleet> fleet = cli::BuildFleet(config);
+  absl::StatusOr<Fleet> fleet = BuildFleet(config);
   if (!fleet.ok()) {
     state.SkipWithError(std::string(fleet.status().message()).c_str());
     return;

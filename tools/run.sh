@@ -4,8 +4,10 @@
 #                            report against the measured tables, then a what-if
 #   bash tools/run.sh test   install what is missing, build, run every test:
 #                            format check; clang-tidy gate over the library
-#                            sources; the servesim target in GCC Debug and
-#                            RelWithDebInfo; GCC Release build with warnings as
+#                            sources; the servesim target in every other
+#                            build type of GCC and Clang (Debug, Release,
+#                            RelWithDebInfo, MinSizeRel, warnings as errors);
+#                            GCC Release build with warnings as
 #                            errors and its tests; cmake --install and the
 #                            installed binary's validate from /; Clang
 #                            AddressSanitizer+UBSan build and its tests;
@@ -60,6 +62,15 @@ run_tests() {  # dir
 }
 
 install_missing
+# Every build goes through ccache when it is there (CMake reads this
+# variable from the environment). The base dir and no-hash-dir make a
+# clone in another folder hit the same cache entries, so a CI run on a
+# machine that has built servesim before recompiles only what changed
+# (docs/performance.md "CI budget": cold and warm times).
+if command -v ccache >/dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+fi
 case "$MODE" in
   build)
     configure_and_build "$BUILD_DIR"
@@ -107,39 +118,31 @@ case "$MODE" in
       -DSERVESIM_SANITIZE=ON -DSERVESIM_BENCHMARKS=OFF --target servesim_proto_headers
     TIDY_GATE=1 TIDY_SCOPE=lib JOBS="$JOBS" bash tools/tidy.sh "${BUILD_DIR}-asan"
     echo "== build types: Debug, Release, RelWithDebInfo and MinSizeRel with GCC and Clang"
-    # They differ only in optimisation and debug-info flags: no servesim source
-    # uses assert() or NDEBUG (checks are SERVESIM_CHECK, always on), and
-    # warnings are errors only with SERVESIM_WERROR. Every combination is
-    # configured here. GCC's middle-end warnings change with -O, so the
-    # servesim target is also built with warnings as errors in GCC's Debug
-    # (-O0) and RelWithDebInfo (-O2, the default type), through ccache;
-    # Release (-O3) is the full build below. MinSizeRel (-Os) is configured
-    # only (not yet checked to build warning-free with -Werror). Clang's
-    # warnings come from its front end and do not change with -O: its
-    # RelWithDebInfo builds (ASan, TSan) compile every source.
-    # docs/performance.md "CI budget" has the costs.
+    # No servesim source uses assert() or NDEBUG (checks are SERVESIM_CHECK,
+    # always on), so the types differ only in optimisation and debug-info
+    # flags; but GCC's middle-end warnings change with -O, and a type can
+    # still fail to compile or link. So the servesim target (every library
+    # it links) is built with warnings as errors in each type with both
+    # compilers, except two built in full below: GCC Release (the test
+    # build) and Clang RelWithDebInfo (the ASan and TSan builds, which add
+    # only sanitizer flags). Through ccache: a warm cache rebuilds only what
+    # changed. docs/performance.md "CI budget" has the costs.
     if git grep -nE '(^|[^_[:alnum:]])assert\(|NDEBUG' -- '*.cc' '*.h' | grep -v static_assert; then
       echo "assert()/NDEBUG in a source: its behaviour would differ between build types"
       exit 1
     fi
-    for cxx in g++ clang++; do
-      for type in Debug Release RelWithDebInfo MinSizeRel; do
-        d=$(mktemp -d)
-        cmake -S . -B "$d" -G Ninja -DCMAKE_BUILD_TYPE=$type -DCMAKE_CXX_COMPILER=$cxx >/dev/null \
-          || { echo "configure failed: $cxx $type"; exit 1; }
-        rm -rf "$d"
-      done
+    for combo in g++:Debug g++:RelWithDebInfo g++:MinSizeRel \
+                 clang++:Debug clang++:Release clang++:MinSizeRel; do
+      cxx=${combo%%:*} type=${combo#*:}
+      echo "== servesim target: $cxx $type, warnings as errors"
+      d="${BUILD_DIR}-types"
+      rm -rf "$d"
+      configure_and_build "$d" -DCMAKE_BUILD_TYPE="$type" -DCMAKE_CXX_COMPILER="$cxx" \
+        -DSERVESIM_WERROR=ON -DSERVESIM_BENCHMARKS=OFF -DSERVESIM_PYTHON=OFF --target servesim
+      "$d/servesim" --version >/dev/null
+      rm -rf "$d"
     done
-    echo "build types: all 8 configure; no build-type-dependent code"
-    launcher=()
-    command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-    for type in Debug RelWithDebInfo; do
-      echo "== servesim target: GCC $type, warnings as errors"
-      configure_and_build "${BUILD_DIR}-gcc-$type" -DCMAKE_BUILD_TYPE=$type \
-        -DCMAKE_CXX_COMPILER=g++ -DSERVESIM_WERROR=ON -DSERVESIM_BENCHMARKS=OFF \
-        -DSERVESIM_PYTHON=OFF "${launcher[@]}" --target servesim
-      rm -rf "${BUILD_DIR}-gcc-$type"
-    done
+    echo "build types: servesim builds warning-free in all 8 (2 of them in full below)"
     echo "== build (GCC, Release, warnings as errors) and test"
     configure_and_build "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSERVESIM_WERROR=ON
     run_tests "$BUILD_DIR"

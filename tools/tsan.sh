@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ThreadSanitizer (Clang) build of the tests whose code runs on threads
-# (sim/parallel.h users: sweep, plan, the calibration refits), in the build
+# (sim/base/parallel.h users: sweep, plan, the calibration refits), in the build
 # folder given as $1 (default build-tsan), then those tests with
 # tools/tsan.supp. Exits non-zero on a build failure or any report.
 set -euo pipefail

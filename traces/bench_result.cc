@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 #include "traces/file_util.h"
 #include "traces/json.h"
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "sim/hash.h"  // Mix64
+#include "sim/base/hash.h"  // Mix64
 
 namespace servesim {
 

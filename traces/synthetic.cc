@@ -5,7 +5,7 @@
 #include <queue>
 
 #include "absl/strings/str_cat.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 #include "traces/prefix_hash.h"
 #include "traces/trace_reader.h"
 

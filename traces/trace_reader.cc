@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 #include "traces/file_util.h"
 #include "traces/parse_util.h"
 #include "traces/readers/readers.h"

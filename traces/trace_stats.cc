@@ -5,8 +5,8 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
-#include "sim/json_writer.h"
-#include "sim/status_macros.h"
+#include "sim/base/json_writer.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {

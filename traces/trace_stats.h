@@ -48,7 +48,7 @@ absl::StatusOr<TraceStats> ComputeTraceStats(RequestSource& source,
 
 // Human-readable report (one "key: value" per line).
 std::string FormatTraceStatsText(const TraceStats& stats);
-// One JSON object, deterministic (sim/json_writer.h).
+// One JSON object, deterministic (sim/base/json_writer.h).
 std::string FormatTraceStatsJson(const TraceStats& stats);
 
 }  // namespace servesim

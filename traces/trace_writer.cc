@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/trace.pb.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 namespace {

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 #include "traces/prefix_hash.h"
 #include "traces/trace_reader.h"
 

@@ -30,14 +30,14 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "experiments/cli.h"
-#include "experiments/run_experiment.h"
-#include "experiments/server_flags.h"
-#include "experiments/simulate_report.h"
+#include "experiments/capacity/simulate_report.h"
+#include "experiments/cli/cli.h"
+#include "experiments/cli/server_flags.h"
+#include "experiments/runner/run_experiment.h"
+#include "sim/base/version.h"
 #include "sim/engine.h"
 #include "sim/report.h"
 #include "sim/scheduler.h"
-#include "sim/version.h"
 
 namespace py = pybind11;
 
@@ -199,13 +199,12 @@ py::dict Simulate(const std::vector<std::string>& argv, bool detailed,
     py::gil_scoped_release release;
     EngineOptions opts;
     opts.keep_request_itls = detailed;
-    absl::StatusOr<cli::ExperimentRun> run =
-        cli::RunExperiment(config, opts, steps.get());
+    absl::StatusOr<ExperimentRun> run = RunExperiment(config, opts, steps.get());
     if (!run.ok()) {
       error = std::string(run.status().message());
     } else {
-      warnings = cli::UncalibratedWarnings(run->fleet.deployments);
-      const ReportContext ctx = cli::SimulateReportContext(config, *run, date);
+      warnings = UncalibratedWarnings(run->fleet.deployments);
+      const ReportContext ctx = SimulateReportContext(config, *run, date);
       json = BenchResultJson(run->engine->Result(), ctx, run->engine->records(),
                              run->engine->request_itls(), detailed);
       config_text = ctx.resolved_config;

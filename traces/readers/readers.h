@@ -22,7 +22,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "google/protobuf/util/delimited_message_util.h"
 #include "proto/trace.pb.h"
-#include "sim/status_macros.h"
+#include "sim/base/status_macros.h"
 #include "traces/bench_result.h"
 #include "traces/file_util.h"
 #include "traces/json.h"

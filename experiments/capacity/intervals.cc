@@ -1,0 +1,669 @@
+#include "experiments/capacity/intervals.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "Eigen/Dense"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "experiments/capacity/cost.h"
+#include "experiments/runner/config.h"
+#include "hwmodels/calibration_profile.h"
+#include "sim/base/hash.h"
+#include "sim/base/parallel.h"
+#include "sim/base/random.h"
+#include "sim/base/status_macros.h"
+#include "sim/router.h"
+
+namespace servesim {
+namespace {
+
+constexpr const char* kRefitPasses[] = {
+    "leave_one_input_length_out", "leave_one_concurrency_out", "leave_one_model_out"};
+constexpr char kDeviceOutPass[] = "leave_one_device_out";
+
+// A deployment's truncated joint normal over its profile's fitted
+// parameters: x = mean + a z, z standard normal, redrawn until inside the
+// bounds (clamped after kMaxTries).
+struct ParameterSampler {
+  std::vector<std::string> names;
+  Eigen::VectorXd mean, lower, upper;
+  Eigen::MatrixXd a;  // a a^T = covariance
+};
+
+constexpr int kMaxTries = 100;
+
+// nullopt-like: names empty when the deployment has nothing to draw.
+absl::StatusOr<ParameterSampler> MakeSampler(const Deployment& d) {
+  ParameterSampler s;
+  if (!d.calibrated) return s;
+  ASSIGN_OR_RETURN(ResolvedProfile rp,
+                   ResolveCalibrationProfile(d.spec.calibration_profile, d.device.id()));
+  if (!rp.found) return s;
+  const servesim::proto::CalibrationProfile& prof = rp.profile;
+  std::vector<std::string> names;
+  std::vector<double> cov;
+  if (prof.covariance().names_size() > 0) {
+    const int n = prof.covariance().names_size();
+    if (prof.covariance().values_size() != n * n) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: covariance: %d values for %d names (needs %d, row-major)",
+                          rp.origin, prof.covariance().values_size(), n, n * n));
+    }
+    names.assign(prof.covariance().names().begin(), prof.covariance().names().end());
+    cov.assign(prof.covariance().values().begin(), prof.covariance().values().end());
+  } else {  // an older profile: independent parameters of its std errors
+    for (const auto& pp : prof.parameters()) names.push_back(pp.name());
+    const size_t n = names.size();
+    cov.assign(n * n, 0.0);
+    for (size_t i = 0; i < n; ++i) {
+      const double se = prof.parameters(static_cast<int>(i)).std_error();
+      cov[i * n + i] = se * se;
+    }
+  }
+  // Only the parameters this deployment's model has (and with variance).
+  std::vector<int> keep;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (d.params.Find(names[i]) != nullptr && cov[i * names.size() + i] > 0) {
+      keep.push_back(static_cast<int>(i));
+    }
+  }
+  const int n = static_cast<int>(keep.size());
+  if (n == 0) return s;
+  Eigen::MatrixXd c(n, n);
+  s.mean.resize(n);
+  s.lower.resize(n);
+  s.upper.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const Parameter* p = d.params.Find(names[keep[i]]);
+    s.names.push_back(p->name);
+    s.mean[i] = p->value;
+    s.lower[i] = p->lower < p->upper ? p->lower : -HUGE_VAL;
+    s.upper[i] = p->lower < p->upper ? p->upper : HUGE_VAL;
+    for (int j = 0; j < n; ++j) c(i, j) = cov[keep[i] * names.size() + keep[j]];
+  }
+  // Symmetric square root by eigen-decomposition (a rank-deficient
+  // covariance, e.g. a prior-dominated direction, is fine).
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(0.5 * (c + c.transpose()));
+  Eigen::VectorXd sq = eig.eigenvalues().cwiseMax(0.0).cwiseSqrt();
+  s.a = eig.eigenvectors() * sq.asDiagonal();
+  return s;
+}
+
+Eigen::VectorXd Draw(const ParameterSampler& s, Rng& rng) {
+  const int n = static_cast<int>(s.names.size());
+  Eigen::VectorXd x(n);
+  for (int t = 0; t < kMaxTries; ++t) {
+    Eigen::VectorXd z(n);
+    for (int i = 0; i < n; ++i) z[i] = rng.Normal();
+    x = s.mean + s.a * z;
+    bool inside = true;
+    for (int i = 0; i < n; ++i) inside &= x[i] >= s.lower[i] && x[i] <= s.upper[i];
+    if (inside) return x;
+  }
+  return x.cwiseMax(s.lower).cwiseMin(s.upper);
+}
+
+// A seed below 2^63 (--seed's range) for sample k of a stream.
+uint64_t SampleSeed(uint64_t seed, RngStream stream, int k) {
+  return HashCombine(StreamSeed(seed, stream), static_cast<uint64_t>(k)) >> 1;
+}
+
+// One re-simulation: the point's fleet with step models rebuilt from
+// `params` (one set per deployment; empty: the point's) and the client's
+// seed replaced by `client_seed` (< 0: the point's).
+absl::StatusOr<RunResult> RunSample(const proto::ExperimentConfig& config,
+                                    const ExperimentRun& point,
+                                    const std::vector<ParameterSet>& params,
+                                    int64_t client_seed) {
+  const std::vector<Deployment>& deps = point.fleet.deployments;
+  std::vector<ReplicaConfig> replicas = point.fleet.replicas;
+  std::vector<std::shared_ptr<const StepTimeModel>> models;
+  double api_ms = point.fleet.api_overhead_ms;
+  if (!params.empty()) {
+    api_ms = 0;
+    for (size_t k = 0; k < deps.size(); ++k) {
+      models.push_back(RebuildStepModel(deps[k], params[k]));
+      double a = deps[k].api_overhead_ms;
+      if (const Parameter* p = params[k].Find("api_overhead_ms"); p != nullptr && a > 0) {
+        a = std::max(0.0, p->value);
+      }
+      api_ms = std::max(api_ms, a);
+    }
+    for (ReplicaConfig& rc : replicas) {
+      for (size_t k = 0; k < deps.size(); ++k) {
+        if (rc.step_model == deps[k].step_model.get()) rc.step_model = models[k].get();
+      }
+    }
+  }
+  proto::ClientConfig cl = config.client();
+  if (client_seed >= 0) cl.set_seed(static_cast<uint64_t>(client_seed));
+  ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter(config.fleet().router()));
+  ClientConfig client = ToClientConfig(cl);
+  client.client_overhead_ns += static_cast<TimeNs>(api_ms * 1e6);
+  ASSIGN_OR_RETURN(std::unique_ptr<RequestSource> source, OpenRequestSource(cl));
+  ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
+                   Engine::Create(std::move(replicas), std::move(router), client));
+  RETURN_IF_ERROR(engine->Run(source.get()));
+  return engine->Result();
+}
+
+std::string Num(double v) {
+  if (!std::isfinite(v)) return "-";
+  const double a = std::abs(v);
+  if (a >= 100) return absl::StrFormat("%.0f", v);
+  if (a >= 10) return absl::StrFormat("%.1f", v);
+  if (a >= 1) return absl::StrFormat("%.2f", v);
+  return absl::StrFormat("%.3g", v);
+}
+
+// The structural log sigma per family for a fleet: the largest over its
+// deployments; with the reasons.
+absl::StatusOr<std::map<std::string, std::pair<double, std::string>>> FleetSigmas(
+    const std::vector<Deployment>& deps) {
+  std::map<std::string, std::pair<double, std::string>> sigma;
+  for (const char* family : {"throughput", "ttft", "tpot"}) {
+    double best = -1;
+    std::vector<std::string> whys;
+    for (const Deployment& d : deps) {
+      std::optional<servesim::proto::CalibrationProfile> prof;
+      if (d.calibrated) {
+        ASSIGN_OR_RETURN(
+            ResolvedProfile rp,
+            ResolveCalibrationProfile(d.spec.calibration_profile, d.device.id()));
+        if (rp.found) prof = rp.profile;
+      }
+      std::string why;
+      const double s = StructuralSigma(prof ? &*prof : nullptr, family, &why);
+      best = std::max(best, s);
+      whys.push_back(absl::StrFormat("%s %.3g (%s)", d.device.id(), s, why));
+    }
+    sigma[family] = {best, absl::StrJoin(whys, "; ")};
+  }
+  return sigma;
+}
+
+// K parameter sets per deployment (none when no deployment has a profile
+// to draw from), and what was drawn.
+absl::StatusOr<std::vector<std::vector<ParameterSet>>> DrawParameterSets(
+    const std::vector<Deployment>& deps, int k, uint64_t seed,
+    std::vector<std::string>* drawn) {
+  std::vector<ParameterSampler> samplers;
+  bool any = false;
+  for (const Deployment& d : deps) {
+    ASSIGN_OR_RETURN(ParameterSampler s, MakeSampler(d));
+    any |= !s.names.empty();
+    if (!s.names.empty()) {
+      drawn->push_back(absl::StrCat(d.device.id(), ": ", absl::StrJoin(s.names, ", ")));
+    }
+    samplers.push_back(std::move(s));
+  }
+  std::vector<std::vector<ParameterSet>> sets(any ? k : 0);
+  for (int i = 0; i < static_cast<int>(sets.size()); ++i) {
+    Rng rng(SampleSeed(seed, RngStream::kIntervalParameters, i));
+    for (size_t j = 0; j < deps.size(); ++j) {
+      ParameterSet ps = deps[j].params;
+      if (!samplers[j].names.empty()) {
+        const Eigen::VectorXd x = Draw(samplers[j], rng);
+        for (size_t q = 0; q < samplers[j].names.size(); ++q) {
+          ps.FindMutable(samplers[j].names[q])->value = x[static_cast<int>(q)];
+        }
+      }
+      sets[i].push_back(std::move(ps));
+    }
+  }
+  return sets;
+}
+
+double StdNormalCdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+
+}  // namespace
+
+double NormalQuantile(double p) {
+  // Acklam's coefficients.
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                                 -2.759285104469687e+02, 1.383577518672690e+02,
+                                 -3.066479806614716e+01, 2.506628277459239e+00};
+  static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                                 -1.556989798598866e+02, 6.680131188771972e+01,
+                                 -1.328068155288572e+01};
+  static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                                 -2.400758277161838e+00, -2.549732539343734e+00,
+                                 4.374664141464968e+00,  2.938163982698783e+00};
+  static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+                                 2.445134137142996e+00, 3.754408661907416e+00};
+  constexpr double kLow = 0.02425;
+  double x;
+  if (p < kLow) {
+    const double q = std::sqrt(-2 * std::log(p));
+    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  } else if (p <= 1 - kLow) {
+    const double q = p - 0.5, r = q * q;
+    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+  } else {
+    const double q = std::sqrt(-2 * std::log(1 - p));
+    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  // One Halley step on Phi(x) - p.
+  const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
+  const double u = e * std::sqrt(2 * M_PI) * std::exp(x * x / 2);
+  return x - u / (1 + x * u / 2);
+}
+
+SourceBand LogNormalBand(double point, double sd_log, double z) {
+  SourceBand b;
+  b.sd_log = sd_log;
+  b.lo = point * std::exp(-z * sd_log);
+  b.hi = point * std::exp(z * sd_log);
+  return b;
+}
+
+SourceBand SampleBand(double point, const std::vector<double>& samples, double z) {
+  SourceBand b;
+  b.lo = b.hi = point;
+  std::vector<double> l;
+  for (double x : samples) {
+    if (std::isfinite(x) && x > 0 && point > 0) l.push_back(std::log(x / point));
+  }
+  if (l.size() < 2 || !(point > 0)) {
+    b.applicable = false;
+    return b;
+  }
+  double m = 0;
+  for (double v : l) m += v;
+  m /= static_cast<double>(l.size());
+  double ss = 0;
+  for (double v : l) ss += (v - m) * (v - m);
+  b.mean_log = m;
+  b.sd_log = std::sqrt(ss / static_cast<double>(l.size() - 1));
+  b.lo = point * std::exp(m - z * b.sd_log);
+  b.hi = point * std::exp(m + z * b.sd_log);
+  return b;
+}
+
+void CombineSources(double z, MetricInterval* m) {
+  // The workload's mean is left out (the point is itself one draw of it).
+  const double mean = m->parameters.mean_log + m->structural.mean_log;
+  const double var = m->parameters.sd_log * m->parameters.sd_log +
+                     m->workload.sd_log * m->workload.sd_log +
+                     m->structural.sd_log * m->structural.sd_log;
+  m->lo = m->point * std::exp(mean - z * std::sqrt(var));
+  m->hi = m->point * std::exp(mean + z * std::sqrt(var));
+}
+
+std::vector<MetricInterval> IntervalMetrics(
+    const RunResult& r, const std::vector<ReportContext::Cost>& costs) {
+  std::vector<MetricInterval> out;
+  auto add = [&out](std::string name, std::string label, std::string unit,
+                    std::string family, double v) {
+    MetricInterval m;
+    m.name = std::move(name);
+    m.label = std::move(label);
+    m.unit = std::move(unit);
+    m.family = std::move(family);
+    m.point = v;
+    out.push_back(std::move(m));
+  };
+  add("request_throughput", "request throughput", "req/s", "throughput",
+      r.request_throughput);
+  add("output_throughput", "output throughput", "tok/s", "throughput",
+      r.output_throughput);
+  add("total_token_throughput", "total token throughput", "tok/s", "throughput",
+      r.total_token_throughput);
+  // E2E latency is TTFT plus the decode of the output: the TPOT family's
+  // band (the wider of the two on every shipped profile but one).
+  const struct {
+    const char* key;
+    const char* label;
+    const char* family;
+    const LatencySummary* s;
+  } lat[] = {{"ttft", "TTFT", "ttft", &r.ttft},
+             {"tpot", "TPOT", "tpot", &r.tpot},
+             {"itl", "ITL", "tpot", &r.itl},
+             {"e2el", "E2E latency", "tpot", &r.e2el}};
+  for (const auto& l : lat) {
+    add(absl::StrCat("mean_", l.key, "_ms"), absl::StrCat("mean ", l.label), "ms",
+        l.family, l.s->mean_ms);
+    add(absl::StrCat("median_", l.key, "_ms"), absl::StrCat("median ", l.label), "ms",
+        l.family, l.s->median_ms);
+    add(absl::StrCat("p90_", l.key, "_ms"), absl::StrCat("p90 ", l.label), "ms", l.family,
+        l.s->p90_ms);
+    add(absl::StrCat("p99_", l.key, "_ms"), absl::StrCat("p99 ", l.label), "ms", l.family,
+        l.s->p99_ms);
+  }
+  // KV occupancy follows the load the throughput carries: that family.
+  add("kv_occupancy_mean", "KV occupancy (time-weighted mean)", "", "throughput",
+      r.kv_occupancy_mean);
+  add("kv_occupancy_max", "KV occupancy (max)", "", "throughput", r.kv_occupancy_max);
+  for (const ReportContext::Cost& c : costs) {
+    add(absl::StrCat("usd_per_m_output_tokens_", c.tier),
+        absl::StrCat("$/Mtok output (", c.tier, ")"), "", "throughput",
+        r.output_throughput > 0 ? UsdPerMillionTokens(c.usd_per_hour, r.output_throughput)
+                                : 0.0);
+  }
+  return out;
+}
+
+double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
+                       const std::string& family, std::string* why) {
+  if (profile != nullptr) {
+    double best = -1;
+    std::string pass;
+    for (const auto& se : profile->structural_errors()) {
+      if (se.family() != family) continue;
+      for (const char* p : kRefitPasses) {
+        if (se.pass() == p && se.rms_log_error() > best) {
+          best = se.rms_log_error();
+          pass = p;
+        }
+      }
+    }
+    if (best >= 0) {
+      *why = absl::StrFormat("%s %s", profile->device(), pass);
+      return best;
+    }
+    for (const auto& se : profile->structural_errors()) {
+      if (se.family() == family && se.pass() == kDeviceOutPass) {
+        *why = absl::StrFormat("%s %s (no refit pass holds %s)", profile->device(),
+                               kDeviceOutPass, family);
+        return se.rms_log_error();
+      }
+    }
+  }
+  // The widest band: the largest block error (any pass) of any shipped
+  // profile, for this family, else for any family: never narrower than a
+  // calibrated device's own band.
+  double widest = -1, any = -1;
+  std::string from, from_any;
+  for (const std::string& name : ShippedProfileNames()) {
+    absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile(name, "");
+    if (!rp.ok() || !rp->found) continue;
+    for (const auto& se : rp->profile.structural_errors()) {
+      if (se.family() == family && se.rms_log_error() > widest) {
+        widest = se.rms_log_error();
+        from = name;
+      }
+      if (se.rms_log_error() > any) {
+        any = se.rms_log_error();
+        from_any = name;
+      }
+    }
+  }
+  const char* lead = profile != nullptr ? "profile holds no block error for it; "
+                                        : "no calibration profile; ";
+  if (widest >= 0) {
+    *why = absl::StrFormat("%sthe widest block error of the shipped profiles (%s)", lead,
+                           from);
+    return widest;
+  }
+  if (any >= 0) {
+    *why = absl::StrFormat("%sthe widest block error of any family (%s)", lead, from_any);
+    return any;
+  }
+  *why = absl::StrFormat("%sno shipped profile has block errors: fallback sigma %g", lead,
+                         kFallbackStructuralSigma);
+  return kFallbackStructuralSigma;
+}
+
+absl::Status ValidateIntervalOptions(const IntervalOptions& o) {
+  if (!(o.level > 0 && o.level < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--interval: %g is out of range (allowed: 0 < LEVEL < 1, e.g. "
+                        "0.9)",
+                        o.level));
+  }
+  if (o.num_samples < 2 || o.num_samples > 1000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--interval-samples: %d is out of range (allowed: 2..1000)", o.num_samples));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& config,
+                                                const ExperimentRun& point,
+                                                const ReportContext& ctx,
+                                                const IntervalOptions& options,
+                                                uint64_t seed) {
+  RETURN_IF_ERROR(ValidateIntervalOptions(options));
+  proto::ExperimentConfig cfg = config;
+  ApplyDefaults(cfg);
+  const double z = NormalQuantile(0.5 + options.level / 2);
+  const std::vector<Deployment>& deps = point.fleet.deployments;
+  IntervalReport report;
+  report.level = options.level;
+  report.metrics = IntervalMetrics(point.engine->Result(), ctx.costs);
+
+  // (a) parameter draws.
+  std::vector<std::string> drawn;
+  const int k = options.num_samples;
+  ASSIGN_OR_RETURN(std::vector<std::vector<ParameterSet>> param_sets,
+                   DrawParameterSets(deps, k, seed, &drawn));
+  const bool any_sampler = !param_sets.empty();
+  report.num_parameter_samples = any_sampler ? k : 0;
+  const bool workload = cfg.client().trace().empty();
+  report.num_workload_seeds = workload ? k : 0;
+  // Runs: parameter draws first, then workload seeds; one slot each.
+  const int num_param_runs = static_cast<int>(param_sets.size());
+  const int num_runs = num_param_runs + report.num_workload_seeds;
+  std::vector<absl::StatusOr<RunResult>> runs(num_runs);
+  ParallelFor(num_runs, options.jobs, [&](int i) {
+    try {
+      if (i < num_param_runs) {
+        runs[i] = RunSample(cfg, point, param_sets[i], -1);
+      } else {
+        const int w = i - num_param_runs;
+        runs[i] = RunSample(
+            cfg, point, {},
+            static_cast<int64_t>(SampleSeed(seed, RngStream::kIntervalWorkload, w)));
+      }
+    } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not a crash
+      runs[i] = absl::InternalError(absl::StrCat("interval run ", i, ": ", e.what()));
+    }
+  });
+  std::vector<std::vector<MetricInterval>> values;
+  for (int i = 0; i < num_runs; ++i) {
+    if (!runs[i].ok()) {
+      return absl::Status(runs[i].status().code(),
+                          absl::StrCat("--interval: re-simulation ", i + 1, " of ",
+                                       num_runs, ": ", runs[i].status().message()));
+    }
+    values.push_back(IntervalMetrics(*runs[i], ctx.costs));
+  }
+
+  // (c) structural sigma per family: the largest over the deployments.
+  ASSIGN_OR_RETURN(const auto sigma, FleetSigmas(deps));
+
+  for (size_t j = 0; j < report.metrics.size(); ++j) {
+    MetricInterval& m = report.metrics[j];
+    std::vector<double> ps, ws;
+    for (int i = 0; i < num_runs; ++i) {
+      (i < num_param_runs ? ps : ws).push_back(values[i][j].point);
+    }
+    m.parameters = SampleBand(m.point, ps, z);
+    m.workload = SampleBand(m.point, ws, z);
+    if (!(m.point > 0)) {
+      m.structural = SourceBand{m.point, m.point, 0, 0, false};
+    } else {
+      m.structural = LogNormalBand(m.point, sigma.at(m.family).first, z);
+    }
+    CombineSources(z, &m);
+  }
+
+  report.notes.push_back(
+      any_sampler
+          ? absl::StrFormat(
+                "parameters: %d draws from each profile's fitted joint normal "
+                "(covariance), truncated to the fit bounds, common random numbers "
+                "(the point's workload seed); drawn: %s",
+                k, absl::StrJoin(drawn, "; "))
+          : "parameters: none drawn (no calibration profile with fitted "
+            "uncertainties; the priors' error is in the structural band)");
+  report.notes.push_back(
+      workload ? absl::StrFormat(
+                     "workload: %d other seeds of the arrival and length draws (at the "
+                     "point's parameters)",
+                     k)
+               : "workload: none (a trace replays fixed arrival times and lengths)");
+  for (const auto& [family, sw] : sigma) {
+    report.notes.push_back(absl::StrFormat(
+        "structural %s: log-normal, sigma %.3g from %s", family, sw.first, sw.second));
+  }
+  report.notes.emplace_back(
+      "combined on the log scale: means of the parameter and structural factors add, "
+      "the three variances add (independent sources)");
+  return report;
+}
+
+absl::StatusOr<double> SloProbability(const proto::ExperimentConfig& config,
+                                      const std::vector<SloBound>& terms,
+                                      const IntervalOptions& options, uint64_t seed) {
+  RETURN_IF_ERROR(ValidateIntervalOptions(options));
+  ASSIGN_OR_RETURN(ExperimentRun point, RunExperiment(config));
+  proto::ExperimentConfig cfg = config;
+  ApplyDefaults(cfg);
+  const std::vector<MetricInterval> names = IntervalMetrics(point.engine->Result(), {});
+  std::vector<int> index;
+  for (const SloBound& t : terms) {
+    int found = -1;
+    for (size_t j = 0; j < names.size(); ++j) {
+      if (names[j].name == t.metric) found = static_cast<int>(j);
+    }
+    if (found < 0) {
+      std::vector<std::string> allowed;
+      allowed.reserve(names.size());
+      for (const MetricInterval& m : names) allowed.push_back(m.name);
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--confidence: SLO metric '%s' has no interval (allowed: %s)",
+                          t.metric, absl::StrJoin(allowed, ", ")));
+    }
+    index.push_back(found);
+  }
+  const std::vector<Deployment>& deps = point.fleet.deployments;
+  std::vector<std::string> drawn;
+  ASSIGN_OR_RETURN(std::vector<std::vector<ParameterSet>> sets,
+                   DrawParameterSets(deps, options.num_samples, seed, &drawn));
+  ASSIGN_OR_RETURN(const auto sigma, FleetSigmas(deps));
+  std::vector<absl::StatusOr<RunResult>> runs(sets.size());
+  ParallelFor(static_cast<int>(sets.size()), options.jobs, [&](int i) {
+    try {
+      runs[i] = RunSample(cfg, point, sets[i], -1);
+    } catch (const std::exception& e) {
+      runs[i] = absl::InternalError(absl::StrCat("confidence run ", i, ": ", e.what()));
+    }
+  });
+  std::vector<std::vector<MetricInterval>> draws;
+  if (sets.empty()) draws.push_back(names);
+  for (auto& r : runs) {
+    RETURN_IF_ERROR(r.status());
+    draws.push_back(IntervalMetrics(*r, {}));
+  }
+  double sum = 0;
+  for (const std::vector<MetricInterval>& d : draws) {
+    double p = 1;
+    for (size_t t = 0; t < terms.size(); ++t) {
+      const MetricInterval& m = d[index[t]];
+      const double s = sigma.at(m.family).first;
+      const double v = m.point, th = terms[t].threshold;
+      double pt;
+      if (!(v > 0) || !(th > 0) || !(s > 0)) {
+        pt = terms[t].upper ? (v <= th ? 1.0 : 0.0) : (v >= th ? 1.0 : 0.0);
+      } else {
+        const double x = std::log(th / v) / s;
+        pt = terms[t].upper ? StdNormalCdf(x) : StdNormalCdf(-x);
+      }
+      p *= pt;
+    }
+    sum += p;
+  }
+  return sum / static_cast<double>(draws.size());
+}
+
+PointRunner WithIntervals(PointRunner base, const IntervalOptions& options) {
+  std::vector<std::string> names;
+  for (const MetricInterval& m : IntervalMetrics(RunResult{}, {})) {
+    if (std::find(base.metric_names.begin(), base.metric_names.end(), m.name) !=
+        base.metric_names.end()) {
+      names.push_back(m.name);
+    }
+  }
+  PointRunner r;
+  r.metric_names = base.metric_names;
+  for (const std::string& n : names) {
+    r.metric_names.push_back(n + "_lo");
+    r.metric_names.push_back(n + "_hi");
+  }
+  IntervalOptions io = options;
+  io.jobs = 1;
+  r.run = [run_base = std::move(base.run), names,
+           io](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+    ASSIGN_OR_RETURN(std::vector<double> v, run_base(c));
+    ASSIGN_OR_RETURN(ExperimentRun point, RunExperiment(c));
+    ASSIGN_OR_RETURN(IntervalReport ir,
+                     ComputeIntervals(c, point, ReportContext{}, io,
+                                      c.client().has_seed() ? c.client().seed() : 0));
+    for (const std::string& n : names) {
+      for (const MetricInterval& m : ir.metrics) {
+        if (m.name != n) continue;
+        v.push_back(m.lo);
+        v.push_back(m.hi);
+      }
+    }
+    return v;
+  };
+  return r;
+}
+
+void WriteIntervalsJson(const IntervalReport& report, JsonWriter& w) {
+  auto band = [&w](const char* key, const SourceBand& b) {
+    w.Key(key).BeginObject().KV("lo", b.lo).KV("hi", b.hi);
+    w.KV("sd_log", b.sd_log).KV("applicable", b.applicable).EndObject();
+  };
+  w.Key("intervals").BeginObject();
+  for (const MetricInterval& m : report.metrics) {
+    w.Key(m.name).BeginObject();
+    w.KV("lo", m.lo).KV("hi", m.hi).KV("level", report.level).KV("point", m.point);
+    w.Key("sources").BeginObject();
+    band("parameters", m.parameters);
+    band("workload", m.workload);
+    band("structural", m.structural);
+    w.EndObject().EndObject();
+  }
+  w.EndObject();
+  w.Key("interval_method").BeginObject();
+  w.KV("level", report.level)
+      .KV("num_parameter_samples", static_cast<int64_t>(report.num_parameter_samples))
+      .KV("num_workload_seeds", static_cast<int64_t>(report.num_workload_seeds));
+  w.Key("notes").BeginArray();
+  for (const std::string& n : report.notes) w.String(n);
+  w.EndArray().EndObject();
+}
+
+std::string IntervalsText(const IntervalReport& report) {
+  std::string out;
+  absl::StrAppend(
+      &out, absl::StrFormat("%.0f%% intervals (%d parameter draws, %d workload "
+                            "seeds): combined [parameters | workload | structural]\n",
+                            100 * report.level, report.num_parameter_samples,
+                            report.num_workload_seeds));
+  auto br = [](const SourceBand& b) {
+    if (!b.applicable) return std::string("-");
+    return absl::StrCat(Num(b.lo), ", ", Num(b.hi));
+  };
+  for (const MetricInterval& m : report.metrics) {
+    absl::StrAppend(&out, m.label, " ", Num(m.point), m.unit.empty() ? "" : " ", m.unit,
+                    " [", Num(m.lo), ", ", Num(m.hi), "]  (", br(m.parameters), " | ",
+                    br(m.workload), " | ", br(m.structural), ")\n");
+  }
+  for (const std::string& n : report.notes) absl::StrAppend(&out, "note: ", n, "\n");
+  return out;
+}
+
+}  // namespace servesim

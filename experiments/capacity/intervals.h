@@ -1,0 +1,162 @@
+// Prediction intervals for every metric `simulate` reports (issue 17):
+// how sure a prediction is, from three sources, each computed and reported
+// apart and then combined.
+//  (a) parameters: K parameter vectors drawn from the calibration
+//      profile's fitted joint normal (ParameterCovariance; the diagonal of
+//      std_error when a profile has no covariance), truncated to the
+//      parameters' fit bounds by rejection, each re-simulated with common
+//      random numbers (the point run's workload seed) on step models
+//      rebuilt over the compiled graph (RebuildStepModel: no graph work).
+//      A device without a profile draws nothing here: its prior error is
+//      in the structural band (leave-one-device-out).
+//  (b) workload: K more runs with other seeds of the arrival and length
+//      draws (at the point's parameters). A trace replays fixed times and
+//      lengths: no workload randomness, the band is the point.
+//  (c) structural: the device's block-held-out errors of `validate`
+//      (CalibrationProfile.structural_errors) as a log-normal band of
+//      sigma = the largest rms log error of the refit passes (one input
+//      length / concurrency / model out) for the metric's family; with
+//      none of those the profile's leave-one-device-out error; a device
+//      with no profile (or a family its profile has no error for) takes the
+//      largest block error of any pass of every shipped profile for the
+//      family (the widest band), and kFallbackStructuralSigma when no
+//      profile has one.
+// Each source is summarised on the log scale: for the samples x_k of a
+// metric with point value x0, m = mean(log(x_k / x0)) and s = their sample
+// standard deviation (the structural source: m = 0, s = sigma). The band of
+// a source is x0 exp(m -+ z s), z the normal quantile of (1 + level) / 2.
+// Combined (the sources taken as independent log-normal factors): means
+// add and variances add, [x0 exp(M - z S), x0 exp(M + z S)] with M = sum m
+// (the workload's m is left out: the point run is one draw of the same
+// workload, not a biased one) and S = sqrt(sum s^2).
+//
+// Deterministic: parameter draws come from StreamSeed(seed,
+// kIntervalParameters), workload seeds from StreamSeed(seed,
+// kIntervalWorkload); every run writes its own slot, so the report is
+// byte-identical whatever `jobs`.
+// Cost: 2K simulations beside the point run (K = 4 by default: 9 runs).
+#ifndef SERVESIM_EXPERIMENTS_CAPACITY_INTERVALS_H_
+#define SERVESIM_EXPERIMENTS_CAPACITY_INTERVALS_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "experiments/capacity/sweep.h"
+#include "experiments/runner/run_experiment.h"
+#include "proto/experiment.pb.h"
+#include "sim/base/json_writer.h"
+#include "sim/report.h"
+
+namespace servesim {
+
+// Log sigma of the structural band when no shipped profile holds a
+// leave-one-device-out error (a factor e^0.5 = 1.65 at one sigma).
+inline constexpr double kFallbackStructuralSigma = 0.5;
+inline constexpr int kDefaultIntervalSamples = 4;
+
+struct IntervalOptions {
+  double level = 0.9;                         // (0, 1)
+  int num_samples = kDefaultIntervalSamples;  // K, per sampled source; >= 2
+  int jobs = 1;                               // threads; the report does not depend on it
+};
+
+// One source's band on the log scale around the point (see the file
+// comment). applicable == false: the source has nothing to draw (lo == hi
+// == the point).
+struct SourceBand {
+  double lo = 0, hi = 0;
+  double mean_log = 0, sd_log = 0;
+  bool applicable = true;
+};
+
+struct MetricInterval {
+  std::string name;    // vLLM's key: "p99_ttft_ms", "output_throughput", ...
+  std::string label;   // for the text summary: "p99 TTFT"
+  std::string unit;    // "ms", "tok/s", ...
+  std::string family;  // throughput | ttft | tpot (the structural band's)
+  double point = 0;
+  double lo = 0, hi = 0;
+  SourceBand parameters, workload, structural;
+};
+
+struct IntervalReport {
+  double level = 0;
+  int num_parameter_samples = 0;  // 0: no profile covariance to draw from
+  int num_workload_seeds = 0;     // 0: a replayed trace
+  std::vector<MetricInterval> metrics;
+  // How each source was sized, one line each.
+  std::vector<std::string> notes;
+};
+
+// The normal quantile function (Acklam's rational approximation refined by
+// one Halley step; |error| < 1e-12). REQUIRES: 0 < p < 1.
+double NormalQuantile(double p);
+
+// Summarises samples of one metric against its point value (file comment):
+// non-finite or non-positive samples are skipped; fewer than two left, or a
+// non-positive point: applicable == false.
+SourceBand SampleBand(double point, const std::vector<double>& samples, double z);
+// A band of mean 0 and the given log sigma.
+SourceBand LogNormalBand(double point, double sd_log, double z);
+// Fills m->lo / m->hi from its three sources (file comment).
+void CombineSources(double z, MetricInterval* m);
+
+// The metrics an interval covers, in report order, with their values in
+// `result` (and $/Mtok per price tier of `costs`, named
+// "usd_per_m_output_tokens_<tier>").
+std::vector<MetricInterval> IntervalMetrics(
+    const RunResult& result, const std::vector<ReportContext::Cost>& costs);
+
+// The structural log sigma of a metric family for a device: from its
+// profile when `profile` is non-null, else the widest shipped band (see the
+// file comment); `why` says which.
+double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
+                       const std::string& family, std::string* why);
+
+// Checks --interval / --interval-samples; errors name the flag.
+absl::Status ValidateIntervalOptions(const IntervalOptions& options);
+
+// The intervals of `point`, the finished run of `config` (as simulate ran
+// it), whose report context is `ctx` (for the prices).
+absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& config,
+                                                const ExperimentRun& point,
+                                                const ReportContext& ctx,
+                                                const IntervalOptions& options,
+                                                uint64_t seed);
+
+// One SLO term as SloProbability reads it: `metric` (an IntervalMetrics
+// name) must stay at or below (upper) / at or above (!upper) `threshold`.
+struct SloBound {
+  std::string metric;
+  bool upper = true;
+  double threshold = 0;
+};
+
+// The probability that the fleet of `config` meets every term: the mean
+// over K parameter draws (as ComputeIntervals draws them, common random
+// numbers; a fleet without a profile: the point alone) of the product over
+// the terms of P(value x exp(e) meets the term), e ~ N(0, sigma^2) with the
+// metric family's structural sigma (the terms' structural errors taken as
+// independent). Deterministic; runs K + 1 simulations on options.jobs
+// threads. Errors: a term naming a metric without an interval.
+absl::StatusOr<double> SloProbability(const proto::ExperimentConfig& config,
+                                      const std::vector<SloBound>& terms,
+                                      const IntervalOptions& options, uint64_t seed);
+
+// sweep --interval: `base` plus, for every metric of `base` with an
+// interval, "<metric>_lo" and "<metric>_hi" columns (ComputeIntervals at
+// options.level with the point's client seed, one thread per point: the
+// sweep runs points in parallel). Costs 2K + 1 more simulations per point.
+PointRunner WithIntervals(PointRunner base, const IntervalOptions& options);
+
+// "servesim.intervals": {<metric>: {lo, hi, level, point, sources: {...}}},
+// and "interval_method" beside it (K, notes).
+void WriteIntervalsJson(const IntervalReport& report, JsonWriter& w);
+// The text section under the summary: "p99 TTFT 412 ms [371, 466]" lines.
+std::string IntervalsText(const IntervalReport& report);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_EXPERIMENTS_CAPACITY_INTERVALS_H_

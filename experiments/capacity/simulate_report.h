@@ -1,0 +1,47 @@
+// What `servesim simulate` reports about a finished run beyond the
+// engine's numbers: the provenance lines, the resolved config and the
+// fleet's cost per 1M output tokens. One home, used by the CLI and the
+// Python module, so both write the same JSON bytes.
+#ifndef SERVESIM_EXPERIMENTS_CAPACITY_SIMULATE_REPORT_H_
+#define SERVESIM_EXPERIMENTS_CAPACITY_SIMULATE_REPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "experiments/runner/run_experiment.h"
+#include "proto/experiment.pb.h"
+#include "sim/metrics.h"
+#include "sim/report.h"
+
+namespace servesim {
+
+// The report context of `run`, the finished run of `config` (the resolved
+// config RunExperiment was given). `date` is the JSON "date" key.
+// Also: the model_id vLLM writes (the Hugging Face id of a catalog name), the
+// note on a bench file replayed without start_times, and each replica's
+// request share.
+ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
+                                    const ExperimentRun& run, const std::string& date);
+
+// vLLM's --goodput "KEY:VALUE" pairs (KEY ttft, tpot or e2el; VALUE a
+// non-negative number of milliseconds). Errors name the pair and the rule.
+absl::StatusOr<GoodputSlos> ParseGoodput(const std::vector<std::string>& pairs);
+
+// ctx.request_goodput from the run's records (requests meeting every SLO
+// per second of duration, as vLLM's good_completed / dur_s); left absent
+// (null in the JSON) when `slos` has none.
+void SetRequestGoodput(ReportContext& ctx, const RunResult& result,
+                       const std::vector<RequestRecord>& records,
+                       const GoodputSlos& slos);
+
+// The model_id / tokenizer_id of the result, as vLLM writes them.
+std::string ResultModelId(const proto::ExperimentConfig& config);
+
+// A `vllm bench serve` file without start_times replayed at --request-rate
+// inf sends every request at t = 0: the note saying so (empty otherwise).
+std::string BenchArrivalNote(const proto::ClientConfig& client);
+
+}  // namespace servesim
+
+#endif  // SERVESIM_EXPERIMENTS_CAPACITY_SIMULATE_REPORT_H_

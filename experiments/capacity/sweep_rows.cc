@@ -1,0 +1,74 @@
+#include "experiments/capacity/sweep_rows.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+
+namespace servesim {
+
+std::vector<std::string> CompleteLines(std::string_view text) {
+  std::vector<std::string> lines;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) break;
+    lines.emplace_back(text.substr(pos, nl + 1 - pos));
+    pos = nl + 1;
+  }
+  return lines;
+}
+
+absl::StatusOr<std::vector<std::string>> ReadCompleteLines(
+    const std::filesystem::path& path, bool missing_ok) {
+  std::error_code ec;
+  if (missing_ok && !std::filesystem::exists(path, ec)) return std::vector<std::string>();
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": cannot open"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return CompleteLines(ss.str());
+}
+
+bool ParseRowKey(std::string_view line, bool jsonl, int64_t* id, std::string* hash) {
+  absl::string_view rest(line.data(), line.size());
+  if (jsonl &&
+      (!absl::ConsumePrefix(&rest, "{\"point\":") || !absl::EndsWith(rest, "}}\n"))) {
+    return false;
+  }
+  const size_t comma = rest.find(',');
+  if (comma == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, comma), id)) {
+    return false;
+  }
+  rest.remove_prefix(comma + 1);
+  if (jsonl && !absl::ConsumePrefix(&rest, "\"config_hash\":\"")) return false;
+  if (rest.size() < 17 || rest[16] != (jsonl ? '"' : ',')) return false;
+  *hash = std::string(rest.substr(0, 16));
+  return true;
+}
+
+absl::Status WriteFileAtomic(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr)
+    return absl::InternalError(absl::StrCat(tmp.string(), ": cannot write"));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) {
+    return absl::InternalError(absl::StrCat(tmp.string(), ": write failed"));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("rename ", tmp.string(), " -> ", path.string(), ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace servesim

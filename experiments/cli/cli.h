@@ -1,0 +1,65 @@
+// The `servesim` command line: one binary, one subcommand per file
+// (cmd_<name>.cc). Each Register* function adds its subcommand to `app`
+// and, when that subcommand runs, stores the process exit code in
+// `*exit_code`. No exception leaves a subcommand except CLI11's own parse
+// errors, which main() turns into a message and exit code.
+#ifndef SERVESIM_EXPERIMENTS_CLI_CLI_H_
+#define SERVESIM_EXPERIMENTS_CLI_CLI_H_
+
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+
+namespace servesim::cli {
+
+void RegisterSimulateCommand(CLI::App& app, int* exit_code);
+void RegisterMemoryCommand(CLI::App& app, int* exit_code);
+void RegisterValidateCommand(CLI::App& app, int* exit_code);
+void RegisterCalibrateCommand(CLI::App& app, int* exit_code);
+void RegisterTraceCommand(CLI::App& app, int* exit_code);
+void RegisterSweepCommand(CLI::App& app, int* exit_code);
+void RegisterPlanCommand(CLI::App& app, int* exit_code);
+void RegisterDevicesCommand(CLI::App& app, int* exit_code);
+void RegisterModelsCommand(CLI::App& app, int* exit_code);
+// `servesim sweep merge SHARD_DIR... --out DIR` under the sweep subcommand
+// (cmd_sweep_merge.cc); returns it.
+CLI::App* RegisterSweepMergeCommand(CLI::App* sweep, int* exit_code);
+
+// Exit codes shared by every subcommand.
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;  // bad flag, file or record
+constexpr int kExitCheckFailed =
+    3;  // validate: a point missed; plan: no fleet meets the SLO
+// memory, simulate: the deployment does not fit in the device's memory
+// (memory still prints its plan and what would fit).
+constexpr int kExitDoesNotFit = 4;
+
+// Default --jobs of `validate` and `calibrate` (their reports do not depend
+// on it): every hardware thread, 1 when unknown. (It ignores container CPU
+// limits.) `sweep` and `plan` default to 1.
+inline int DefaultJobs() {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// CLI11's parse error `e` of `app` in the form every subcommand's errors
+// take: "servesim <subcommand>: error: <what>" (plain "servesim: error:"
+// before a subcommand is known) and a line naming its --help.
+inline std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e) {
+  std::string who = "servesim";
+  const CLI::App* at = &app;
+  while (true) {
+    const std::vector<const CLI::App*> subs =
+        at->get_subcommands([](const CLI::App* s) { return s->parsed(); });
+    if (subs.empty()) break;
+    at = subs.front();
+    who += " " + at->get_name();
+  }
+  return who + ": error: " + e.what() + "\n(run '" + who + " --help' for the flags)";
+}
+
+}  // namespace servesim::cli
+
+#endif  // SERVESIM_EXPERIMENTS_CLI_CLI_H_

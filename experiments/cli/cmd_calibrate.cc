@@ -1,0 +1,383 @@
+// servesim calibrate: fits a calibration profile from a user's own
+// `vllm bench serve` result files (closed or open loop; fixed lengths, or
+// per-request lengths replayed from the file's arrays), reports
+// the in-sample fit and leave-one-cell-out errors, and saves the profile for
+// `simulate --calibration PROFILE`.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "calibration/bench_import.h"
+#include "calibration/measurements.h"
+#include "calibration/predictor.h"
+#include "calibration/validation.h"
+#include "experiments/capacity/sweep.h"
+#include "experiments/cli/cli.h"
+#include "experiments/cli/progress.h"
+#include "experiments/cli/server_flags.h"
+#include "hwmodels/catalog.h"
+#include "hwmodels/catalog_priors.h"
+
+namespace servesim::cli {
+namespace {
+
+struct CalibrateFlags {
+  ServerFlags server;  // the server the files were measured on
+  std::vector<std::string> bench;
+  std::string software_build = "user";
+  std::string out;
+  double tolerance_pct = 5;
+  std::string fit_config = kDefaultFitConfig;
+  bool json = false;
+  int jobs = DefaultJobs();
+  int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
+};
+
+std::string AllowedDeviceNamesForFit(const servesim::proto::FitConfig& c) {
+  std::vector<std::string> names;
+  for (const auto& s : c.fits()) {
+    if (std::find(names.begin(), names.end(), s.device()) == names.end())
+      names.push_back(s.device());
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+constexpr double kMaxTolerancePct = 1000;
+
+void Err(const std::string& s) {
+  std::fprintf(stderr, "servesim calibrate: error: %s\n", s.c_str());
+}
+
+// Files, with folders expanded to their *.json / *.json.gz (sorted).
+std::vector<std::string> ExpandPaths(const std::vector<std::string>& in) {
+  std::vector<std::string> out;
+  for (const std::string& p : in) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      std::vector<std::string> files;
+      for (const auto& e : std::filesystem::directory_iterator(p, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.ends_with(".json") || name.ends_with(".json.gz"))
+          files.push_back(e.path().string());
+      }
+      std::sort(files.begin(), files.end());
+      out.insert(out.end(), files.begin(), files.end());
+    } else {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+int RunCalibrate(const CalibrateFlags& f) {
+  proto::ServerConfig server;
+  if (absl::Status st = f.server.ApplyTo(server); !st.ok()) {
+    Err(std::string(st.message()));
+    return kExitBadInput;
+  }
+  for (const std::string& name : f.server.GivenNames()) {
+    // A measurement run records neither (the fit starts from the device's
+    // priors and assumes vLLM's 16-token blocks).
+    if (name == "--calibration" || name == "--block-size") {
+      Err(absl::StrFormat(
+          "%s: does not apply to calibrate (it fits a new profile from the device's "
+          "priors, for servers with vLLM's default 16-token KV blocks)",
+          name));
+      return kExitBadInput;
+    }
+  }
+  // A measured server is re-simulated as one engine of
+  // --tensor-parallel-size chips: a file measured behind vLLM's DP balancer,
+  // over pipeline stages or with expert parallelism cannot be fitted yet.
+  for (const auto& [value, name] :
+       {std::pair{server.pipeline_parallel_size(), "--pipeline-parallel-size"},
+        std::pair{server.data_parallel_size(), "--data-parallel-size"}}) {
+    if (value > 1) {
+      Err(
+          absl::StrFormat("%s: %d is not supported by calibrate (allowed: 1; it fits one "
+                          "engine of --tensor-parallel-size chips)",
+                          name, value));
+      return kExitBadInput;
+    }
+  }
+  if (server.enable_expert_parallel()) {
+    Err("--enable-expert-parallel: not supported by calibrate (expert parallelism is not "
+        "modelled yet)");
+    return kExitBadInput;
+  }
+  const std::string model_flag = server.model();
+  ApplyServerDefaults(server);
+  const std::string& device = server.device();
+  // 0 or NaN would turn every per-point check off ("0 checks, 0 missed").
+  if (!(std::isfinite(f.tolerance_pct) && f.tolerance_pct > 0 &&
+        f.tolerance_pct <= kMaxTolerancePct)) {
+    Err(
+        absl::StrFormat("--tolerance-pct: %g is out of range (allowed: a finite "
+                        "percentage > 0 and <= %g)",
+                        f.tolerance_pct, kMaxTolerancePct));
+    return kExitBadInput;
+  }
+  const std::vector<std::string> paths = ExpandPaths(f.bench);
+  if (paths.empty()) {
+    Err(
+        absl::StrFormat("--bench: no result files given (folders given: %s; a folder "
+                        "contributes its *.json and *.json.gz files)",
+                        absl::StrJoin(f.bench, ", ")));
+    return kExitBadInput;
+  }
+  // With --json, stdout carries exactly one JSON object: progress goes to stderr.
+  FILE* const progress = f.json ? stderr : stdout;
+  std::vector<ImportedCell> cells;
+  for (const std::string& p : paths) {
+    auto c = ImportBenchFile(p);
+    if (!c.ok()) {
+      Err(std::string(c.status().message()));
+      return kExitBadInput;
+    }
+    std::fprintf(
+        progress,
+        "read %s: model %s, %lld requests, concurrency %s, request rate %s, %.1f in / "
+        "%.1f out "
+        "tokens%s%s; output %.1f tok/s, median TTFT %.2f ms, median TPOT %.3f ms\n",
+        p.c_str(), c->model_id.empty() ? "?" : c->model_id.c_str(),
+        static_cast<long long>(c->num_prompts),
+        c->max_concurrency > 0 ? std::to_string(c->max_concurrency).c_str() : "unlimited",
+        std::isfinite(c->request_rate) ? absl::StrFormat("%g/s", c->request_rate).c_str()
+                                       : "inf",
+        c->input_tokens, c->output_tokens, c->fixed_lengths ? "" : " (varying lengths)",
+        c->has_per_request ? ", per-request arrays" : "", c->output_throughput,
+        c->median_ttft_ms, c->median_tpot_ms);
+    cells.push_back(*std::move(c));
+  }
+
+  // --device is an id or a device file; the profile names the file's hash.
+  absl::StatusOr<servesim::proto::Device> device_file = FindDevice(device);
+  if (!device_file.ok()) {
+    Err(std::string(device_file.status().message()));
+    return kExitBadInput;
+  }
+  servesim::proto::MeasurementSet set;
+  auto* run = set.add_runs();
+  run->set_id("user-run");
+  run->set_device(device);
+  std::string model = model_flag;
+  if (model.empty()) {
+    for (const ImportedCell& c : cells) {
+      if (!c.model_id.empty()) model = c.model_id;
+    }
+  }
+  if (model.empty()) {
+    Err("--model is required (the result files name no model_id)");
+    return kExitBadInput;
+  }
+  if (model_flag.empty()) {
+    // The name came from the files, not from a flag: say so.
+    if (auto known = FindModel(model); !known.ok()) {
+      Err(absl::StrFormat(
+          "the result files' model_id '%s' is not a model servesim knows (%s); pass "
+          "--model with one of its ids, or a Hugging Face config.json path",
+          model, known.status().message()));
+      return kExitBadInput;
+    }
+  }
+  run->set_model(model);
+  run->set_dtype(server.dtype());
+  run->set_quantization(server.quantization());
+  run->set_software_build(f.software_build);
+  run->set_max_model_len(server.max_model_len());
+  run->set_gpu_memory_utilization(server.gpu_memory_utilization());
+  run->set_max_num_seqs(server.max_num_seqs());
+  run->set_max_num_batched_tokens(server.max_num_batched_tokens());
+  run->set_async_scheduling(server.async_scheduling());
+  run->set_enable_prefix_caching(server.enable_prefix_caching());
+  run->set_tensor_parallel_size(std::max(1, server.tensor_parallel_size()));
+  std::vector<std::string> refused;
+  for (const ImportedCell& c : cells) {
+    auto ms = CellMeasurements(c, run->id(), f.tolerance_pct);
+    if (!ms.ok()) {
+      refused.push_back(std::string(ms.status().message()));
+      continue;
+    }
+    for (auto& m : *ms) *set.add_measurements() = std::move(m);
+  }
+  for (const std::string& r : refused) {
+    std::fprintf(stderr, "servesim calibrate: note: not fitted: %s\n", r.c_str());
+  }
+  if (set.measurements().empty()) {
+    Err("no result file gives a cell that can be re-simulated: nothing to fit");
+    return kExitBadInput;
+  }
+  auto db = MeasurementDb::FromSets({set}, "calibrate");
+  if (!db.ok()) {
+    Err(std::string(db.status().message()));
+    return kExitBadInput;
+  }
+  auto shipped = LoadNamedFitConfig(f.fit_config);
+  if (!shipped.ok()) {
+    std::error_code ec;
+    Err(absl::StrFormat(
+        "%s (set by --fit-config; a relative path is taken from the "
+        "current directory %s)",
+        shipped.status().message(), std::filesystem::current_path(ec).string()));
+    return kExitBadInput;
+  }
+  // The device's entry for this --software-build, else its "user" entry
+  // (the set meant for a user's own bench files), else its first one.
+  const servesim::proto::FitSpec* chosen = nullptr;
+  for (const std::string& build :
+       {f.software_build, std::string("user"), std::string()}) {
+    for (const auto& spec : shipped->fits()) {
+      if (spec.device() == device && (build.empty() || spec.software_build() == build)) {
+        chosen = &spec;
+        break;
+      }
+    }
+    if (chosen != nullptr) break;
+  }
+  // A device without its own entry (a user's device file, or a shipped
+  // device nobody calibrated) takes the "user" entry of a calibrated device
+  // of its vendor (by id), else of any calibrated device.
+  std::string fit_rule;
+  if (chosen == nullptr) {
+    for (const bool same_vendor : {true, false}) {
+      for (const servesim::proto::Device& d : EmbeddedDevices()) {
+        if (!IsCalibratedDevice(d) ||
+            (same_vendor && d.vendor() != device_file->vendor()))
+          continue;
+        for (const auto& spec : shipped->fits()) {
+          if (spec.device() == d.id() && spec.software_build() == "user") {
+            chosen = &spec;
+            break;
+          }
+        }
+        if (chosen != nullptr) break;
+      }
+      if (chosen != nullptr) break;
+    }
+    if (chosen != nullptr) {
+      fit_rule =
+          absl::StrFormat(" (%s has no entry: %s's user entry, by vendor %s)",
+                          device_file->id(), chosen->device(), device_file->vendor());
+    }
+  }
+  if (chosen == nullptr) {
+    Err(absl::StrFormat("device '%s' has no fit specification in %s (devices: %s)",
+                        device, f.fit_config, AllowedDeviceNamesForFit(*shipped)));
+    return kExitBadInput;
+  }
+  servesim::proto::FitConfig config;
+  auto* spec = config.add_fits();
+  *spec = *chosen;
+  spec->set_device(device);
+  spec->set_software_build(f.software_build);
+  // Keep the free parameters this deployment has: no quant_kernel_eff for
+  // an unquantized model, no client parameter of write-up A's SageMaker
+  // method (bench files never use it).
+  auto predictor = Predictor::Create(*db, {db->measurements().front().id()});
+  if (!predictor.ok()) {
+    Err(std::string(predictor.status().message()));
+    return kExitBadInput;
+  }
+  spec->clear_free_parameters();
+  std::vector<std::string> dropped;
+  for (const std::string& name : chosen->free_parameters()) {
+    const bool has =
+        name == kApiOverheadParam || (name != kParallelCallExtraParam &&
+                                      predictor->base_params().Find(name) != nullptr);
+    if (has) {
+      spec->add_free_parameters(name);
+    } else {
+      dropped.push_back(name);
+    }
+  }
+  std::fprintf(progress, "fit: %s / %s parameters of %s%s (%s)%s%s\n",
+               chosen->device().c_str(), chosen->software_build().c_str(),
+               f.fit_config.c_str(), fit_rule.c_str(),
+               absl::StrJoin(spec->free_parameters(), ", ").c_str(),
+               dropped.empty() ? "" : "; not in this deployment: ",
+               absl::StrJoin(dropped, ", ").c_str());
+  ValidateOptions options;
+  options.shipped_data_checks = false;
+  options.jobs = f.jobs;
+  ProgressLine progress_line("calibrate", f.progress);
+  if (progress_line.enabled()) options.on_fit = FitProgress(progress_line);
+  auto report = RunValidation(*db, config, options);
+  progress_line.Finish(absl::StrFormat("%s in %s", report.ok() ? "fitted" : "stopped",
+                                       FormatDuration(progress_line.elapsed_s())));
+  if (!report.ok()) {
+    Err(std::string(report.status().message()));
+    return kExitBadInput;
+  }
+  const std::string text = f.json ? FormatReportJson(*report) : FormatReportText(*report);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  const std::string out =
+      f.out.empty()
+          ? absl::StrFormat("%s@%s.textproto", device_file->id(), f.software_build)
+          : f.out;
+  servesim::proto::CalibrationProfile profile =
+      MakeProfile(report->groups.front(), report->points);
+  // Named by id, and bound to this exact device file by its hash.
+  profile.set_device(device_file->id());
+  profile.set_device_content_hash(device_file->content_hash());
+  std::vector<std::string> names;
+  names.reserve(paths.size());
+  for (const std::string& p : paths) names.push_back(std::filesystem::path(p).filename());
+  profile.set_notes(absl::StrFormat(
+      "Written by `servesim calibrate` from %s (model %s%s); parameters not listed keep "
+      "their priors.",
+      absl::StrJoin(names, ", "), model,
+      run->tensor_parallel_size() > 1
+          ? absl::StrFormat(", tensor parallel %d", run->tensor_parallel_size())
+          : std::string()));
+  auto st = WriteProfile(profile, out);
+  if (!st.ok()) {
+    Err(std::string(st.message()));
+    return kExitBadInput;
+  }
+  std::fprintf(stderr, "wrote %s (use: servesim simulate --calibration %s ...)\n",
+               out.c_str(), out.c_str());
+  return report->all_pass ? kExitOk : kExitCheckFailed;
+}
+
+}  // namespace
+
+void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<CalibrateFlags>();
+  CLI::App* cmd = app.add_subcommand("calibrate",
+                                     "Fit a calibration profile from your own `vllm "
+                                     "bench serve` result files (closed loop or "
+                                     "--request-rate; fixed lengths, or per-request "
+                                     "lengths from --save-detailed files), report "
+                                     "in-sample and leave-one-out errors, save the "
+                                     "profile.");
+  f->server.Register(cmd);  // the flags the measured server ran with
+  f->server.device()->required();
+  cmd->add_option("--bench", f->bench,
+                  "result files (.json, .json.gz) or folders of them")
+      ->required()
+      ->expected(1, -1);
+  cmd->add_option("--software-build", f->software_build, "label stored in the profile")
+      ->capture_default_str();
+  cmd->add_option("--out", f->out,
+                  "profile to write (default <device>@<build>.textproto)");
+  cmd->add_option("--tolerance-pct", f->tolerance_pct, "per-point check")
+      ->capture_default_str();
+  cmd->add_option("--fit-config", f->fit_config, "free parameters per device")
+      ->capture_default_str();
+  cmd->add_flag("--json", f->json, "JSON report");
+  cmd->add_option("--jobs,-j", f->jobs,
+                  "threads for the held-out refits (default: all cores; the report is "
+                  "byte-identical whatever the count)")
+      ->check(CLI::Range(1, 1024));
+  AddProgressFlags(cmd, &f->progress);
+  cmd->callback([f, exit_code] { *exit_code = RunCalibrate(*f); });
+}
+
+}  // namespace servesim::cli

@@ -1,0 +1,7 @@
+#include "sim/base/version.h"
+
+namespace servesim {
+
+const char* VersionString() { return SERVESIM_VERSION; }
+
+}  // namespace servesim

@@ -1,7 +1,0 @@
-#include "sim/version.h"
-
-namespace servesim {
-
-const char* VersionString() { return SERVESIM_VERSION; }
-
-}  // namespace servesim
