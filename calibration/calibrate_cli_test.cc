@@ -247,7 +247,8 @@ TEST(ShippedDataCliTest, CopiedBinaryInAFolderOfDecoysGivesIdenticalBytes) {
   EXPECT_EQ(copy.second, here.out);
   const std::string simulate =
       "simulate --device tpu-v6e --model gemma-4-e2b --max-model-len 4096 "
-      "--num-prompts 16 --random-input-len 512 --random-output-len 32 --json";
+      "--num-prompts 16 --random-input-len 512 --random-output-len 32 --json "
+      "--date 20260101-000000";  // the JSON's date defaults to now
   CliRun sim_here = Servesim(simulate);
   ASSERT_EQ(sim_here.exit_code, 0) << sim_here.err;
   auto sim_copy = run_copy(simulate);
