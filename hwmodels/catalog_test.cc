@@ -100,6 +100,17 @@ TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
     ASSERT_FALSE(d.ok());
     EXPECT_THAT(d.status().message(), HasSubstr("field dtypes: fp8 is listed but cdna2"));
   }
+  // mxfp4 on a TPU: vLLM's mxfp4 MoE kernels are CUDA / ROCm only.
+  {
+    const std::string text =
+        DeviceTextWith("tpu-v6e", "weight_formats: \"none\"",
+                       "weight_formats: \"none\"\nweight_formats: \"mxfp4\"");
+    auto d = ParseDeviceText(text, "tpu.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(), HasSubstr("field weight_formats"));
+    EXPECT_THAT(d.status().message(),
+                HasSubstr("mxfp4 MoE kernels are CUDA / ROCm only"));
+  }
   // An unknown key.
   {
     const std::string text = DeviceTextWith("l4", "vendor: \"nvidia\"",

@@ -34,7 +34,12 @@ constexpr double kTpCommBuffersGib = 1.79;
 // than 2 GPUs on NVSwitch Hopper/Blackwell systems and maps nvlsPerRankSize
 // = 301,989,888 B (288 MiB) per rank of the communicator on every GPU
 // (nvlsTotalSize = 8 x 288 MiB at 8 GPUs: the NCCL log in vLLM issue
-// #9699). One communicator counted.
+// #9699). vLLM holds two NCCL communicators per TP group (its PyNccl one
+// and torch's device group), so 2 x tp x 288 MiB per rank: 4.5 GiB at TP8,
+// against the 4.91-5.00 GiB the same issue measured (Llama-3.1-405B TP8 on
+// H200: 17,595 GPU blocks of 1,008 KiB with NVLS, 227xx with
+// NCCL_NVLS_ENABLE=0).
+constexpr double kNvlsCommunicators = 2;
 constexpr double kNvlsBytesPerRank = 301989888.0;
 
 }  // namespace
@@ -45,7 +50,8 @@ double TensorParallelNonTorchGib(const proto::Device& device, int32_t tp) {
   const std::string& arch = device.architecture();
   if (tp > 2 && (arch == "hopper" || arch == "blackwell") &&
       absl::StrContains(device.interconnect().topology(), "NVSwitch")) {
-    gib += static_cast<double>(tp) * kNvlsBytesPerRank / kBytesPerGib;
+    gib +=
+        kNvlsCommunicators * static_cast<double>(tp) * kNvlsBytesPerRank / kBytesPerGib;
   }
   return gib;
 }

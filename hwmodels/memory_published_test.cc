@@ -12,11 +12,13 @@
 // the CUDA-reported total, non-torch memory and activation factors by
 // rule), so a miss of the 3% bound is a finding, kept here as the measured
 // range with its cause, not a widened tolerance.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
 #include <utility>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hwmodels/deployment.h"
 #include "hwmodels/memory_planner.h"
@@ -168,15 +170,15 @@ TEST(PublishedKvTest, Qwen3MoeTp4LoggedKvMemoryIsOnePercentOverTheLoggedTokens) 
 }
 
 // From the flags alone: weights 55.16 GiB per rank (estimated; the log
-// gives none), non-torch 0.42 + 1.79 (TP buffers) + 1.13 (NVLS at TP4:
-// 4 x 288 MiB), activation 2.40 -> KV 10.40 GiB, 232,112 tokens: +29.8%.
-// Before the usable-memory and TP rules: 13.90 GiB, 310,192 tokens, +73%.
-// Still a known gap (+20% to +40%): 2.3 GiB of non-KV memory per rank the
-// planner does not find.
-// Not the usable memory (the H100 log's 79.22 GiB), not the weights (the
-// FP8 checkpoint's size / 4 agrees), so the profiling peak at TP4 (the
-// fp8 fused-MoE workspace at 8,192 tokens, a second NCCL communicator's
-// NVLS buffers), which the issue's log does not break down.
+// gives none), non-torch 0.42 + 1.79 (TP buffers) + 2.25 (NVLS at TP4: 2
+// communicators x 4 x 288 MiB) = 4.46, activation 2.40 -> KV 9.28 GiB,
+// 207,008 tokens: +15.7%. Before the usable-memory and TP rules: 13.90
+// GiB, 310,192 tokens, +73%. Still a known gap (+10% to +22%): 1.2 GiB of
+// non-KV memory per rank the planner does not find (the 8.02 GiB that the
+// logged tokens take, against 9.28). The log quotes no weights and no
+// profiling peak, so whether it is the weights (estimated, not logged), the
+// fp8 fused-MoE workspace at 8,192 tokens or more communication memory at
+// TP4, it cannot tell.
 TEST(PublishedKvTest, Qwen3MoeTp4FromFlagsAloneIsAKnownGap) {
   auto d = BuildDeployment(Qwen3MoeOn4xH100());
   ASSERT_TRUE(d.ok()) << d.status();
@@ -185,9 +187,9 @@ TEST(PublishedKvTest, Qwen3MoeTp4FromFlagsAloneIsAKnownGap) {
   const double e = RelErr(static_cast<double>(d->memory.kv_cache_tokens),
                           static_cast<double>(kQwen3Tokens));
   EXPECT_NEAR(d->memory.non_torch_gib - d->device.non_torch_gib(),
-              1.79 + 4 * 288.0 / 1024, 1e-9);
-  EXPECT_GT(e, 0.20);
-  EXPECT_LT(e, 0.40);
+              1.79 + 2 * 4 * 288.0 / 1024, 1e-9);
+  EXPECT_GT(e, 0.10);
+  EXPECT_LT(e, 0.22);
 }
 
 // --- Pair 4: gpt-oss-20b on A100 80GB --------------------------------------
@@ -243,6 +245,27 @@ TEST(PublishedKvTest, GptOss20bMxfp4WeightsAndKvFromFlagsAlone) {
   EXPECT_NEAR(d->memory.weights_gib, hand, 0.002 * hand);
   EXPECT_NEAR(d->memory.weights_gib, 13.72, 0.01 * 13.72);
   EXPECT_NEAR(d->memory.kv_cache_gib, 36.56, 0.03 * 36.56);
+}
+
+// The checkpoint's format is what vLLM loads: on a T4 (compute capability
+// 7.5, below Mxfp4Config's 8.0) gpt-oss is refused naming the device and
+// its formats, and an explicit format other than the checkpoint's is
+// refused as vLLM refuses it.
+TEST(PublishedKvTest, GptOss20bCheckpointFormatIsCheckedAgainstDeviceAndFlag) {
+  ServerSpec t4 = GptOss20bOnA100();
+  t4.device = "t4";
+  t4.max_model_len = 4096;
+  auto on_t4 = BuildDeployment(t4);
+  ASSERT_FALSE(on_t4.ok());
+  EXPECT_THAT(std::string(on_t4.status().message()),
+              ::testing::HasSubstr("--quantization: mxfp4 is not supported on t4"));
+  ServerSpec fp8 = GptOss20bOnA100();
+  fp8.device = "h100-sxm";
+  fp8.quantization = "fp8";
+  auto mismatch = BuildDeployment(fp8);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_THAT(std::string(mismatch.status().message()),
+              ::testing::HasSubstr("does not match the checkpoint's format mxfp4"));
 }
 
 // --- DeepSeek-V2-Lite: multi-head latent attention ------------------------
@@ -312,6 +335,47 @@ TEST(PublishedKvTest, DeepSeekV2LiteMaxLenKvNeedMatchesTheVllmError) {
                                               d->memory.kv_block_bytes) /
                           kBytesPerGib;
   EXPECT_NEAR(need_gib, 0.95, 0.005);
+}
+
+// Source: vllm-project/vllm pull request #20665 ("Correct PPMissingLayer
+// handling in Deepseek-V2-Lite PP deployment"), eicherseiji, 2025-07-09
+// (V1; 4 x L4, TP2 x PP2: the fused-MoE config it looks for is E=64,N=704,
+// 1408 / 2 per rank; max_model_len 1,024):
+//   rank 0, 1: Available KV cache memory: 12.13 GiB
+//   rank 2, 3: Available KV cache memory: 11.33 GiB
+//   GPU KV cache size: 807,792 tokens
+//   Maximum concurrency for 1,024 tokens per request: 788.86x
+// servesim has no pipeline parallelism yet, so the stages are cut by hand
+// as vLLM's get_pp_indices does (27 layers: 14 + 13, the extra layer on
+// the first stage). Stage 0 holds 14 latents of 1,152 B per token, the same
+// on both TP ranks: a 16-token block is 258,048 B; 12.13 GiB is 50,473
+// blocks = 807,568 tokens (stage 1: 11.33 GiB / 239,616 B = 50,770 blocks,
+// more, so stage 0 sets the pool). Logged 807,792 (-0.03%, inside the
+// 0.005 GiB rounding of the logged line: +-21 blocks). Caching K and V of
+// 8 heads per rank (192 + 128 values) instead would be 5,120 B per layer:
+// 4.4x fewer tokens.
+TEST(PublishedKvTest, DeepSeekV2LitePipelineStageKvFromTheLoggedMemory) {
+  ServerSpec s = DeepSeekV2Lite();
+  s.device = "l4";
+  s.tensor_parallel_size = 2;
+  s.max_model_len = 1024;
+  auto d = BuildDeployment(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ModelArch rank = TensorParallelRank(d->model, 2);
+  auto stage_blocks = [&](int first, int count, double kv_gib) {
+    ModelArch stage = rank;
+    stage.layers.assign(rank.layers.begin() + first, rank.layers.begin() + first + count);
+    auto layout = PlanKvLayout(stage, 2, 16);
+    EXPECT_TRUE(layout.ok()) << layout.status();
+    return static_cast<int64_t>(kv_gib * kBytesPerGib /
+                                static_cast<double>(layout->block_bytes));
+  };
+  const int64_t blocks0 = stage_blocks(0, 14, 12.13);
+  const int64_t blocks1 = stage_blocks(14, 13, 11.33);
+  EXPECT_EQ(blocks0, 50473);
+  EXPECT_EQ(blocks1, 50770);
+  const int64_t tokens = std::min(blocks0, blocks1) * 16;
+  EXPECT_NEAR(static_cast<double>(tokens), 807792.0, 0.01 * 807792.0);
 }
 
 }  // namespace
