@@ -319,6 +319,32 @@ TEST(PublishedKvTest, DeepSeekV2LiteMlaLatentIsReplicatedAcrossTpRanks) {
   EXPECT_DOUBLE_EQ(CountParams(rank).attention, 27 * 7471104.0);
 }
 
+// DeepSeek-V3 (data/models/deepseek-v3/config.json): 61 layers, hidden
+// 7168, 128 heads, q_lora_rank 1536, kv_lora_rank 512, 256 routed experts
+// of 2048 (top 8) + 1 shared, first 3 layers dense (18,432), vocab 129,280
+// untied, an fp8 checkpoint. By hand: KV 61 x 1,152 B = 70,272 B per token
+// on every TP rank; parameters: embedding + LM head 1,853,358,080,
+// attention 61 x (7168 x 1536 + 1536 x 128 x 192 + 7168 x 576 + 512 x 128
+// x 256 + 128 x 128 x 7168) = 11,413,422,080, dense MLPs 3 x 3 x 7168 x
+// 18,432 = 1,189,085,184, 58 MoE layers x (257 x 3 x 7168 x 2048 + 7168 x
+// 256) = 656,569,532,416: 671,025,397,760, the "671B of the Main Model
+// weights" of DeepSeek's model card (the 14B MTP module not loaded).
+TEST(PublishedKvTest, DeepSeekV3MlaImportByHand) {
+  ServerSpec s;
+  s.device = "h100-sxm";
+  s.model = ModelConfig("deepseek-v3");
+  s.tensor_parallel_size = 8;
+  s.max_model_len = 16384;
+  auto d = BuildDeployment(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->format.id, "fp8");  // the checkpoint's quantization_config
+  EXPECT_DOUBLE_EQ(CountParams(d->model).Total(), 671025397760.0);
+  EXPECT_EQ(KvBytesPerToken(d->model, 2), 70272);
+  EXPECT_EQ(d->memory.kv_block_bytes, int64_t{16} * 70272);  // TP8: replicated
+  EXPECT_FALSE(d->model.layers[2].moe);
+  EXPECT_TRUE(d->model.layers[3].moe);
+}
+
 // Source: vllm-project/vllm issue #15871 ("CPU offload not working for
 // DeepSeek-V2-Lite-Chat"), ymcki, 2025-04-02 (vLLM V1 0.8.3.dev,
 // max_model_len 32,768, 2 x 22 GiB GPUs):
