@@ -800,6 +800,11 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
             "n_shared_experts",
             absl::StrCat(shared, " is out of range (an integer in [0, 1e3])"));
       moe_dense_width = static_cast<int64_t>(shared) * m.expert_intermediate_size();
+      if (moe_dense_width > 1e7)
+        return unsupported(
+            "n_shared_experts",
+            absl::StrCat(shared, " x moe_intermediate_size ",
+                         m.expert_intermediate_size(), " is out of range (at most 1e7)"));
       const double first = Num(*cfg, {"first_k_dense_replace"}, 0);
       if (first < 0 || first > static_cast<double>(layers) || first != std::floor(first))
         return unsupported(
