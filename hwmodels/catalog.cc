@@ -74,7 +74,8 @@ std::string Where(const std::string& origin, const google::protobuf::Descriptor*
 
 constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
 
-const char* const kWeightFormats[] = {"none", "fp8", "w8a8", "w4a16", "w4a16-emb4"};
+const char* const kWeightFormats[] = {"none",  "fp8",        "w8a8",
+                                      "w4a16", "w4a16-emb4", "mxfp4"};
 const char* const kDtypes[] = {"fp16", "bf16", "fp8", "int8"};
 const char* const kVendors[] = {"nvidia", "amd", "google", "intel", "aws", "other"};
 const char* const kPriceTiers[] = {"on-demand", "spot", "commit-1y", "commit-3y"};
@@ -276,6 +277,14 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
                  absl::StrCat("'", f, "' (allowed: ", Join(kWeightFormats), ")"), i);
     if (f == "w8a8" && !has("int8"))
       return bad("weight_formats", "w8a8 needs int8 in dtypes", i);
+    // vLLM's Mxfp4Config: CUDA compute capability >= 8.0 (Marlin, triton
+    // or FlashInfer MoE kernels) or ROCm with triton_kernels; no TPU path.
+    if (f == "mxfp4" && d.vendor() != "nvidia" && d.vendor() != "amd")
+      return bad("weight_formats",
+                 absl::StrCat("mxfp4: vLLM's mxfp4 MoE kernels are CUDA / ROCm only "
+                              "(vendor ",
+                              d.vendor(), ")"),
+                 i);
     if ((f == "w4a16" || f == "w4a16-emb4") && d.vendor() != "nvidia")
       return bad("weight_formats",
                  absl::StrCat(f, ": the Marlin W4A16 kernel is CUDA-only (vendor ",
@@ -656,10 +665,18 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
     return absl::InvalidArgumentError(absl::StrCat(
         "--model ", origin, ": model_type '", model_type, "': field ", field, ": ", why));
   };
-  if (Field(*cfg, "kv_lora_rank") != nullptr) {
+  const bool deepseek = model_type == "deepseek_v2" || model_type == "deepseek_v3";
+  if (Field(*cfg, "kv_lora_rank") != nullptr && !deepseek) {
     return unsupported("kv_lora_rank",
-                       "multi-head latent attention (DeepSeek-V2/V3 MLA) is not modelled "
-                       "(allowed: grouped-query attention, no kv_lora_rank)");
+                       "multi-head latent attention is modelled for model_type "
+                       "deepseek_v2 and deepseek_v3 only (allowed otherwise: "
+                       "grouped-query attention, no kv_lora_rank)");
+  }
+  if (const double freq = Num(*cfg, {"moe_layer_freq"}, 1); freq != 1) {
+    return unsupported("moe_layer_freq",
+                       absl::StrCat(freq,
+                                    ": MoE on every n-th layer only is not modelled "
+                                    "(allowed: 1)"));
   }
   if (const Value* v = Field(*cfg, "mlp_only_layers");
       v != nullptr && v->kind_case() == Value::kListValue &&
@@ -719,6 +736,30 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   m.set_head_dim_full(
       static_cast<int32_t>(Num(*cfg, {"global_head_dim", "full_head_dim"}, head_dim)));
   m.set_full_attention_k_eq_v(Bool(*cfg, "attention_k_eq_v", false));
+  // DeepSeek MLA (vLLM's MLA attention): the cache holds one latent of
+  // kv_lora_rank + qk_rope_head_dim values per token per layer, the same on
+  // every TP rank (one KV "head", replicated).
+  if (deepseek && Field(*cfg, "kv_lora_rank") != nullptr) {
+    ASSIGN_OR_RETURN(int64_t kv_rank, need({"kv_lora_rank"}, "kv_lora_rank"));
+    ASSIGN_OR_RETURN(int64_t rope, need({"qk_rope_head_dim"}, "qk_rope_head_dim"));
+    ASSIGN_OR_RETURN(int64_t nope, need({"qk_nope_head_dim"}, "qk_nope_head_dim"));
+    ASSIGN_OR_RETURN(int64_t v_dim, need({"v_head_dim"}, "v_head_dim"));
+    const double q_rank = Num(*cfg, {"q_lora_rank"}, 0);  // null in V2-Lite
+    if (q_rank < 0 || q_rank > 1e7 || q_rank != std::floor(q_rank))
+      return unsupported("q_lora_rank",
+                         absl::StrCat(q_rank,
+                                      " is out of range (null or an integer in "
+                                      "[0, 1e7])"));
+    m.set_kv_lora_rank(static_cast<int32_t>(kv_rank));
+    m.set_qk_rope_head_dim(static_cast<int32_t>(rope));
+    m.set_qk_nope_head_dim(static_cast<int32_t>(nope));
+    m.set_v_head_dim(static_cast<int32_t>(v_dim));
+    m.set_q_lora_rank(static_cast<int32_t>(q_rank));
+    m.set_num_kv_heads_full(1);
+    m.set_num_kv_heads_sliding(1);
+    m.set_head_dim_full(static_cast<int32_t>(kv_rank + rope));
+    m.set_head_dim_sliding(static_cast<int32_t>(kv_rank + rope));
+  }
   m.set_num_kv_shared_layers(
       static_cast<int32_t>(Num(*cfg, {"num_kv_shared_layers"}, 0)));
   m.set_per_layer_embedding_dim(
@@ -750,6 +791,27 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
     }
     moe_dense_width =
         static_cast<int64_t>(Num(*cfg, {"shared_expert_intermediate_size"}, 0));
+    // DeepSeek: n_shared_experts always-on experts of the routed width (a
+    // dense branch), and dense-MLP layers before the first MoE layer.
+    if (deepseek) {
+      const double shared = Num(*cfg, {"n_shared_experts"}, 0);
+      if (shared < 0 || shared > 1e3 || shared != std::floor(shared))
+        return unsupported(
+            "n_shared_experts",
+            absl::StrCat(shared, " is out of range (an integer in [0, 1e3])"));
+      moe_dense_width = static_cast<int64_t>(shared) * m.expert_intermediate_size();
+      if (moe_dense_width > 1e7)
+        return unsupported(
+            "n_shared_experts",
+            absl::StrCat(shared, " x moe_intermediate_size ",
+                         m.expert_intermediate_size(), " is out of range (at most 1e7)"));
+      const double first = Num(*cfg, {"first_k_dense_replace"}, 0);
+      if (first < 0 || first > static_cast<double>(layers) || first != std::floor(first))
+        return unsupported(
+            "first_k_dense_replace",
+            absl::StrCat(first, " is out of range (an integer in [0, ", layers, "])"));
+      m.set_first_k_dense_layers(static_cast<int32_t>(first));
+    }
     if (moe_dense_width < 0 || moe_dense_width > 1e7)
       return unsupported("shared_expert_intermediate_size",
                          absl::StrCat(moe_dense_width, " is out of range [0, 1e7]"));
@@ -813,6 +875,16 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
         r->set_intermediate_size(w);
       }
     }
+  } else if (moe_dense_width >= 0 && m.first_k_dense_layers() > 0) {
+    ASSIGN_OR_RETURN(int64_t w, need({"intermediate_size"}, "intermediate_size"));
+    auto* dense = m.add_ffn_runs();
+    dense->set_count(m.first_k_dense_layers());
+    dense->set_intermediate_size(static_cast<int32_t>(w));
+    if (m.first_k_dense_layers() < layers) {
+      auto* r = m.add_ffn_runs();
+      r->set_count(static_cast<int32_t>(layers - m.first_k_dense_layers()));
+      r->set_intermediate_size(static_cast<int32_t>(moe_dense_width));
+    }
   } else if (moe_dense_width >= 0) {
     auto* r = m.add_ffn_runs();
     r->set_count(static_cast<int32_t>(layers));
@@ -822,6 +894,16 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
     auto* r = m.add_ffn_runs();
     r->set_count(static_cast<int32_t>(layers));
     r->set_intermediate_size(static_cast<int32_t>(w));
+  }
+  // The checkpoint's weight format, when servesim has it (others load as
+  // their --quantization says).
+  if (const Value* qc = Field(root, "quantization_config");
+      qc != nullptr && qc->kind_case() == Value::kStructValue) {
+    if (const Value* qm = Field(qc->struct_value(), "quant_method");
+        qm != nullptr && qm->kind_case() == Value::kStringValue) {
+      const std::string method = absl::AsciiStrToLower(qm->string_value());
+      if (method == "mxfp4" || method == "fp8") m.set_checkpoint_quantization(method);
+    }
   }
   m.add_sources(absl::StrCat("imported from ", origin));
   return m;

@@ -100,6 +100,17 @@ TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
     ASSERT_FALSE(d.ok());
     EXPECT_THAT(d.status().message(), HasSubstr("field dtypes: fp8 is listed but cdna2"));
   }
+  // mxfp4 on a TPU: vLLM's mxfp4 MoE kernels are CUDA / ROCm only.
+  {
+    const std::string text =
+        DeviceTextWith("tpu-v6e", "weight_formats: \"none\"",
+                       "weight_formats: \"none\"\nweight_formats: \"mxfp4\"");
+    auto d = ParseDeviceText(text, "tpu.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(), HasSubstr("field weight_formats"));
+    EXPECT_THAT(d.status().message(),
+                HasSubstr("mxfp4 MoE kernels are CUDA / ROCm only"));
+  }
   // An unknown key.
   {
     const std::string text = DeviceTextWith("l4", "vendor: \"nvidia\"",
@@ -430,9 +441,18 @@ TEST(CatalogTest, UnsupportedArchitecturesNameModelTypeAndField) {
           "intermediate_size": 18432, "kv_lora_rank": 512, "n_routed_experts": 256,
           "num_experts_per_tok": 8, "moe_intermediate_size": 2048})",
       "ds/config.json");
+  // MLA without its rope / nope / v head sizes names the missing field.
   ASSERT_FALSE(mla.ok());
-  EXPECT_THAT(mla.status().message(),
-              HasSubstr("model_type 'deepseek_v3': field kv_lora_rank"));
+  EXPECT_THAT(mla.status().message(), HasSubstr("field qk_rope_head_dim is missing"));
+  // MLA is modelled for DeepSeek's model types only.
+  auto other_mla = ImportHfConfig(
+      R"({"model_type": "llama", "vocab_size": 1000, "hidden_size": 256,
+          "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512,
+          "kv_lora_rank": 64, "qk_rope_head_dim": 16})",
+      "l/config.json");
+  ASSERT_FALSE(other_mla.ok());
+  EXPECT_THAT(other_mla.status().message(),
+              HasSubstr("model_type 'llama': field kv_lora_rank"));
   auto sparse = ImportHfConfig(
       R"({"model_type": "qwen2_moe", "vocab_size": 1000, "hidden_size": 256,
           "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512,

@@ -91,8 +91,23 @@ absl::StatusOr<Resolved> Resolve(const ServerSpec& spec) {
   ASSIGN_OR_RETURN(r.device, FindDevice(spec.device));
   ASSIGN_OR_RETURN(proto::ModelArch desc, FindModel(spec.model));
   ASSIGN_OR_RETURN(r.model, ExpandModelArch(desc));
-  ASSIGN_OR_RETURN(r.format, ResolveWeightFormat(spec.quantization));
+  // vLLM loads a quantized checkpoint in its own format (quantization_config
+  // in config.json) and refuses a different --quantization.
+  std::string quantization = spec.quantization;
+  if (const std::string& ckpt = desc.checkpoint_quantization(); !ckpt.empty()) {
+    ASSIGN_OR_RETURN(const WeightFormat given, ResolveWeightFormat(spec.quantization));
+    if (given.id == "none") {
+      quantization = ckpt;
+    } else if (given.id != ckpt) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--quantization: ", given.id, " does not match the checkpoint's format ", ckpt,
+          " (quantization_config of ", r.model.id, "); allowed: ", ckpt,
+          " or none (the checkpoint's)"));
+    }
+  }
+  ASSIGN_OR_RETURN(r.format, ResolveWeightFormat(quantization));
   RETURN_IF_ERROR(CheckWeightFormat(r.device, r.format.id));
+  ApplyDeviceKernelRules(r.device, &r.format);
   return r;
 }
 
@@ -112,7 +127,9 @@ std::string AllowedModelNames() {
       absl::StrJoin(ModelIds(), ", "),
       " (or a Hugging Face id such as google/gemma-4-E2B-it, or a config.json path)");
 }
-std::string AllowedQuantizationNames() { return "none, fp8, w8a8, w4a16, w4a16-emb4"; }
+std::string AllowedQuantizationNames() {
+  return "none, fp8, w8a8, w4a16, w4a16-emb4, mxfp4";
+}
 
 // An uncalibrated device takes its priors by rule (catalog_priors.h); a
 // calibrated one keeps its file as is. The note is kept only when no

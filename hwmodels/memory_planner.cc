@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -23,7 +24,37 @@ constexpr double kForwardActivationFactor = 4.22;
 
 std::string Gib(double v) { return absl::StrFormat("%.2f GiB", v); }
 
+// Per-rank communication buffers of a TP group (NCCL channels, vLLM's
+// custom all-reduce IPC buffers), allocated outside torch after vLLM's
+// start-of-worker memory snapshot, so counted as non-torch memory: the
+// H100 log of vLLM PR #10511 gives non_torch_memory 1.79 GiB at TP1 and
+// 3.58 GiB at TP2 for the same model, +1.79 GiB per rank.
+constexpr double kTpCommBuffersGib = 1.79;
+// NCCL NVLink SHARP (NVLS) multicast buffers: NCCL enables NVLS for more
+// than 2 GPUs on NVSwitch Hopper/Blackwell systems and maps nvlsPerRankSize
+// = 301,989,888 B (288 MiB) per rank of the communicator on every GPU
+// (nvlsTotalSize = 8 x 288 MiB at 8 GPUs: the NCCL log in vLLM issue
+// #9699). vLLM holds two NCCL communicators per TP group (its PyNccl one
+// and torch's device group), so 2 x tp x 288 MiB per rank: 4.5 GiB at TP8,
+// against the 4.91-5.00 GiB the same issue measured (Llama-3.1-405B TP8 on
+// H200: 17,595 GPU blocks of 1,008 KiB with NVLS, 227xx with
+// NCCL_NVLS_ENABLE=0).
+constexpr double kNvlsCommunicators = 2;
+constexpr double kNvlsBytesPerRank = 301989888.0;
+
 }  // namespace
+
+double TensorParallelNonTorchGib(const proto::Device& device, int32_t tp) {
+  if (tp <= 1 || device.vendor() != "nvidia") return 0.0;
+  double gib = kTpCommBuffersGib;
+  const std::string& arch = device.architecture();
+  if (tp > 2 && (arch == "hopper" || arch == "blackwell") &&
+      absl::StrContains(device.interconnect().topology(), "NVSwitch")) {
+    gib +=
+        kNvlsCommunicators * static_cast<double>(tp) * kNvlsBytesPerRank / kBytesPerGib;
+  }
+  return gib;
+}
 
 bool UsesTpuAccounting(const proto::Device& device) {
   return device.vendor() == "google";
@@ -46,7 +77,7 @@ absl::StatusOr<KvLayout> PlanKvLayout(const ModelArch& m, int kv_dtype_bytes,
   std::vector<Type> types;
   for (const LayerArch& l : m.layers) {
     if (!l.holds_kv) continue;
-    const int64_t bpt = int64_t{2} * l.num_kv_heads * l.head_dim * kv_dtype_bytes;
+    const int64_t bpt = LayerKvBytesPerToken(l, kv_dtype_bytes);
     auto it = std::find_if(types.begin(), types.end(), [&](const Type& t) {
       return t.sliding == l.sliding && t.window == l.window && t.bytes_per_token == bpt;
     });
@@ -142,7 +173,11 @@ MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m,
       pick(spec.measured_weights_gib,
            ComputeWeightBytes(m, f, dtype_bytes).Total() / kBytesPerGib, "weights");
   p.non_torch_gib =
-      pick(spec.measured_non_torch_gib, tpu ? 0.0 : device.non_torch_gib(), "non_torch");
+      pick(spec.measured_non_torch_gib,
+           tpu ? 0.0
+               : device.non_torch_gib() +
+                     TensorParallelNonTorchGib(device, spec.tensor_parallel_size),
+           "non_torch");
   p.activation_gib = pick(
       spec.measured_activation_peak_gib,
       tpu ? 0.0 : EstimateActivationGib(device, m, sched, dtype_bytes), "activation");

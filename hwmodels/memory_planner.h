@@ -73,6 +73,12 @@ ActivationParts EstimateActivationParts(const proto::Device& device, const Model
 double EstimateActivationGib(const proto::Device& device, const ModelArch& m,
                              const SchedulerConfig& sched, int act_dtype_bytes);
 
+// Non-torch memory a tensor-parallel rank adds over TP1 on a GPU build
+// (0 at TP1, on TPU, and on AMD, where RCCL's share is not measured): the
+// TP group's NCCL / custom all-reduce buffers, plus NCCL's NVLS multicast
+// buffers above 2 GPUs on NVSwitch Hopper/Blackwell. GiB.
+double TensorParallelNonTorchGib(const proto::Device& device, int32_t tp);
+
 // The whole plan. Measured overrides in `spec` replace the estimates
 // (measured_kv_cache_gib replaces everything before the block count).
 MemoryPlan PlanMemory(const proto::Device& device, const ModelArch& m,

@@ -35,6 +35,18 @@ absl::StatusOr<ModelArch> ExpandModelArch(const proto::ModelArch& m) {
                             m.num_layers()));
   if (m.num_experts() < 0 || m.experts_top_k() < 0 || m.experts_top_k() > m.num_experts())
     return Bad(m, "experts_top_k", "must be in [0, num_experts]");
+  if (m.first_k_dense_layers() < 0 || m.first_k_dense_layers() > m.num_layers())
+    return Bad(m, "first_k_dense_layers", "must be in [0, num_layers]");
+  if (m.kv_lora_rank() < 0) return Bad(m, "kv_lora_rank", "must be >= 0");
+  if (m.kv_lora_rank() > 0) {
+    if (m.qk_rope_head_dim() <= 0 || m.qk_nope_head_dim() <= 0 || m.v_head_dim() <= 0 ||
+        m.q_lora_rank() < 0)
+      return Bad(m, "qk_rope_head_dim/qk_nope_head_dim/v_head_dim",
+                 "must be > 0 with kv_lora_rank (MLA), q_lora_rank >= 0");
+    if (m.sliding_window() > 0 || m.num_kv_shared_layers() > 0)
+      return Bad(m, "kv_lora_rank",
+                 "MLA with sliding-window or KV-shared layers is not modelled");
+  }
 
   ModelArch a;
   a.id = m.id();
@@ -50,6 +62,11 @@ absl::StatusOr<ModelArch> ExpandModelArch(const proto::ModelArch& m) {
   a.max_position_embeddings = m.max_position_embeddings();
   a.vision_encoder_params = m.vision_encoder_params();
   a.audio_encoder_params = m.audio_encoder_params();
+  a.kv_lora_rank = m.kv_lora_rank();
+  a.q_lora_rank = m.q_lora_rank();
+  a.qk_nope_head_dim = m.qk_nope_head_dim();
+  a.qk_rope_head_dim = m.qk_rope_head_dim();
+  a.v_head_dim = m.v_head_dim();
   a.source = m;
 
   std::vector<int32_t> ffn;
@@ -90,6 +107,12 @@ absl::StatusOr<ModelArch> ExpandModelArch(const proto::ModelArch& m) {
     l.k_eq_v = !sliding && m.full_attention_k_eq_v();
     l.intermediate_size = ffn[i];
     l.holds_kv = i < first_shared;
+    l.moe = m.num_experts() > 0 && i >= m.first_k_dense_layers();
+    if (m.kv_lora_rank() > 0) {
+      l.mla = true;
+      l.num_kv_heads = 1;
+      l.head_dim = m.kv_lora_rank() + m.qk_rope_head_dim();
+    }
     a.layers.push_back(l);
   }
   return a;
@@ -113,11 +136,24 @@ ParamCounts CountParams(const ModelArch& m) {
     c.per_layer_projection = h * nl * ple + nl * 2 * h * ple;
   }
   for (const LayerArch& l : m.layers) {
-    const double q = static_cast<double>(l.num_q_heads) * l.head_dim;
-    const double kv = static_cast<double>(l.num_kv_heads) * l.head_dim;
-    c.attention += h * q * 2 + h * kv * (l.k_eq_v ? 1 : 2);
+    if (l.mla) {
+      // q_a (h -> q_lora_rank) and kv_a (h -> kv_lora_rank + rope) are
+      // replicated; q_b / q_proj, kv_b and o are split by heads.
+      const double heads = l.num_q_heads;
+      const double qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+      const double qlr = m.q_lora_rank;
+      c.attention += qlr > 0 ? h * qlr + qlr * heads * qk : h * heads * qk;
+      c.attention += h * (m.kv_lora_rank + m.qk_rope_head_dim);
+      c.attention += static_cast<double>(m.kv_lora_rank) * heads *
+                     (m.qk_nope_head_dim + m.v_head_dim);
+      c.attention += heads * m.v_head_dim * h;
+    } else {
+      const double q = static_cast<double>(l.num_q_heads) * l.head_dim;
+      const double kv = static_cast<double>(l.num_kv_heads) * l.head_dim;
+      c.attention += h * q * 2 + h * kv * (l.k_eq_v ? 1 : 2);
+    }
     c.dense_ffn += 3 * h * l.intermediate_size;
-    if (m.num_experts > 0) {
+    if (l.moe) {
       c.experts +=
           static_cast<double>(m.num_experts) * 3 * h * m.expert_intermediate_size;
       c.router += h * m.num_experts;
@@ -172,12 +208,49 @@ absl::StatusOr<WeightFormat> ResolveWeightFormat(const std::string& name_in) {
             ? "4-bit weights and 4-bit embeddings (LM head kept 16-bit), 16-bit "
               "activations (compressed-tensors, Marlin kernel)"
             : "4-bit weights, 16-bit activations (compressed-tensors, Marlin kernel)";
+  } else if (name == "mxfp4") {
+    // OCP MX fp4 as gpt-oss ships it: only the MoE experts are quantized
+    // (4-bit e2m1 values, one e8m0 scale byte per 32 inputs, bf16 biases);
+    // attention, router, embeddings and LM head stay bf16. vLLM's
+    // Mxfp4Config quantizes FusedMoE layers only (linear layers fall back to
+    // UnquantizedLinearMethod) and dequantizes in the kernel (bf16
+    // activations).
+    f.id = "mxfp4";
+    f.weight_bits = 16;
+    f.compute = "16";
+    f.kernel = "dense";
+    f.expert_weight_bits = 4;
+    f.expert_block = 32;
+    f.expert_scale_bytes = 1;
+    f.expert_bias = true;
+    f.description =
+        "MoE experts in mxfp4 (4-bit e2m1, one e8m0 scale per 32 values), the rest "
+        "bf16";
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--quantization: unknown value '", name_in,
-                     "'; allowed: none, fp8, w8a8, w4a16, w4a16-emb4"));
+                     "'; allowed: none, fp8, w8a8, w4a16, w4a16-emb4, mxfp4"));
   }
   return f;
+}
+
+void ApplyDeviceKernelRules(const proto::Device& device, WeightFormat* f) {
+  if (f->expert_weight_bits <= 0) return;
+  const std::string& arch = device.architecture();
+  if (device.vendor() == "nvidia" && (arch == "ampere" || arch == "ada")) {
+    // Marlin MoE: n % 256 == 0 and k % 128 == 0 for both GEMMs.
+    f->expert_pad_intermediate = 128;
+    f->expert_pad_hidden = 256;
+    f->kernel = "marlin";
+  } else if (device.vendor() == "nvidia" && arch == "blackwell") {
+    f->expert_pad_intermediate = 256;  // FlashInfer SM100 MXFP4 BF16
+    f->expert_pad_hidden = 256;
+  } else {
+    // Hopper (triton_kernels) pads the intermediate size to 64; ROCm's
+    // alignment (get_padding_alignment) is not modelled.
+    f->expert_pad_intermediate = 64;
+    f->expert_pad_hidden = 0;
+  }
 }
 
 double LinearBytes(const WeightFormat& f, double params, double in_dim, int dtype_bytes) {
@@ -196,7 +269,25 @@ WeightBytes ComputeWeightBytes(const ModelArch& m, const WeightFormat& f,
   WeightBytes w;
   w.linear = LinearBytes(f, c.attention, h, dtype_bytes) +
              LinearBytes(f, c.per_layer_projection, h, dtype_bytes);
-  if (m.num_experts > 0) {
+  if (m.num_experts > 0 && f.expert_weight_bits > 0) {
+    // Per MoE layer, as vLLM allocates it: w13 (2 x I' rows of H' inputs)
+    // and w2 (H' rows of I' inputs), each with one scale per block of
+    // inputs and a 16-bit bias per row; I', H' padded for the kernel.
+    auto pad = [](int64_t v, int32_t to) { return to > 0 ? (v + to - 1) / to * to : v; };
+    const double ip =
+        static_cast<double>(pad(m.expert_intermediate_size, f.expert_pad_intermediate));
+    const double hp = static_cast<double>(pad(m.hidden_size, f.expert_pad_hidden));
+    const double bits = f.expert_weight_bits / 8.0;
+    const double blk = f.expert_block;
+    const double bias = f.expert_bias ? 2.0 : 0.0;
+    const double per_expert =
+        2 * ip * (hp * bits + std::ceil(hp / blk) * f.expert_scale_bytes + bias) +
+        hp * (ip * bits + std::ceil(ip / blk) * f.expert_scale_bytes + bias);
+    double moe_layers = 0;
+    for (const LayerArch& l : m.layers) moe_layers += l.moe ? 1 : 0;
+    w.experts = moe_layers * m.num_experts * per_expert;
+    w.linear += (c.dense_ffn + c.router) * dtype_bytes;
+  } else if (m.num_experts > 0) {
     w.experts = LinearBytes(f, c.experts, h, dtype_bytes);
     const WeightFormat& dense_fmt = f;
     if (f.moe_dense_16bit) {
@@ -227,7 +318,7 @@ int64_t KvBytesPerToken(const ModelArch& m, int kv_dtype_bytes) {
   int64_t total = 0;
   for (const LayerArch& l : m.layers) {
     if (!l.holds_kv) continue;
-    total += int64_t{2} * l.num_kv_heads * l.head_dim * kv_dtype_bytes;
+    total += LayerKvBytesPerToken(l, kv_dtype_bytes);
   }
   return total;
 }

@@ -23,7 +23,20 @@ struct LayerArch {
   int32_t intermediate_size = 0;  // dense gated MLP width (0: none)
   // Holds its own KV cache; false for KV-shared layers.
   bool holds_kv = true;
+  // Has the routed experts (MoE models; false for DeepSeek's first dense
+  // layers).
+  bool moe = false;
+  // Multi-head latent attention: the cache entry is one latent "head" of
+  // head_dim = kv_lora_rank + qk_rope_head_dim values (num_kv_heads 1, no
+  // separate V), so LayerKvBytesPerToken counts it once, not twice.
+  bool mla = false;
 };
+
+// KV cache bytes one token takes in one layer: 2 (K and V) x kv heads x
+// head dim x dtype bytes; MLA: head_dim x dtype bytes (the latent alone).
+inline int64_t LayerKvBytesPerToken(const LayerArch& l, int kv_dtype_bytes) {
+  return int64_t{l.mla ? 1 : 2} * l.num_kv_heads * l.head_dim * kv_dtype_bytes;
+}
 
 struct ModelArch {
   std::string id;
@@ -47,6 +60,13 @@ struct ModelArch {
   int64_t max_position_embeddings = 0;
   int64_t vision_encoder_params = 0;
   int64_t audio_encoder_params = 0;
+  // MLA projection sizes (0 without MLA): q_a / kv_a are replicated on
+  // every TP rank, q_b / kv_b / o split by heads.
+  int32_t kv_lora_rank = 0;
+  int32_t q_lora_rank = 0;
+  int32_t qk_nope_head_dim = 0;
+  int32_t qk_rope_head_dim = 0;
+  int32_t v_head_dim = 0;
   servesim::proto::ModelArch source;  // the description it was expanded from
 };
 
@@ -72,7 +92,7 @@ ParamCounts CountParams(const ModelArch& m);
 
 // A weight format (vLLM --quantization plus checkpoint conventions).
 struct WeightFormat {
-  std::string id;            // none | fp8 | w8a8 | w4a16 | w4a16-emb4
+  std::string id;            // none | fp8 | w8a8 | w4a16 | w4a16-emb4 | mxfp4
   int32_t weight_bits = 16;  // linear layers
   int32_t group_size =
       0;  // scale group along the input dim; 0: one scale per output channel
@@ -89,9 +109,27 @@ struct WeightFormat {
   std::string compute = "16";
   std::string kernel;  // "dense", "marlin", "fp8", "int8"
   std::string description;
+  // Formats that quantize only the MoE experts (mxfp4: 4-bit e2m1 values,
+  // one e8m0 byte scale per 32 inputs, bf16 biases; everything else at the
+  // model dtype, weight_bits 16). 0: the experts follow weight_bits.
+  int32_t expert_weight_bits = 0;
+  int32_t expert_block = 0;
+  int32_t expert_scale_bytes = 0;
+  bool expert_bias = false;
+  // The MoE kernel pads each expert's intermediate (per rank) and hidden
+  // dims up to these multiples (0: none); set per device by
+  // ApplyDeviceKernelRules.
+  int32_t expert_pad_intermediate = 0;
+  int32_t expert_pad_hidden = 0;
 };
 // Errors name --quantization and the allowed values.
 absl::StatusOr<WeightFormat> ResolveWeightFormat(const std::string& name);
+
+// Which kernel the device's vLLM build runs the format with, and its
+// padding (mxfp4: Marlin on Ampere/Ada pads intermediate to 128 and hidden
+// to 256; Hopper's triton_kernels pad intermediate to 64; Blackwell's
+// FlashInfer pads both to 256: vLLM's Mxfp4MoEMethod.create_weights).
+void ApplyDeviceKernelRules(const proto::Device& device, WeightFormat* f);
 
 // Bytes of a linear layer of `params` weights with `in_dim` inputs.
 double LinearBytes(const WeightFormat& f, double params, double in_dim, int dtype_bytes);

@@ -41,7 +41,8 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
       "Hugging Face id, or a config.json path");
   quantization_ =
       cmd->add_option("--quantization,-q", quantization_v_,
-                      "none | fp8 | w8a8 | w4a16 | w4a16-emb4 (default none)");
+                      "none | fp8 | w8a8 | w4a16 | w4a16-emb4 | mxfp4 (default none: "
+                      "the checkpoint's own format when its config.json declares one)");
   dtype_ = cmd->add_option("--dtype", dtype_v_,
                            "auto | bf16 | fp16 (default auto: the device's, fp16 on t4)");
   max_model_len_ = cmd->add_option("--max-model-len", max_model_len_v_,
