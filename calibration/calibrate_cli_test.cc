@@ -32,7 +32,7 @@ std::string ProfileOut() { return Scratch("profile.textproto"); }
 
 std::string Calibrate(const std::string& extra) {
   return "calibrate --device mi300x --bench '" + kCells + "' --out '" + ProfileOut() +
-         "' " + extra;
+         "' --overwrite " + extra;
 }
 
 // A copy of one shipped cell with `from` replaced by `to`.
@@ -174,6 +174,26 @@ TEST(CalibrateCliTest, UnknownModelFromTheFilesIsNamedAsTheFilesNotAFlag) {
   EXPECT_THAT(r.err,
               HasSubstr("the result files' model_id 'meta-llama/Llama-3.1-405B-FP8'"));
   EXPECT_THAT(r.err, HasSubstr("pass --model"));
+}
+
+// The "read ..." line printed the file's own median TTFT (403 ms), which
+// counts the 379 requests that streamed no token at 0; calibrate fits the
+// median over the measured requests, and the line now shows both, labelled.
+// (An existing --out stops the run before the fit: cheap.)
+TEST(CalibrateCliTest, ReadLineShowsTheMedianTtftOverTheMeasuredRequests) {
+  const std::string dstack =
+      std::string(SERVESIM_DATA_DIR) + "/bench/dstack-llama405b/h100x8-16qps.json.gz";
+  const std::string out = Scratch("kept.textproto");
+  std::ofstream(out) << "kept\n";
+  CliRun r = Servesim(
+      "calibrate --device h100-sxm --model "
+      "data/models/llama-3.1-405b-fp8/config.json --quantization fp8 "
+      "--tensor-parallel-size 8 --bench '" +
+      dstack + "' --out '" + out + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("median TTFT 956.39 ms over the 621 measured requests "
+                               "(the file's 403.32 ms counts 379 that streamed no "
+                               "token or failed)"));
 }
 
 TEST(ValidateCliTest, JsonStdoutIsExactlyOneObject) {

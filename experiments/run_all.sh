@@ -224,7 +224,7 @@ for pair in h100-sxm:h100x8 mi300x:mi300x8; do
   "$BIN" calibrate --device "$dev" --model data/models/llama-3.1-405b-fp8/config.json \
     --quantization fp8 --tensor-parallel-size 8 --software-build vllm-0.6.3 \
     --bench "data/bench/dstack-llama405b/$file-16qps.json.gz" \
-    --out "$OUT/dstack_405b_$dev.profile.textproto" --jobs "$JOBS" --no-progress \
+    --out "$OUT/dstack_405b_$dev.profile.textproto" --overwrite --jobs "$JOBS" --no-progress \
     > "$OUT/dstack_405b_$dev.txt" || [ $? = 3 ]  # 3: points miss their tolerance
 done
 

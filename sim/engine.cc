@@ -13,7 +13,7 @@ class Engine::Listener : public StepListener {
   explicit Listener(Engine* e) : e_(e) {}
   void OnToken(const SchedRequest& r, TimeNs now_ns) override {
     RequestRecord& rec = e_->records_[r.cookie];
-    e_->tokens_.AddToken(now_ns);
+    if (!rec.unmeasured) e_->tokens_.AddToken(now_ns);
     if (r.num_output == 1) {
       rec.first_token_ns = now_ns;
       return;
@@ -101,6 +101,7 @@ absl::Status Engine::TrySend() {
     rec.id = pending_.id;
     rec.input_tokens = pending_.input_tokens;
     rec.output_tokens = pending_.output_tokens;
+    rec.unmeasured = pending_.unmeasured;
     rec.intended_ns = pending_intended_ns_;
     rec.send_ns = now_;
     records_.push_back(rec);

@@ -236,7 +236,7 @@ int64_t GoodRequests(const std::vector<RequestRecord>& records, const GoodputSlo
   if (!slos.any()) return 0;
   int64_t good = 0;
   for (const RequestRecord& rec : records) {
-    if (!rec.ok()) continue;
+    if (!rec.ok() || rec.unmeasured) continue;
     const double ttft = NsToMs(rec.first_token_ns - rec.send_ns);
     const double e2el = NsToMs(rec.finish_ns - rec.send_ns);
     const double tpot =
@@ -268,6 +268,10 @@ RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
       continue;
     }
     if (!rec.ok()) continue;
+    if (rec.unmeasured) {  // load only: in no metric
+      ++r.unmeasured;
+      continue;
+    }
     ++r.completed;
     r.total_input_tokens += rec.input_tokens;
     r.total_output_tokens += rec.output_tokens;
@@ -291,14 +295,15 @@ RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
   // (the tokens' origin when tokens were counted).
   TimeNs origin = tokens.has_origin() ? tokens.origin_ns() : -1;
   for (const RequestRecord& rec : records) {
-    if (!tokens.has_origin() && rec.ok() && (origin < 0 || rec.send_ns < origin)) {
+    if (!tokens.has_origin() && rec.ok() && !rec.unmeasured &&
+        (origin < 0 || rec.send_ns < origin)) {
       origin = rec.send_ns;
     }
   }
   if (origin >= 0) {
     std::vector<int64_t> active;  // difference array over the buckets
     for (const RequestRecord& rec : records) {
-      if (!rec.ok() || rec.send_ns < origin) continue;
+      if (!rec.ok() || rec.unmeasured || rec.send_ns < origin) continue;
       const size_t first =
           static_cast<size_t>((rec.send_ns - origin) / OutputTokenBuckets::kBucketNs);
       const size_t last =

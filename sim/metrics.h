@@ -44,7 +44,8 @@ struct RequestRecord {
   TimeNs arrival_ns = -1;   // reached the server (send + overhead)
   TimeNs first_scheduled_ns = -1;
   TimeNs first_token_ns = -1;
-  TimeNs finish_ns = -1;  // last token, or the rejection
+  TimeNs finish_ns = -1;    // last token, or the rejection
+  bool unmeasured = false;  // RequestSpec::unmeasured: in no metric
   bool ok() const { return reject == RejectReason::kNone && finish_ns >= 0; }
 };
 
@@ -177,8 +178,11 @@ class StepStats {
 // Everything a report needs about one run.
 struct RunResult {
   int64_t num_prompts = 0;
-  int64_t completed = 0;
+  int64_t completed = 0;  // measured requests that finished
   int64_t failed = 0;
+  // Requests replayed for their load only (RequestSpec::unmeasured): in
+  // num_prompts, not in completed, failed or any latency or token metric.
+  int64_t unmeasured = 0;
   int64_t total_input_tokens = 0;   // completed requests
   int64_t total_output_tokens = 0;  // completed requests
   double duration_s = 0;

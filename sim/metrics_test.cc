@@ -38,20 +38,49 @@ TEST(MetricsTest, EmptyListsGiveZeros) {
   EXPECT_EQ(s.mean_ms, 0);
 }
 
+// A replayed bench request that streamed no token (unmeasured) loads the
+// server and spans the duration, but is in no other metric: not completed,
+// not in TTFT / E2EL / tokens / goodput / peak concurrency.
+TEST(MetricsTest, UnmeasuredRequestIsInNoMetricButTheDuration) {
+  std::vector<RequestRecord> recs(2);
+  recs[0] = RequestRecord{
+      0, 100,       4,         0,         0,          0,          RejectReason::kNone,
+      0, 1'000'000, 1'000'000, 1'000'000, 11'000'000, 41'000'000, false};
+  // One token at 2 ms .. 61 ms: the run ends with it.
+  recs[1] = RequestRecord{
+      1, 50,        1,         0,         0,          0,          RejectReason::kNone,
+      0, 2'000'000, 2'000'000, 2'000'000, 61'000'000, 61'000'000, true};
+  const RunResult r = ComputeRunResult(recs, ItlAccumulator(), StepStats(), 0);
+  EXPECT_EQ(r.num_prompts, 2);
+  EXPECT_EQ(r.completed, 1);
+  EXPECT_EQ(r.unmeasured, 1);
+  EXPECT_EQ(r.failed, 0);
+  EXPECT_EQ(r.ttft.count, 1);
+  EXPECT_DOUBLE_EQ(r.ttft.mean_ms, 10.0);
+  EXPECT_EQ(r.e2el.count, 1);
+  EXPECT_EQ(r.total_input_tokens, 100);
+  EXPECT_EQ(r.total_output_tokens, 4);
+  EXPECT_DOUBLE_EQ(r.duration_s, 0.060);  // 1 ms .. 61 ms
+  EXPECT_EQ(r.max_concurrent_requests, 1);
+  GoodputSlos slos;
+  slos.ttft_ms = 1000;
+  EXPECT_EQ(GoodRequests(recs, slos), 1);
+}
+
 TEST(MetricsTest, TpotExcludesSingleTokenRequestsAndDurationSpansFirstSendToLastFinish) {
   std::vector<RequestRecord> recs(3);
   // Request 0: sent at 1 ms, first token at 11 ms, done at 41 ms, 4 tokens.
   recs[0] = RequestRecord{
-      0, 100,       4,         0,         0,          0,         RejectReason::kNone,
-      0, 1'000'000, 1'000'000, 1'000'000, 11'000'000, 41'000'000};
+      0, 100,       4,         0,         0,          0,          RejectReason::kNone,
+      0, 1'000'000, 1'000'000, 1'000'000, 11'000'000, 41'000'000, false};
   // Request 1: one output token: in TTFT, not in TPOT.
   recs[1] = RequestRecord{
-      1, 50,        1,         0,         0,         0,        RejectReason::kNone,
-      0, 2'000'000, 2'000'000, 2'000'000, 7'000'000, 7'000'000};
+      1, 50,        1,         0,         0,         0,         RejectReason::kNone,
+      0, 2'000'000, 2'000'000, 2'000'000, 7'000'000, 7'000'000, false};
   // Request 2: rejected.
   recs[2] = RequestRecord{
-      2, 9999,      10,        0,  0,  0,        RejectReason::kExceedsMaxModelLen,
-      0, 3'000'000, 3'000'000, -1, -1, 3'000'000};
+      2, 9999,      10,        0,  0,  0,         RejectReason::kExceedsMaxModelLen,
+      0, 3'000'000, 3'000'000, -1, -1, 3'000'000, false};
   ItlAccumulator itl;
   itl.Add(10'000'000);
   itl.Add(10'000'000);
@@ -79,20 +108,20 @@ std::vector<RequestRecord> PeakExample() {
   std::vector<RequestRecord> recs(4);
   // Rejected, and sent first: not the buckets' origin.
   recs[0] = RequestRecord{
-      0,       10,      1,       0,  0,  0,      RejectReason::kExceedsMaxModelLen,
-      ms(100), ms(100), ms(100), -1, -1, ms(100)};
+      0,       10,      1,       0,  0,  0,       RejectReason::kExceedsMaxModelLen,
+      ms(100), ms(100), ms(100), -1, -1, ms(100), false};
   // Sent at 500, tokens at 900, 1500, 2200.
   recs[1] = RequestRecord{
-      1,       10,      3,       0,       0,       0,       RejectReason::kNone,
-      ms(500), ms(500), ms(500), ms(600), ms(900), ms(2200)};
+      1,       10,      3,       0,       0,       0,        RejectReason::kNone,
+      ms(500), ms(500), ms(500), ms(600), ms(900), ms(2200), false};
   // Sent at 2000, tokens at 2300, 2600.
   recs[2] = RequestRecord{
-      2,        10,       2,        0,        0,        0,       RejectReason::kNone,
-      ms(2000), ms(2000), ms(2000), ms(2100), ms(2300), ms(2600)};
+      2,        10,       2,        0,        0,        0,        RejectReason::kNone,
+      ms(2000), ms(2000), ms(2000), ms(2100), ms(2300), ms(2600), false};
   // Sent at 3000, its one token at 3100.
   recs[3] = RequestRecord{
-      3,        10,       1,        0,        0,        0,       RejectReason::kNone,
-      ms(3000), ms(3000), ms(3000), ms(3050), ms(3100), ms(3100)};
+      3,        10,       1,        0,        0,        0,        RejectReason::kNone,
+      ms(3000), ms(3000), ms(3000), ms(3050), ms(3100), ms(3100), false};
   return recs;
 }
 

@@ -132,6 +132,10 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
   }
   w.Key("servesim").BeginObject();
   w.KV("version", VersionString()).KV("commit", CommitString());
+  // Replayed bench requests that streamed no token (RequestSpec::unmeasured):
+  // in num_prompts, as in the file, and in no other key, as vLLM's client
+  // saw no token of them.
+  if (r.unmeasured > 0) w.KV("unmeasured_requests", r.unmeasured);
   WriteSummaryObject(w, "queueing", r.queueing);
   w.KV("preemptions", r.preemptions);
   w.Key("rejected").BeginObject();
@@ -259,6 +263,7 @@ std::string SummaryText(const RunResult& r, const ReportContext& ctx) {
   header("Serving Benchmark Result", '=');
   iline("Successful requests:", r.completed);
   if (r.failed > 0) iline("Failed requests:", r.failed);
+  if (r.unmeasured > 0) iline("Unmeasured requests (load only):", r.unmeasured);
   if (ctx.max_concurrency > 0) iline("Maximum request concurrency:", ctx.max_concurrency);
   if (!std::isinf(ctx.request_rate)) line("Request rate (req/s):", ctx.request_rate);
   line("Benchmark duration (s):", r.duration_s);

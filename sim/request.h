@@ -38,6 +38,12 @@ struct RequestSpec {
   int32_t hash_block_tokens = 0;
   // Multi-turn session this request belongs to, -1 if none.
   int64_t session_id = -1;
+  // A request a `vllm bench serve` result recorded as streaming no token
+  // (no error, 0 output tokens: prefilled, then ended at once). It is
+  // replayed as load (output_tokens 1) and left out of every metric, as
+  // calibrate replays such requests (ClientMethod.unmeasured); RunResult
+  // counts it in `unmeasured`.
+  bool unmeasured = false;
 };
 
 }  // namespace servesim

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine:
-#   bash tools/run.sh demo   install what is missing, build, run the validation
-#                            report against the measured tables, then a what-if
+#   bash tools/run.sh demo   install what is missing, build servesim, run the
+#                            validation report against the measured tables,
+#                            list its misses as known gaps with their size
+#                            (exit 0), then two what-ifs (tests/demo_test.sh)
 #   bash tools/run.sh test   install what is missing, build, run every test:
 #                            format check; clang-tidy gate over the library
 #                            sources; the servesim target in every other
@@ -61,7 +63,11 @@ run_tests() {  # dir
   (cd "$1" && ctest --output-on-failure -j "$JOBS" --timeout 600)
 }
 
-install_missing
+# demo with SERVESIM_BIN set (tests/demo_test.sh) runs that binary: no
+# install, no build.
+if [ "$MODE" != demo ] || [ -z "${SERVESIM_BIN:-}" ]; then
+  install_missing
+fi
 # Every build goes through ccache when it is there (CMake reads this
 # variable from the environment). The base dir and no-hash-dir make a
 # clone in another folder hit the same cache entries, so a CI run on a
@@ -76,26 +82,61 @@ case "$MODE" in
     configure_and_build "$BUILD_DIR"
     ;;
   demo)
-    configure_and_build "$BUILD_DIR" -DSERVESIM_BENCHMARKS=OFF --target servesim
+    # SERVESIM_BIN: a built binary (skips the build); DEMO_VALIDATE_ARGS:
+    # flags narrowing validate (e.g. --device t4); DEMO_WHATIFS=0: only
+    # the validation report. The defaults are the demo README.md describes.
+    bin=${SERVESIM_BIN:-}
+    if [ -z "$bin" ]; then
+      configure_and_build "$BUILD_DIR" -DSERVESIM_BENCHMARKS=OFF --target servesim
+      bin=$BUILD_DIR/servesim
+    fi
     echo "== servesim validate (predictions against the measured tables, held out)"
     rc=0
-    "$BUILD_DIR/servesim" validate || rc=$?
-    if [ "$rc" = 3 ]; then
-      echo "(the checks marked as missed above are the model's known gaps, with their"
-      echo " size; README.md 'What still misses' says which measurement would close each)"
-    elif [ "$rc" != 0 ]; then
-      exit "$rc"
+    report=$(mktemp)
+    # shellcheck disable=SC2086  # DEMO_VALIDATE_ARGS is a list of flags
+    "$bin" validate ${DEMO_VALIDATE_ARGS:-} >"$report" || rc=$?
+    cat "$report"
+    # Exit 3: some checks missed their tolerance. They are the model's known
+    # gaps: listed with their size, a report, not a failure. Any other
+    # non-zero exit is one.
+    if [ "$rc" != 0 ] && [ "$rc" != 3 ]; then rm -f "$report"; exit "$rc"; fi
+    missed=$(sed -n 's/^[0-9]* checks, \([0-9]*\) missed.*/\1/p' "$report" | tail -1)
+    echo
+    if [ -z "$missed" ]; then
+      echo "demo: validate printed no 'N checks, M missed' summary" >&2
+      rm -f "$report"; exit 1
     fi
+    # The missed rows (a point: NAME MEASURED IN-SAMPLE ERR% HELD-OUT ERR%
+    # TOLERANCE% MISS; a held-out block: ... MAPE X% (limit Y%) MISS), as
+    # printed, without the summary line.
+    gaps=$(awk '/^[0-9]* checks, [0-9]* missed/ { next }
+      { for (i = 1; i <= NF; i++) if ($i == "MISS") { $1 = $1; print "  " $0; next } }' \
+      "$report")
+    rm -f "$report"
+    listed=$(printf '%s' "$gaps" | grep -c . || true)
+    if [ "$missed" != "$listed" ]; then
+      echo "demo: validate reports $missed missed checks but $listed MISS rows" >&2
+      exit 1
+    fi
+    if [ "$missed" = 0 ]; then
+      echo "== known gaps: none (every check within its tolerance)"
+    else
+      echo "== known gaps: $missed checks outside their tolerance, with their size"
+      echo "   (a report of what the model misses, not a failure; README.md 'What still"
+      echo "   misses' says which measurement would close each)"
+      printf '%s\n' "$gaps"
+    fi
+    if [ "${DEMO_WHATIFS:-1}" = 0 ]; then exit 0; fi
     echo
     echo "== what-if: Gemma 4 12B (W4A16) on one L4, 16 streams of 2,048-token prompts"
-    "$BUILD_DIR/servesim" simulate --device l4 --model gemma-4-12b \
+    "$bin" simulate --device l4 --model gemma-4-12b \
       --quantization w4a16-emb4 --max-model-len 8192 --max-concurrency 16 \
       --request-rate inf --num-prompts 64 --random-input-len 2048 \
       --random-output-len 256 --ignore-eos --seed 1
     echo
     echo "== what-if: Gemma 4 E2B on one MI300X under the first 3,000 requests of the"
     echo "   Azure LLM conversation trace (data/traces), replayed at 10 req/s"
-    "$BUILD_DIR/servesim" simulate --device mi300x --model gemma-4-e2b \
+    "$bin" simulate --device mi300x --model gemma-4-e2b \
       --max-model-len 16384 --trace data/traces/AzureLLMInferenceTrace_conv.csv.gz \
       --num-prompts 3000 --request-rate 10
     ;;

@@ -52,6 +52,9 @@ const char* SkipReasonName(SkipReason reason);
 struct ReaderStats {
   int64_t rows = 0;      // data rows read (header excluded)
   int64_t requests = 0;  // rows emitted as requests
+  // Of those, bench requests that streamed no token, emitted as
+  // RequestSpec::unmeasured one-token requests.
+  int64_t unmeasured = 0;
   std::array<int64_t, kNumSkipReasons> skipped{};
   int64_t total_skipped() const;
   // "time_backwards=3 malformed=1" (reasons with a count, fixed order), or

@@ -260,28 +260,38 @@ TEST(BailianReaderTest, TurnsJoinTheirRootChatSessionAndShareHashes) {
   }
 }
 
-TEST(VllmBenchReaderTest, ReplaysPerRequestLengthsAndSkipsEmptyAnswers) {
+// A request that streamed no token (no error, output 0: this client wrote
+// 0 for empty answers) was prefilled: it is replayed as a one-token
+// request marked unmeasured (it used to be skipped, so the server saw less
+// load than it had), as calibrate replays it.
+TEST(VllmBenchReaderTest, ReplaysEmptyAnswersAsUnmeasuredOneTokenLoad) {
   const std::string path =
       std::string(SERVESIM_DATA_DIR) + "/bench/dstack-llama405b/h100x8-16qps.json.gz";
   auto bench = ReadBenchResult(path);
   ASSERT_TRUE(bench.ok());
+  const size_t n = bench->output_lens->size();
   size_t nonzero = 0;
   int64_t want_in = 0;
-  for (size_t i = 0; i < bench->output_lens->size(); ++i) {
-    if ((*bench->output_lens)[i] > 0) {
-      ++nonzero;
-      want_in += static_cast<int64_t>((*bench->input_lens)[i]);
-    }
+  for (size_t i = 0; i < n; ++i) {
+    if ((*bench->output_lens)[i] > 0) ++nonzero;
+    want_in += static_cast<int64_t>((*bench->input_lens)[i]);
   }
-  ASSERT_LT(nonzero, 1000u);  // this client wrote 0 for empty answers
+  ASSERT_LT(nonzero, 1000u);
   ReadAll r = Read(TraceFormat::kVllmBench, path);
   ASSERT_TRUE(r.status.ok()) << r.status;
-  ASSERT_EQ(r.requests.size(), nonzero);
-  EXPECT_EQ(r.stats.skipped[static_cast<int>(SkipReason::kFailedRequest)],
-            static_cast<int64_t>(1000 - nonzero));
+  ASSERT_EQ(r.requests.size(), n);
+  EXPECT_EQ(r.stats.skipped[static_cast<int>(SkipReason::kFailedRequest)], 0);
+  EXPECT_EQ(r.stats.unmeasured, static_cast<int64_t>(n - nonzero));
   EXPECT_EQ(r.requests[0].input_tokens, 13);
   int64_t total_in = 0;
-  for (const auto& q : r.requests) total_in += q.input_tokens;
+  for (size_t i = 0; i < n; ++i) {
+    const RequestSpec& q = r.requests[i];
+    total_in += q.input_tokens;
+    const bool empty = (*bench->output_lens)[i] == 0;
+    EXPECT_EQ(q.unmeasured, empty) << i;
+    EXPECT_EQ(q.output_tokens, empty ? 1 : static_cast<int32_t>((*bench->output_lens)[i]))
+        << i;
+  }
   EXPECT_EQ(total_in, want_in);
 }
 

@@ -292,6 +292,12 @@ absl::StatusOr<ConvertSummary> ConvertTraceWithSummary(RequestSource& source,
   while (true) {
     ASSIGN_OR_RETURN(bool got, source.Next(r));
     if (!got) break;
+    // A trace file has no field for a load-only request: written, it
+    // would be measured. Left out, as the readers used to leave it.
+    if (r.unmeasured) {
+      ++summary.unmeasured_left_out;
+      continue;
+    }
     RETURN_IF_ERROR(writer->Write(r));
     if (summary.requests == 0) summary.first_arrival_ns = r.arrival_ns;
     summary.last_arrival_ns = r.arrival_ns;

@@ -83,6 +83,9 @@ struct ConvertSummary {
   int64_t requests = 0;
   TimeNs first_arrival_ns = 0;
   TimeNs last_arrival_ns = 0;
+  // Unmeasured requests (RequestSpec::unmeasured) not written: a trace
+  // file has no field for them.
+  int64_t unmeasured_left_out = 0;
   std::string source;  // Describe() of the source after reading it all
 };
 

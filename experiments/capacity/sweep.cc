@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <unordered_map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -391,7 +393,7 @@ std::vector<std::string> AxisColumns(const proto::SweepGrid& grid) {
   return out;
 }
 
-absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid) {
+absl::StatusOr<GridPoints> GridPoints::Make(const proto::SweepGrid& grid) {
   const int n = grid.axes_size();
   // Each field is set by one axis, and each column has its own name.
   for (int a = 0; a < n; ++a) {
@@ -464,30 +466,47 @@ absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid)
           absl::StrCat("grid has more than ", kMaxPoints, " points"));
     }
   }
-  std::vector<SweepPoint> points;
-  points.reserve(static_cast<size_t>(total));
+  GridPoints out;
+  out.grid_ = grid;
+  out.groups_ = std::move(groups);
+  out.sizes_ = std::move(sizes);
+  out.total_ = total;
+  return out;
+}
+
+absl::StatusOr<SweepPoint> GridPoints::Point(int64_t id) const {
+  const int n = grid_.axes_size();
   std::vector<int> value_index(n, 0);
-  for (int64_t id = 0; id < total; ++id) {
-    int64_t rem = id;
-    for (int g = static_cast<int>(groups.size()) - 1; g >= 0; --g) {
-      const int k = static_cast<int>(rem % sizes[g]);
-      rem /= sizes[g];
-      for (int a : groups[g]) value_index[a] = k;
+  int64_t rem = id;
+  for (int g = static_cast<int>(groups_.size()) - 1; g >= 0; --g) {
+    const int k = static_cast<int>(rem % sizes_[g]);
+    rem /= sizes_[g];
+    for (int a : groups_[g]) value_index[a] = k;
+  }
+  SweepPoint p;
+  p.id = id;
+  p.config = grid_.base();
+  p.axis_values.reserve(n);
+  for (int a = 0; a < n; ++a) {
+    const std::string& v = grid_.axes(a).values(value_index[a]);
+    absl::Status st = SetFieldByPath(p.config, grid_.axes(a).path(), v);
+    if (!st.ok()) {  // only when axes interact (e.g. one replaces another's parent)
+      return absl::InvalidArgumentError(absl::StrCat("point ", id, ": axis ", a, " (",
+                                                     grid_.axes(a).path(), ") value '", v,
+                                                     "': ", st.message()));
     }
-    SweepPoint p;
-    p.id = id;
-    p.config = grid.base();
-    for (int a = 0; a < n; ++a) {
-      const std::string& v = grid.axes(a).values(value_index[a]);
-      absl::Status st = SetFieldByPath(p.config, grid.axes(a).path(), v);
-      if (!st.ok()) {  // only when axes interact (e.g. one replaces another's parent)
-        return absl::InvalidArgumentError(absl::StrCat("point ", id, ": axis ", a, " (",
-                                                       grid.axes(a).path(), ") value '",
-                                                       v, "': ", st.message()));
-      }
-      p.axis_values.push_back(v);
-    }
-    p.config_hash = ConfigHashHex(p.config);
+    p.axis_values.push_back(v);
+  }
+  p.config_hash = ConfigHashHex(p.config);
+  return p;
+}
+
+absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid) {
+  ASSIGN_OR_RETURN(GridPoints grid_points, GridPoints::Make(grid));
+  std::vector<SweepPoint> points;
+  points.reserve(static_cast<size_t>(grid_points.size()));
+  for (int64_t id = 0; id < grid_points.size(); ++id) {
+    ASSIGN_OR_RETURN(SweepPoint p, grid_points.Point(id));
     points.push_back(std::move(p));
   }
   return points;
@@ -527,8 +546,14 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
                                       const std::string& out_dir,
                                       const PointRunner& runner,
                                       const SweepOptions& options) {
-  ASSIGN_OR_RETURN(std::vector<SweepPoint> points, ExpandGrid(grid));
+  ASSIGN_OR_RETURN(const GridPoints points, GridPoints::Make(grid));
   if (!runner.run) return absl::InvalidArgumentError("sweep: no point runner");
+  if (options.shard_count < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.shard_count) {
+    return absl::InvalidArgumentError(absl::StrCat("--shard ", options.shard_index, "/",
+                                                   options.shard_count,
+                                                   ": K must be in [0, N-1] and N >= 1"));
+  }
   namespace fs = std::filesystem;
   const fs::path dir(out_dir);
   std::error_code ec;
@@ -540,81 +565,114 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
   const std::string header = CsvHeader(axis_columns, runner.metric_names);
   const fs::path jsonl_path = dir / "results.jsonl";
   const fs::path csv_path = dir / "results.csv";
-
-  // Resume: a point is finished when both files hold its line with the
-  // current config hash (and the CSV header is the current one).
-  const size_t num = points.size();
-  std::vector<std::optional<PointLines>> done(num);
-  if (options.shard_count < 1 || options.shard_index < 0 ||
-      options.shard_index >= options.shard_count) {
-    return absl::InvalidArgumentError(absl::StrCat("--shard ", options.shard_index, "/",
-                                                   options.shard_count,
-                                                   ": K must be in [0, N-1] and N >= 1"));
-  }
+  const size_t num = static_cast<size_t>(points.size());
   auto owned = [&](int64_t id) {
     return OwnsPoint(options.shard_index, options.shard_count, id);
   };
-  if (options.shard_count > 1) {
-    RETURN_IF_ERROR(WriteFileAtomic(
-        dir / "shard.txt",
-        absl::StrCat(options.shard_index, "/", options.shard_count, "\n")));
+
+  // The resolved grid, with each point's id, hash and axis values, written
+  // as the points are decoded (to grid.textproto.tmp, renamed once this
+  // run's results are known to be resumable): no point is held. A point
+  // whose axes interact badly fails here, before anything runs.
+  const fs::path grid_path = dir / "grid.textproto";
+  const fs::path grid_tmp = grid_path.string() + ".tmp";
+  {
+    std::FILE* f = std::fopen(grid_tmp.c_str(), "wb");
+    if (f == nullptr) {
+      return absl::InternalError(absl::StrCat(grid_tmp.string(), ": cannot write"));
+    }
+    std::string text;
+    absl::StrAppend(&text, "# servesim sweep: resolved grid, ", num,
+                    " points (id = index; first axis outermost)\n");
+    std::string body;
+    google::protobuf::TextFormat::PrintToString(grid, &body);
+    text += body;
+    bool ok = true;
+    absl::Status point_status;
+    for (int64_t id = 0; ok && id < points.size(); ++id) {
+      absl::StatusOr<SweepPoint> p = points.Point(id);
+      if (!p.ok()) {
+        point_status = p.status();
+        break;
+      }
+      absl::StrAppend(&text, "# point ", p->id, " ", p->config_hash);
+      for (size_t a = 0; a < axis_columns.size(); ++a) {
+        absl::StrAppend(&text, " ", axis_columns[a], "=", p->axis_values[a]);
+      }
+      text.push_back('\n');
+      if (text.size() >= (1 << 16)) {
+        ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+        text.clear();
+      }
+    }
+    ok = ok && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok || !point_status.ok()) {
+      fs::remove(grid_tmp, ec);
+      RETURN_IF_ERROR(point_status);
+      return absl::InternalError(absl::StrCat(grid_tmp.string(), ": write failed"));
+    }
   }
+
+  // Resume: a point is finished when both files hold its line with the
+  // current config hash (and the CSV header is the current one). Only the
+  // lines in the files are read into memory, and only finished points
+  // hold lines.
+  std::vector<std::unique_ptr<PointLines>> done(num);
   {
     ASSIGN_OR_RETURN(std::vector<std::string> jl,
                      ReadCompleteLines(jsonl_path, /*missing_ok=*/true));
     ASSIGN_OR_RETURN(std::vector<std::string> cl,
                      ReadCompleteLines(csv_path, /*missing_ok=*/true));
-    std::vector<std::optional<std::string>> jmap(num), cmap(num);
+    // id -> (hash, jsonl line) of the lines that match their point.
+    std::unordered_map<int64_t, std::pair<std::string, std::string>> jmap;
     int64_t id;
     std::string hash;
-    int64_t matched = 0, other = 0;
-    for (const std::string& line : jl) {
+    int64_t other = 0;
+    for (std::string& line : jl) {
+      bool matched = false;
       if (ParseRowKey(line, true, &id, &hash) && id >= 0 &&
-          id < static_cast<int64_t>(num) && owned(id) && hash == points[id].config_hash) {
-        jmap[id] = line;
-        ++matched;
-      } else if (!line.empty()) {
-        ++other;
+          id < static_cast<int64_t>(num) && owned(id)) {
+        absl::StatusOr<SweepPoint> p = points.Point(id);
+        RETURN_IF_ERROR(p.status());
+        if (hash == p->config_hash) {
+          jmap[id] = {hash, std::move(line)};
+          matched = true;
+        }
       }
+      if (!matched && !line.empty()) ++other;
     }
+    jl = std::vector<std::string>();
     // Results of another grid entirely (no point in common) are not
     // replaced silently; an edited grid keeps its unchanged points.
-    if (other > 0 && matched == 0 && !options.replace_other_results) {
+    if (other > 0 && jmap.empty() && !options.replace_other_results) {
+      fs::remove(grid_tmp, ec);
       return absl::AlreadyExistsError(
           absl::StrCat(out_dir, " holds ", other,
                        " results of another grid (no point of this one); "
-                       "give another --out, or --replace to discard them"));
+                       "give another --out, or --overwrite to discard them"));
     }
     if (!cl.empty() && cl[0] == header) {
       for (size_t i = 1; i < cl.size(); ++i) {
-        if (ParseRowKey(cl[i], false, &id, &hash) && id >= 0 &&
-            id < static_cast<int64_t>(num) && owned(id) &&
-            hash == points[id].config_hash) {
-          cmap[id] = cl[i];
+        if (!ParseRowKey(cl[i], false, &id, &hash)) continue;
+        const auto it = jmap.find(id);
+        if (it != jmap.end() && it->second.first == hash) {
+          done[id] = std::make_unique<PointLines>(
+              PointLines{it->second.second, std::move(cl[i])});
         }
       }
     }
-    for (size_t i = 0; i < num; ++i) {
-      if (jmap[i] && cmap[i]) done[i] = PointLines{*jmap[i], *cmap[i]};
-    }
   }
-  // The resolved grid, with each point's id, hash and axis values.
-  {
-    std::string text;
-    absl::StrAppend(&text, "# servesim sweep: resolved grid, ", points.size(),
-                    " points (id = index; first axis outermost)\n");
-    std::string body;
-    google::protobuf::TextFormat::PrintToString(grid, &body);
-    text += body;
-    for (const SweepPoint& p : points) {
-      absl::StrAppend(&text, "# point ", p.id, " ", p.config_hash);
-      for (size_t a = 0; a < axis_columns.size(); ++a) {
-        absl::StrAppend(&text, " ", axis_columns[a], "=", p.axis_values[a]);
-      }
-      text.push_back('\n');
-    }
-    RETURN_IF_ERROR(WriteFileAtomic(dir / "grid.textproto", text));
+  fs::rename(grid_tmp, grid_path, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("rename ", grid_tmp.string(), " -> ",
+                                            grid_path.string(), ": ", ec.message()));
   }
+  if (options.shard_count > 1) {
+    RETURN_IF_ERROR(WriteFileAtomic(
+        dir / "shard.txt",
+        absl::StrCat(options.shard_index, "/", options.shard_count, "\n")));
+  }
+  // The files in point order: the finished points' lines.
   auto rewrite = [&]() -> absl::Status {
     std::string j, c = header;
     for (const auto& d : done) {
@@ -628,18 +686,18 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
   RETURN_IF_ERROR(rewrite());
 
   SweepSummary summary;
-  std::vector<size_t> todo;
+  int64_t num_todo = 0;
   for (size_t i = 0; i < num; ++i) {
     if (!owned(static_cast<int64_t>(i))) continue;
     ++summary.num_points;
     if (done[i]) {
       ++summary.num_resumed;
     } else {
-      todo.push_back(i);
+      ++num_todo;
     }
   }
 
-  if (!todo.empty()) {
+  if (num_todo > 0) {
     std::FILE* jf = std::fopen(jsonl_path.c_str(), "ab");
     std::FILE* cf = std::fopen(csv_path.c_str(), "ab");
     if (jf == nullptr || cf == nullptr) {
@@ -655,20 +713,30 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
     int64_t finished = 0;    // guarded by mu
     absl::Status io_status;  // guarded by mu
     const auto start = std::chrono::steady_clock::now();
+    // Workers take the unfinished points in id order, each decoded only
+    // when taken; done[i] is written only by the worker that took i.
     auto worker = [&] {
       while (!stop.load()) {
-        const size_t k = next.fetch_add(1);
-        if (k >= todo.size()) break;
-        const SweepPoint& p = points[todo[k]];
-        absl::StatusOr<std::vector<double>> result = runner.run(p.config);
-        PointLines lines = FormatPoint(p, axis_columns, runner.metric_names, result);
+        const size_t i = next.fetch_add(1);
+        if (i >= num) break;
+        if (!owned(static_cast<int64_t>(i)) || done[i]) continue;
+        absl::StatusOr<SweepPoint> p = points.Point(static_cast<int64_t>(i));
+        if (!p.ok()) {  // decoded once already, for grid.textproto
+          std::lock_guard<std::mutex> lock(mu);
+          if (io_status.ok()) io_status = p.status();
+          stop.store(true);
+          break;
+        }
+        absl::StatusOr<std::vector<double>> result = runner.run(p->config);
+        auto lines = std::make_unique<PointLines>(
+            FormatPoint(*p, axis_columns, runner.metric_names, result));
         std::lock_guard<std::mutex> lock(mu);
-        const bool ok =
-            std::fwrite(lines.jsonl.data(), 1, lines.jsonl.size(), jf) ==
-                lines.jsonl.size() &&
-            std::fflush(jf) == 0 &&
-            std::fwrite(lines.csv.data(), 1, lines.csv.size(), cf) == lines.csv.size() &&
-            std::fflush(cf) == 0;
+        const bool ok = std::fwrite(lines->jsonl.data(), 1, lines->jsonl.size(), jf) ==
+                            lines->jsonl.size() &&
+                        std::fflush(jf) == 0 &&
+                        std::fwrite(lines->csv.data(), 1, lines->csv.size(), cf) ==
+                            lines->csv.size() &&
+                        std::fflush(cf) == 0;
         if (!ok) {
           if (io_status.ok()) {
             io_status =
@@ -677,7 +745,7 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
           stop.store(true);
           break;
         }
-        done[p.id] = std::move(lines);
+        done[i] = std::move(lines);
         ++finished;
         if (options.stop_after >= 0 && finished >= options.stop_after) stop.store(true);
         if (progress) {
@@ -685,7 +753,7 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
                   .count();
           const double rate = el > 0 ? finished / el : 0;
-          const int64_t left = static_cast<int64_t>(todo.size()) - finished;
+          const int64_t left = num_todo - finished;
           std::fprintf(stderr,
                        "\rsweep: %lld/%zu points (%lld resumed), %.2f/s, ETA %s   ",
                        static_cast<long long>(summary.num_resumed) + finished, num,

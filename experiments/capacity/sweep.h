@@ -14,7 +14,10 @@
 // finished point to DIR/results.jsonl and DIR/results.csv (flushed per
 // line, so a kill loses no finished point); at the end both files are
 // rewritten in point order (atomic rename), so they are byte-identical
-// whatever the number of jobs. A rerun with the same grid resumes: points
+// whatever the number of jobs. Points are decoded from their ids as workers
+// take them (GridPoints); what a sweep holds is the finished points'
+// result lines (for that ordered rewrite), one pointer per point, and the
+// points in flight. A rerun with the same grid resumes: points
 // already in both files with the same config hash are kept, not rerun.
 #ifndef SERVESIM_EXPERIMENTS_CAPACITY_SWEEP_H_
 #define SERVESIM_EXPERIMENTS_CAPACITY_SWEEP_H_
@@ -54,11 +57,33 @@ struct SweepPoint {
 // The column name of each axis (SweepAxis.name, else its path).
 std::vector<std::string> AxisColumns(const proto::SweepGrid& grid);
 
-// The points of `grid` in their stable order (see proto/sweep.proto).
-// Every value of every axis is checked against the base config first:
-// InvalidArgument "axis 2 (client.max_concurrency) value 'x': ..." for an
-// unknown path or a value that does not parse for the field's type; also
-// for an axis without values or zipped axes of unequal lengths.
+// The points of a grid, decoded one at a time from their id: point `id`'s
+// value of each axis group is a digit of `id` in the mixed radix of the
+// group sizes (first axis outermost), so a grid of 10^7 points costs
+// O(axes) memory, not a config per point. Make checks every value of every
+// axis against the base config first: InvalidArgument "axis 2
+// (client.max_concurrency) value 'x': ..." for an unknown path or a value
+// that does not parse for the field's type; also for an axis without
+// values, zipped axes of unequal lengths, or more than 10^7 points.
+class GridPoints {
+ public:
+  static absl::StatusOr<GridPoints> Make(const proto::SweepGrid& grid);
+
+  int64_t size() const { return total_; }
+  // Point `id` in [0, size()); InvalidArgument "point ID: axis ..." only when
+  // axes interact (one replaces the message another set a field of).
+  absl::StatusOr<SweepPoint> Point(int64_t id) const;
+
+ private:
+  proto::SweepGrid grid_;
+  std::vector<std::vector<int>> groups_;  // axis indices, zipped ones together
+  std::vector<int64_t> sizes_;            // values per group
+  int64_t total_ = 0;
+};
+
+// Every point of `grid` in their stable order (see proto/sweep.proto):
+// GridPoints::Make, then each Point. It holds every config: for small grids
+// and tests; RunSweep decodes points as it goes.
 absl::StatusOr<std::vector<SweepPoint>> ExpandGrid(const proto::SweepGrid& grid);
 
 // "42s", "3m07s", "2h05m" for a progress line's ETA; "?" when unknown.

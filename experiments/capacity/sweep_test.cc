@@ -210,6 +210,70 @@ TEST(ExpandGridTest, ZippedAxesMoveTogether) {
   EXPECT_EQ((*points)[2].config.client().random_input_len(), 1024);
 }
 
+// A 10^7-point grid (seven axes of 10 values) is decoded one point at a
+// time from its id, in the order the points were expanded in (first axis
+// outermost): the last point has every axis at its last value, and point
+// 1234567 has digits 1..7 of its id.
+TEST(GridPointsTest, TenMillionPointsAreDecodedFromTheirIdsWithoutExpanding) {
+  proto::SweepGrid grid = ParseGrid(R"pb(
+    base { server { device: "l4" model: "gemma-4-e2b" } }
+  )pb");
+  const char* paths[] = {"client.random_input_len",
+                         "client.random_output_len",
+                         "client.max_concurrency",
+                         "client.num_prompts",
+                         "server.max_num_seqs",
+                         "server.block_size",
+                         "client.seed"};
+  for (const char* path : paths) {
+    proto::SweepAxis* a = grid.add_axes();
+    a->set_path(path);
+    for (int v = 0; v < 10; ++v) a->add_values(std::to_string(16 * (v + 1)));
+  }
+  absl::StatusOr<GridPoints> points = GridPoints::Make(grid);
+  ASSERT_TRUE(points.ok()) << points.status();
+  EXPECT_EQ(points->size(), 10'000'000);
+  absl::StatusOr<SweepPoint> last = points->Point(9'999'999);
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->config.client().random_input_len(), 160);
+  EXPECT_EQ(last->config.client().seed(), 160u);
+  absl::StatusOr<SweepPoint> p = points->Point(1'234'567);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->axis_values,
+            (std::vector<std::string>{"32", "48", "64", "80", "96", "112", "128"}));
+  EXPECT_EQ(p->config_hash, ConfigHashHex(p->config));
+}
+
+// Point(i) is ExpandGrid's point i (zipped axes included).
+TEST(GridPointsTest, EachPointIsExpandGridsPoint) {
+  const proto::SweepGrid grid = ParseGrid(R"pb(
+    axes {
+      path: "client.random_input_len"
+      zip: "ctx"
+      values: [ "128", "1024", "4096" ]
+    }
+    axes {
+      path: "client.max_concurrency"
+      values: [ "1", "4" ]
+    }
+    axes {
+      path: "client.num_prompts"
+      zip: "ctx"
+      values: [ "8", "16", "32" ]
+    }
+  )pb");
+  absl::StatusOr<std::vector<SweepPoint>> all = ExpandGrid(grid);
+  absl::StatusOr<GridPoints> points = GridPoints::Make(grid);
+  ASSERT_TRUE(all.ok() && points.ok());
+  ASSERT_EQ(points->size(), 6);
+  for (int64_t i = 5; i >= 0; --i) {
+    absl::StatusOr<SweepPoint> p = points->Point(i);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->axis_values, (*all)[i].axis_values);
+    EXPECT_EQ(p->config_hash, (*all)[i].config_hash);
+  }
+}
+
 TEST(ExpandGridTest, DistinctPointsHaveDistinctHashes) {
   auto points = ExpandGrid(Grid500());
   ASSERT_TRUE(points.ok());

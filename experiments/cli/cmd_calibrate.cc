@@ -20,10 +20,12 @@
 #include "calibration/validation.h"
 #include "experiments/capacity/sweep.h"
 #include "experiments/cli/cli.h"
+#include "experiments/cli/output_files.h"
 #include "experiments/cli/progress.h"
 #include "experiments/cli/server_flags.h"
 #include "hwmodels/catalog.h"
 #include "hwmodels/catalog_priors.h"
+#include "sim/metrics.h"
 
 namespace servesim::cli {
 namespace {
@@ -38,6 +40,7 @@ struct CalibrateFlags {
   bool json = false;
   int jobs = DefaultJobs();
   int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
+  bool overwrite = false;
 };
 
 std::string AllowedDeviceNamesForFit(const servesim::proto::FitConfig& c) {
@@ -50,6 +53,30 @@ std::string AllowedDeviceNamesForFit(const servesim::proto::FitConfig& c) {
 }
 
 constexpr double kMaxTolerancePct = 1000;
+
+// The read line's median TTFT: the file's, and when some requests streamed
+// no token or failed (older clients count their TTFT as 0), the median over
+// the measured requests' ttfts, the one calibrate fits.
+std::string MedianTtftText(const ImportedCell& c) {
+  std::vector<double> measured_ms;
+  const size_t n = c.ttfts.size();
+  if (n > 0 && c.output_lens.size() == n) {
+    measured_ms.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const bool error = c.errors.size() == n && !c.errors[i].empty();
+      if (!error && c.output_lens[i] > 0) measured_ms.push_back(c.ttfts[i] * 1e3);
+    }
+  }
+  if (measured_ms.empty() || measured_ms.size() == n) {
+    return absl::StrFormat("median TTFT %.2f ms", c.median_ttft_ms);
+  }
+  const size_t measured = measured_ms.size();
+  const LatencySummary t = Summarize(measured_ms);
+  return absl::StrFormat(
+      "median TTFT %.2f ms over the %d measured requests (the file's %.2f ms counts "
+      "%d that streamed no token or failed)",
+      t.median_ms, measured, c.median_ttft_ms, n - measured);
+}
 
 void Err(const std::string& s) {
   std::fprintf(stderr, "servesim calibrate: error: %s\n", s.c_str());
@@ -145,7 +172,7 @@ int RunCalibrate(const CalibrateFlags& f) {
         progress,
         "read %s: model %s, %lld requests, concurrency %s, request rate %s, %.1f in / "
         "%.1f out "
-        "tokens%s%s; output %.1f tok/s, median TTFT %.2f ms, median TPOT %.3f ms\n",
+        "tokens%s%s; output %.1f tok/s, %s, median TPOT %.3f ms\n",
         p.c_str(), c->model_id.empty() ? "?" : c->model_id.c_str(),
         static_cast<long long>(c->num_prompts),
         c->max_concurrency > 0 ? std::to_string(c->max_concurrency).c_str() : "unlimited",
@@ -153,7 +180,7 @@ int RunCalibrate(const CalibrateFlags& f) {
                                        : "inf",
         c->input_tokens, c->output_tokens, c->fixed_lengths ? "" : " (varying lengths)",
         c->has_per_request ? ", per-request arrays" : "", c->output_throughput,
-        c->median_ttft_ms, c->median_tpot_ms);
+        MedianTtftText(*c).c_str(), c->median_tpot_ms);
     cells.push_back(*std::move(c));
   }
 
@@ -161,6 +188,15 @@ int RunCalibrate(const CalibrateFlags& f) {
   absl::StatusOr<servesim::proto::Device> device_file = FindDevice(device);
   if (!device_file.ok()) {
     Err(std::string(device_file.status().message()));
+    return kExitBadInput;
+  }
+  // Checked before the fit, so that a refusal costs nothing.
+  const std::string out =
+      f.out.empty()
+          ? absl::StrFormat("%s@%s.textproto", device_file->id(), f.software_build)
+          : f.out;
+  if (absl::Status st = CheckOutputTarget(out, "--out", f.overwrite); !st.ok()) {
+    Err(std::string(st.message()));
     return kExitBadInput;
   }
   servesim::proto::MeasurementSet set;
@@ -317,10 +353,6 @@ int RunCalibrate(const CalibrateFlags& f) {
   }
   const std::string text = f.json ? FormatReportJson(*report) : FormatReportText(*report);
   std::fwrite(text.data(), 1, text.size(), stdout);
-  const std::string out =
-      f.out.empty()
-          ? absl::StrFormat("%s@%s.textproto", device_file->id(), f.software_build)
-          : f.out;
   servesim::proto::CalibrationProfile profile =
       MakeProfile(report->groups.front(), report->points);
   // Named by id, and bound to this exact device file by its hash.
@@ -366,7 +398,9 @@ void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--software-build", f->software_build, "label stored in the profile")
       ->capture_default_str();
   cmd->add_option("--out", f->out,
-                  "profile to write (default <device>@<build>.textproto)");
+                  "profile to write (default <device>@<build>.textproto; an existing "
+                  "file only with --overwrite)");
+  cmd->add_flag("--overwrite", f->overwrite, "let --out replace an existing profile");
   cmd->add_option("--tolerance-pct", f->tolerance_pct, "per-point check")
       ->capture_default_str();
   cmd->add_option("--fit-config", f->fit_config, "free parameters per device")

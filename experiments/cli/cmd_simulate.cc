@@ -27,6 +27,7 @@
 #include "experiments/capacity/simulate_report.h"
 #include "experiments/capacity/sweep.h"
 #include "experiments/cli/cli.h"
+#include "experiments/cli/output_files.h"
 #include "experiments/cli/progress.h"
 #include "experiments/cli/server_flags.h"
 #include "experiments/runner/run_experiment.h"
@@ -225,18 +226,9 @@ int RunSimulate(SimulateArgs& args) {
         "--date: '%s' is not YYYYMMDD-HHMMSS (as vLLM's current_dt)", args.date)));
   }
   if (args.save_result_given) {
-    // A file the user named (--save-result PATH, --result-filename) is
-    // theirs to replace; a default name that already exists is another
-    // run's result, kept unless --overwrite.
-    const bool default_name = args.save_result.empty() && args.result_filename.empty();
+    // Whatever names it (--save-result PATH, --result-dir, --result-filename
+    // or the default name), an existing file is kept unless --overwrite.
     args.save_result = ResultPath(args, *resolved_early);
-    if (std::error_code ec; default_name && !args.overwrite &&
-                            std::filesystem::exists(args.save_result, ec)) {
-      return fail(absl::AlreadyExistsError(absl::StrFormat(
-          "--save-result: %s exists; give --overwrite to replace it, or another "
-          "--result-filename / --date",
-          args.save_result)));
-    }
     if (!args.result_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(args.result_dir, ec);
@@ -260,6 +252,15 @@ int RunSimulate(SimulateArgs& args) {
             absl::StrFormat("%s and %s: both write %s; give different files",
                             outputs[i].first, outputs[j].first, outputs[i].second)));
       }
+    }
+  }
+  for (const auto& [flag, path] : outputs) {
+    const bool result = std::string_view(flag).starts_with("--save-result");
+    if (absl::Status st = CheckOutputTarget(
+            path, flag, args.overwrite,
+            result ? "another --result-filename / --date" : "another file name");
+        !st.ok()) {
+      return fail(st);
     }
   }
   if (args.save_detailed && args.save_result.empty()) {
@@ -468,9 +469,8 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--force", args->force,
                 "run even when the memory estimate exceeds 80% of this machine's");
   cmd->add_flag("--overwrite", args->overwrite,
-                "let --save-result replace an existing file of the default name\n"
-                "(refused otherwise; a file named by --save-result PATH or\n"
-                "--result-filename is replaced)");
+                "let --save-result, --requests-csv and --chrome-trace replace\n"
+                "existing files (refused otherwise, whoever named them)");
   cmd->callback([args, save, interval, exit_code] {
     args->save_result_given = save->count() > 0;
     args->interval_given = interval->count() > 0;

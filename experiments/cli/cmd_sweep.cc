@@ -58,8 +58,9 @@ absl::Status CheckNames(const proto::ExperimentConfig& config,
 
 namespace cli {
 
-// A point's two result lines (JSONL + CSV, every simulator metric: 1.24-1.49
-// KB of text in experiments/results/*/results.*) with string overheads.
+// What a sweep holds per point: a finished point's two result lines (JSONL
+// + CSV, every simulator metric: 1.24-1.49 KB of text in
+// experiments/results/*/results.*) with string overheads, and its pointer.
 constexpr double kResultBytesPerPoint = 2048;
 
 void RegisterSweepCommand(CLI::App& app, int* exit_code) {
@@ -87,7 +88,10 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       "Results stream to DIR/results.jsonl and DIR/results.csv and are rewritten in "
       "point\n"
       "order at the end (identical bytes whatever --jobs). Rerunning with the same grid\n"
-      "resumes: finished points (same id and config hash) are kept.");
+      "resumes: finished points (same id and config hash) are kept.\n"
+      "Memory: points are decoded one at a time as they run (a 10^7-point grid is not\n"
+      "expanded); what is held is each finished point's result lines (about 2 KB) for\n"
+      "the ordered rewrite, estimated before the run (--memory-limit-gb, --force).");
   CLI::Option* grid_opt =
       cmd->add_option("--grid", flags->grid,
                       "grid file (text-format servesim.proto.SweepGrid); required");
@@ -108,13 +112,14 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", flags->json, "print the summary as one JSON object on stdout");
   flags->server.Register(cmd);  // set on the grid's base server (axes still win)
   cmd->add_flag("--force", flags->force,
-                "run a grid whose points and results may not fit this machine's memory");
+                "run a grid whose results may not fit this machine's memory");
   cmd->add_option("--memory-limit-gb", flags->memory_limit_gb,
                   "memory a grid may need (default: half of this machine's)")
       ->check(CLI::Range(0.001, 1e6));
   cmd->add_flag(
-      "--replace", flags->replace,
-      "discard results in --out that belong to another grid (refused otherwise)");
+      "--overwrite,--replace", flags->replace,
+      "discard results in --out that belong to another grid (refused otherwise;\n"
+      "results of this grid are resumed)");
   CLI::Option* interval_opt = cmd->add_option(
       "--interval", flags->interval,
       "add <metric>_lo / <metric>_hi columns: prediction intervals at this level\n"
@@ -174,13 +179,12 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
                             !std::filesystem::is_directory(flags->out, ec)) {
       return bad(absl::StrCat("--out ", flags->out, ": exists and is not a directory"));
     }
-    // Every point and its two result lines stay in memory until the ordered
-    // rewrite: refuse a grid that cannot fit (a 10^7-point grid took 3.2 GB
-    // before any output) unless forced.
+    // Points are decoded as they run (GridPoints), but every finished
+    // point's two result lines stay in memory until the ordered rewrite:
+    // refuse a grid whose results cannot fit unless forced.
     {
       const int64_t n = CountGridPoints(*grid);
-      const double per_point =
-          3.0 * static_cast<double>(grid->base().ByteSizeLong()) + kResultBytesPerPoint;
+      const double per_point = kResultBytesPerPoint;
       const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
       const double limit = flags->memory_limit_gb > 0
                                ? flags->memory_limit_gb * 1e9
@@ -188,27 +192,31 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       const double need = static_cast<double>(n) * per_point;
       if (!flags->force && limit > 0 && need > limit) {
         return bad(absl::StrFormat(
-            "%s: %lld points need about %.3g GB in memory (%.0f B per point with its "
-            "results), more than the %.3g GB allowed (--memory-limit-gb; default half "
+            "%s: %lld points need about %.3g GB in memory (%.0f B of results per point, "
+            "held for the ordered rewrite), more than the %.3g GB allowed "
+            "(--memory-limit-gb; default half "
             "of this machine's memory); split the grid, or --force",
             flags->grid, static_cast<long long>(n), need / 1e9, per_point, limit / 1e9));
       }
     }
     // Every point's configuration is range-checked before anything runs: a
     // bad value in a grid is an input error, not a failed point.
-    absl::StatusOr<std::vector<SweepPoint>> points = ExpandGrid(*grid);
+    // (One point decoded at a time: nothing is held per point.)
+    absl::StatusOr<GridPoints> points = GridPoints::Make(*grid);
     if (!points.ok()) {
       return bad(absl::StrCat(flags->grid, ": ", points.status().message()));
     }
     std::set<std::string> seen;
-    for (const SweepPoint& p : *points) {
-      proto::ExperimentConfig c = p.config;
+    for (int64_t id = 0; id < points->size(); ++id) {
+      absl::StatusOr<SweepPoint> p = points->Point(id);
+      if (!p.ok()) return bad(absl::StrCat(flags->grid, ": ", p.status().message()));
+      proto::ExperimentConfig c = p->config;
       ApplyDefaults(c);
       absl::Status st = ValidateRanges(c);
-      if (st.ok()) st = CheckNames(p.config, seen);
+      if (st.ok()) st = CheckNames(p->config, seen);
       if (!st.ok()) {
-        return bad(absl::StrCat(flags->grid, ": point ", p.id, " (",
-                                absl::StrJoin(p.axis_values, ", "), "): ", st.message(),
+        return bad(absl::StrCat(flags->grid, ": point ", p->id, " (",
+                                absl::StrJoin(p->axis_values, ", "), "): ", st.message(),
                                 " (no point was run)"));
       }
     }

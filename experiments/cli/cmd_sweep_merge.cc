@@ -3,12 +3,14 @@
 // task) into the files a local run of the whole grid writes. See
 // experiments/capacity/sweep_shard.h.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "experiments/capacity/sweep_shard.h"
 #include "experiments/cli/cli.h"
+#include "experiments/cli/output_files.h"
 
 namespace servesim::cli {
 
@@ -16,6 +18,7 @@ CLI::App* RegisterSweepMergeCommand(CLI::App* sweep, int* exit_code) {
   struct Flags {
     std::vector<std::string> shards;
     std::string out;
+    bool overwrite = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = sweep->add_subcommand(
@@ -26,13 +29,29 @@ CLI::App* RegisterSweepMergeCommand(CLI::App* sweep, int* exit_code) {
   cmd->add_option("shard_dirs", flags->shards, "the shards' --out folders")
       ->required()
       ->expected(1, -1);
-  cmd->add_option("--out", flags->out, "merged output directory (created if missing)")
+  cmd->add_option("--out", flags->out,
+                  "merged output directory (created if missing; one that holds results "
+                  "only with --overwrite)")
       ->required();
+  cmd->add_flag("--overwrite", flags->overwrite,
+                "let --out replace the results already in that folder");
   cmd->callback([flags, exit_code] {
+    for (const char* name : {"grid.textproto", "results.jsonl", "results.csv"}) {
+      if (absl::Status st =
+              CheckOutputTarget((std::filesystem::path(flags->out) / name).string(),
+                                "--out", flags->overwrite);
+          !st.ok()) {
+        std::fprintf(stderr, "servesim sweep merge: error: %s\n",
+                     std::string(st.message()).c_str());
+        *exit_code = kExitBadInput;
+        return;
+      }
+    }
     absl::StatusOr<MergeSummary> s = MergeSweepShards(flags->shards, flags->out);
     if (!s.ok()) {
-      std::fprintf(stderr, "servesim sweep merge: %s\n",
-                   std::string(s.status().message()).c_str());
+      std::string msg(s.status().message());
+      if (msg.starts_with("sweep merge: ")) msg.erase(0, 13);  // said once
+      std::fprintf(stderr, "servesim sweep merge: error: %s\n", msg.c_str());
       *exit_code = kExitBadInput;
       return;
     }

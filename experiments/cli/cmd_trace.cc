@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "experiments/cli/cli.h"
+#include "experiments/cli/output_files.h"
 #include "sim/base/json_writer.h"
 #include "traces/open_trace.h"
 #include "traces/synthetic.h"
@@ -311,17 +312,20 @@ void RegisterConvert(CLI::App* trace, int* exit_code) {
   auto out = std::make_shared<std::string>();
   auto to = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto overwrite = std::make_shared<bool>(false);
   CLI::App* cmd = trace->add_subcommand(
       "convert", "copy a trace (with transforms) to servesim binary, CSV or JSONL");
   cmd->add_option("input", flags->opts.path, "trace file")->required();
   cmd->add_option("output", *out,
-                  "file to write (replaced only when the whole conversion succeeds)")
+                  "file to write (an existing one only with --overwrite, and only when "
+                  "the whole conversion succeeds)")
       ->required();
+  cmd->add_flag("--overwrite", *overwrite, "replace an existing output file");
   cmd->add_option("--to", *to, "binary|csv|jsonl (default: by the output's extension)");
   cmd->add_flag("--json", *json,
                 "print one JSON object (paths, formats, requests, time span) on stdout");
   AddTraceFlags(cmd, flags.get());
-  cmd->callback([flags, out, to, json, exit_code] {
+  cmd->callback([flags, out, to, json, overwrite, exit_code] {
     if (auto st = Resolve(*flags); !st.ok()) {
       *exit_code = Fail(st);
       return;
@@ -335,6 +339,10 @@ void RegisterConvert(CLI::App* trace, int* exit_code) {
     if (std::error_code ec; fs::equivalent(flags->opts.path, *out, ec)) {
       *exit_code = Fail(absl::InvalidArgumentError(absl::StrCat(
           "output ", *out, ": is the input file; write the conversion to another file")));
+      return;
+    }
+    if (auto st = CheckOutputTarget(*out, "output", *overwrite); !st.ok()) {
+      *exit_code = Fail(st);
       return;
     }
     auto src = OpenTrace(flags->opts);
@@ -398,6 +406,7 @@ struct GenerateFlags {
   std::string lengths_from_format;
   std::string seed;
   bool json = false;
+  bool overwrite = false;
   CLI::Option* min_turns_opt = nullptr;
   CLI::Option* max_turns_opt = nullptr;
   CLI::Option* arrival_opt = nullptr;
@@ -470,7 +479,10 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
   auto g = std::make_shared<GenerateFlags>();
   CLI::App* cmd =
       trace->add_subcommand("generate", "write a synthetic workload to a file");
-  cmd->add_option("output", g->out, "file to write")->required();
+  cmd->add_option("output", g->out,
+                  "file to write (an existing one only with --overwrite)")
+      ->required();
+  cmd->add_flag("--overwrite", g->overwrite, "replace an existing output file");
   cmd->add_option("--to", g->to, "binary|csv|jsonl (default: by the output's extension)");
   cmd->add_option("--num-prompts", g->syn.num_requests,
                   "requests to generate, 1..2147483647 (default 1000)");
@@ -516,6 +528,10 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
       return;
     }
     if (auto st = CheckGenerateFlags(*g); !st.ok()) {
+      *exit_code = Fail(st);
+      return;
+    }
+    if (auto st = CheckOutputTarget(g->out, "output", g->overwrite); !st.ok()) {
       *exit_code = Fail(st);
       return;
     }

@@ -1,5 +1,10 @@
 // plan, memory, sweep and the shared error form, run through the built
 // servesim binary.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -237,7 +242,7 @@ TEST(SimulateCliTest, ChromeTraceCapIsAFlagAndDroppedStepsAreSaidOnStderr) {
   const std::string trace = Scratch("trace.json");
   const std::string base =
       "simulate --device l4 --model gemma-4-e2b --num-prompts 4 --random-input-len 32 "
-      "--random-output-len 16 --chrome-trace " +
+      "--random-output-len 16 --overwrite --chrome-trace " +
       trace;
   CliRun capped = Servesim(base + " --chrome-trace-max-steps 5");
   ASSERT_EQ(capped.exit_code, 0) << capped.err;
@@ -286,7 +291,9 @@ TEST(TraceConvertCliTest, RefusesInPlaceUnknownExtensionAndEmptyResults) {
 
   const std::string kept = Scratch("kept.csv");
   WriteText(kept, "left alone\n");
-  CliRun empty = Servesim("trace convert " + in + " " + kept + " --min-input 1000");
+  // (--overwrite: it is the empty result, not the existing file, that stops it.)
+  CliRun empty =
+      Servesim("trace convert " + in + " " + kept + " --min-input 1000 --overwrite");
   EXPECT_EQ(empty.exit_code, 2);
   EXPECT_THAT(empty.err, HasSubstr("no request is left after the transforms"));
   EXPECT_EQ(ReadText(kept), "left alone\n");
@@ -339,6 +346,68 @@ TEST(SweepCliTest, GridThatCannotFitTheMemoryLimitIsRefusedAtOnce) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// Peak RSS in KB of `servesim ARGS` run in the repository root (wait4's
+// rusage of that one process); -1 when it did not exit 0 or 1.
+long PeakRssKb(const std::string& args) {
+  const std::string cmd = "cd '" + std::string(SERVESIM_SOURCE_DIR) + "' && exec '" +
+                          SERVESIM_BINARY + "' " + args + " >/dev/null 2>&1";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+      WEXITSTATUS(status) > 1) {
+    return -1;
+  }
+  return ru.ru_maxrss;
+}
+
+// A grid's points are decoded as they run, not expanded up front: a sweep
+// of 40,000 points that stops after 2 takes no more memory than one of 2
+// points (it took 55 MB more when every point was materialised; a 10^7
+// grid, 3.2 GB). docs/performance.md "Sweep memory" has the figures.
+TEST(SweepCliTest, GridPointsAreDecodedAsTheyRunNotHeld) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's quarantine keeps freed memory resident";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "a sanitizer's quarantine keeps freed memory resident";
+#endif
+#endif
+  auto grid = [](int n1, int n2) {
+    std::string g =
+        "base { server { device: \"l4\" model: \"gemma-4-e2b\" } client { num_prompts: 1 "
+        "random_input_len: 16 random_output_len: 2 } }\naxes { path: \"client.seed\" "
+        "values: [";
+    for (int i = 1; i <= n1; ++i) g += (i > 1 ? ", \"" : "\"") + std::to_string(i) + "\"";
+    g += "] }\naxes { path: \"client.random_output_len\" values: [";
+    for (int i = 1; i <= n2; ++i) g += (i > 1 ? ", \"" : "\"") + std::to_string(i) + "\"";
+    const std::string path = Scratch(std::to_string(n1 * n2) + ".grid.textproto");
+    WriteText(path, g + "] }\n");
+    return path;
+  };
+  const std::string small = grid(1, 2), large = grid(200, 200);
+  const std::string out = Scratch("out");
+  std::filesystem::remove_all(out);
+  const long small_kb =
+      PeakRssKb("sweep --grid '" + small + "' --out '" + out + "' --no-progress");
+  std::filesystem::remove_all(out);
+  const long large_kb = PeakRssKb("sweep --grid '" + large + "' --out '" + out +
+                                  "' --stop-after 2 --no-progress");
+  ASSERT_GT(small_kb, 0);
+  ASSERT_GT(large_kb, 0);
+  // What a 40,000-point grid must hold: a pointer per point, the grid file.
+  EXPECT_LT(large_kb - small_kb, 16 * 1024) << small_kb << " KB vs " << large_kb << " KB";
+  // Its grid.textproto still lists every point, and 2 of them ran.
+  const std::string text = ReadText(out + "/grid.textproto");
+  EXPECT_THAT(text, HasSubstr("# point 39999 "));
+  const std::string jsonl = ReadText(out + "/results.jsonl");
+  EXPECT_EQ(std::count(jsonl.begin(), jsonl.end(), '\n'), 2);
+}
+
 // Long simulate runs said nothing until the end.
 TEST(SimulateCliTest, ProgressLineOnRequest) {
   const std::string base = "simulate --device l4 --model gemma-4-e2b --num-prompts 8";
@@ -379,7 +448,7 @@ TEST(CalibrateCliTest, ProgressLineOnRequest) {
   const std::string base = "calibrate --device mi300x --bench '" +
                            std::string(SERVESIM_DATA_DIR) +
                            "/bench/mi300x-gemma4-e2b-2026-09-17' -j 1 --out '" +
-                           Scratch("profile.textproto") + "'";
+                           Scratch("profile.textproto") + "' --overwrite";
   CliRun on = Servesim(base + " --progress");
   ASSERT_TRUE(on.exit_code == 0 || on.exit_code == 3) << on.err;
   EXPECT_THAT(on.err, HasSubstr("calibrate: 0/1 fits done in"));

@@ -49,6 +49,7 @@ std::set<std::string> TopLevelKeys(const JsonValue& v) {
 JsonValue SimulateResult(bool detailed, const std::string& extra = "") {
   const std::string path = Scratch(detailed ? "detailed.json" : "summary.json");
   std::filesystem::remove(path);
+  std::filesystem::remove(path + ".config.textproto");  // kept unless --overwrite
   CliRun r = Servesim(
       "simulate --device mi300x --model gemma-4-e2b --num-prompts 32 "
       "--random-input-len 128 --random-output-len 64 --max-concurrency 2 "

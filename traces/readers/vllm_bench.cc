@@ -33,19 +33,22 @@ class VllmBenchReader : public TraceReader {
       const size_t i = index_++;
       ++stats_.rows;
       out = RequestSpec();
-      // A request with an error, or one that produced no tokens (old
-      // clients record those as success with output 0 and ttft 0).
-      const bool failed = (bench_.errors && !(*bench_.errors)[i].empty()) ||
-                          (*bench_.output_lens)[i] == 0;
+      // A request with an error is left out (it is taken to have cost the
+      // server nothing). One without an error that produced no token (old
+      // clients record it as success with output 0 and ttft 0) was
+      // prefilled and ended at once: replayed as one-token load, in no
+      // metric, as calibrate replays it (ClientMethod.unmeasured).
+      const bool failed = bench_.errors && !(*bench_.errors)[i].empty();
       if (failed && opts_.skip_failed_requests) {
         ++stats_.skipped[static_cast<int>(SkipReason::kFailedRequest)];
         continue;
       }
+      const bool unmeasured = !failed && (*bench_.output_lens)[i] == 0;
       SkipReason reason;
       std::string msg;
       if (!Length("input_lens", i, in[i], &out.input_tokens, &reason, &msg) ||
-          !Length("output_lens", i, (*bench_.output_lens)[i], &out.output_tokens, &reason,
-                  &msg)) {
+          !Length("output_lens", i, unmeasured ? 1 : (*bench_.output_lens)[i],
+                  &out.output_tokens, &reason, &msg)) {
         ++stats_.skipped[static_cast<int>(reason)];
         if (opts_.skip_bad_rows) continue;
         final_status_ = absl::InvalidArgumentError(absl::StrCat(opts_.path, ": ", msg));
@@ -86,6 +89,8 @@ class VllmBenchReader : public TraceReader {
         prev_ns_ = ns;
         out.arrival_ns = ns;
       }
+      out.unmeasured = unmeasured;
+      if (unmeasured) ++stats_.unmeasured;
       out.id = stats_.requests++;
       return true;
     }
@@ -95,6 +100,11 @@ class VllmBenchReader : public TraceReader {
   std::string Describe() const override {
     return absl::StrCat(
         "vllm-bench result ", opts_.path, " (requests ", stats_.requests,
+        stats_.unmeasured > 0
+            ? absl::StrCat(", of them ", stats_.unmeasured,
+                           " that streamed no token, replayed as one-token load in no "
+                           "metric")
+            : std::string(),
         ", skipped: ", stats_.SkippedSummary(),
         bench_.start_times ? ", start_times replayed" : ", no start_times", ")");
   }
