@@ -85,17 +85,48 @@ struct Acc {
     MetricCoverage m;
     m.metric = metric;
     m.num_predictions = n;
+    m.judged = n >= kMinJudgedPredictions;
     if (n > 0) {
       m.coverage_50 = static_cast<double>(in50) / n;
       m.coverage_90 = static_cast<double>(in90) / n;
       m.median_half_50 = Median(h50);
       m.median_half_90 = Median(h90);
+      m.wilson_50 = WilsonInterval(in50, n);
+      m.wilson_90 = WilsonInterval(in90, n);
     }
+    m.in_target = m.judged && InTarget(m.coverage_50, kTarget50) &&
+                  InTarget(m.coverage_90, kTarget90);
     return m;
   }
 };
 
 }  // namespace
+
+bool InTarget(double coverage, const CoverageTarget& t) {
+  // The printed percentages are exact ratios: a count k / n on the edge is in.
+  return coverage >= t.lo - 1e-12 && coverage <= t.hi + 1e-12;
+}
+
+double CalibratedInTargetProbability(int n, const CoverageTarget& t) {
+  if (n <= 0) return 0;
+  double p = 0;
+  const double lp = std::log(t.level), lq = std::log1p(-t.level);
+  for (int k = 0; k <= n; ++k) {
+    if (!InTarget(static_cast<double>(k) / n, t)) continue;
+    p += std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) +
+                  k * lp + (n - k) * lq);
+  }
+  return p;
+}
+
+std::pair<double, double> WilsonInterval(int k, int n) {
+  if (n <= 0) return {0, 1};
+  constexpr double kZ = 1.959963984540054;  // two-sided 95%
+  const double p = static_cast<double>(k) / n, z2 = kZ * kZ;
+  const double centre = (p + z2 / (2.0 * n)) / (1 + z2 / n);
+  const double half = kZ * std::sqrt(p * (1 - p) / n + z2 / (4.0 * n * n)) / (1 + z2 / n);
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
 
 double ConformalQuantile(std::vector<double> values, double level) {
   if (values.empty()) return 0;
@@ -152,9 +183,23 @@ std::vector<servesim::proto::StructuralError> StructuralErrors(
   std::set<std::string> metrics;
   for (const ValidatedPoint* v : group) metrics.insert(v->metric);
   for (const std::string& metric : metrics) {
-    const std::vector<double> r =
+    std::vector<double> r =
         ratios({kRefit[0], kRefit[1], kRefit[2]},
                [&metric](const ValidatedPoint& v) { return v.metric == metric; });
+    if (static_cast<int>(r.size()) < kMinMetricErrors) {
+      // Too few of its own: the same metric's refit errors of the other
+      // groups join them (ComputeCoverage's rule).
+      for (const char* pass : kRefit) {
+        for (const ValidatedPoint& u : points) {
+          if (u.metric != metric || !Usable(u) ||
+              (u.device == device && u.software_build == software_build)) {
+            continue;
+          }
+          const double x = Ratio(u, pass);
+          if (std::isfinite(x)) r.push_back(x);
+        }
+      }
+    }
     if (static_cast<int>(r.size()) >= kMinMetricErrors) {
       out.push_back(
           MakeEntry(kPooledRefitPasses, ValidateMetricFamily(metric), metric, r));
@@ -175,29 +220,65 @@ CoverageReport ComputeCoverage(const ValidationReport& report) {
     if (!entries.contains(key))
       entries[key] = StructuralErrors(pts, v.device, v.software_build);
   }
-  std::map<std::string, Acc> by_metric;
+  // |log errors| in the refit passes: of group `key`'s points of `metric`
+  // (or, metric empty, of `family`); with `not_device` set, of the points
+  // of `metric` of every other group whose device is not `not_device`.
+  auto refit_errors = [&pts](const std::pair<std::string, std::string>& key,
+                             const std::string& metric, const std::string& family,
+                             const std::string& not_device) {
+    std::vector<double> out;
+    for (const ValidatedPoint& u : pts) {
+      if (!Usable(u)) continue;
+      const bool in_group = u.device == key.first && u.software_build == key.second;
+      if (not_device.empty() ? !in_group : (in_group || u.device == not_device)) continue;
+      if (metric.empty() ? ValidateMetricFamily(u.metric) != family : u.metric != metric)
+        continue;
+      for (const char* pass : kRefit) {
+        const double x = Ratio(u, pass);
+        if (std::isfinite(x)) out.push_back(std::abs(std::log(x)));
+      }
+    }
+    return out;
+  };
+  std::map<std::string, Acc> by_metric, by_family;
   Acc all;
+  auto add = [&](const ValidatedPoint& v, double abs_err, double h50, double h90) {
+    by_metric[v.metric].Add(abs_err, h50, h90);
+    by_family[ValidateMetricFamily(v.metric)].Add(abs_err, h50, h90);
+    all.Add(abs_err, h50, h90);
+  };
   for (const ValidatedPoint& v : pts) {
     if (!Usable(v)) continue;
     const std::string family = ValidateMetricFamily(v.metric);
     // Refit passes: the errors of the group's points outside the point's
-    // block, pass by pass.
-    std::vector<double> of_metric, of_family;
+    // block, pass by pass; the same metric's refit errors of the other
+    // groups (whose fits never saw the point) beside them.
+    std::vector<double> of_metric, of_family, of_metric_elsewhere;
     for (const ValidatedPoint& u : pts) {
-      if (!Usable(u) || u.device != v.device || u.software_build != v.software_build ||
-          ValidateMetricFamily(u.metric) != family) {
-        continue;
-      }
+      if (!Usable(u) || ValidateMetricFamily(u.metric) != family) continue;
+      const bool same_group =
+          u.device == v.device && u.software_build == v.software_build;
+      if (!same_group && u.metric != v.metric) continue;
       for (const char* pass : kRefit) {
         const auto ub = u.block_of.find(pass);
         if (ub == u.block_of.end()) continue;
-        const auto own = v.block_of.find(pass);
-        if (own != v.block_of.end() && ub->second == own->second) continue;
+        if (same_group) {
+          const auto own = v.block_of.find(pass);
+          if (own != v.block_of.end() && ub->second == own->second) continue;
+        }
         const double r = Ratio(u, pass);
         if (!std::isfinite(r)) continue;
+        if (!same_group) {
+          of_metric_elsewhere.push_back(std::abs(std::log(r)));
+          continue;
+        }
         of_family.push_back(std::abs(std::log(r)));
         if (u.metric == v.metric) of_metric.push_back(std::abs(std::log(r)));
       }
+    }
+    if (static_cast<int>(of_metric.size()) < kMinMetricErrors) {
+      of_metric.insert(of_metric.end(), of_metric_elsewhere.begin(),
+                       of_metric_elsewhere.end());
     }
     const std::vector<double>& band =
         static_cast<int>(of_metric.size()) >= kMinMetricErrors ? of_metric : of_family;
@@ -207,12 +288,13 @@ CoverageReport ComputeCoverage(const ValidationReport& report) {
       for (const char* pass : kRefit) {
         const double r = Ratio(v, pass);
         if (!std::isfinite(r)) continue;
-        by_metric[v.metric].Add(std::abs(std::log(r)), h50, h90);
-        all.Add(std::abs(std::log(r)), h50, h90);
+        add(v, std::abs(std::log(r)), h50, h90);
       }
     }
-    // Device-out: the largest leave_one_device_out quantile of the family
-    // over the other devices.
+    // Device-out: as simulate bands a device without a profile, the
+    // largest over the other devices of their leave_one_device_out quantile
+    // of the family and of their own refit band of the metric (sized as
+    // above, without any error of this device).
     const double r = Ratio(v, kLeaveOneDeviceOut);
     if (!std::isfinite(r)) continue;
     double h50 = -1, h90 = -1;
@@ -223,48 +305,94 @@ CoverageReport ComputeCoverage(const ValidationReport& report) {
         h50 = std::max(h50, StructuralQuantileAt(se, 0.5));
         h90 = std::max(h90, StructuralQuantileAt(se, 0.9));
       }
+      std::vector<double> own = refit_errors(key, v.metric, "", "");
+      if (static_cast<int>(own.size()) < kMinMetricErrors) {
+        const std::vector<double> more = refit_errors(key, v.metric, "", v.device);
+        own.insert(own.end(), more.begin(), more.end());
+      }
+      if (static_cast<int>(own.size()) < kMinMetricErrors) {
+        own = refit_errors(key, "", family, "");
+      }
+      if (own.empty()) continue;
+      h50 = std::max(h50, ConformalQuantile(own, 0.5));
+      h90 = std::max(h90, ConformalQuantile(own, 0.9));
     }
     if (h50 < 0 || h90 < 0) continue;
-    by_metric[v.metric].Add(std::abs(std::log(r)), h50, h90);
-    all.Add(std::abs(std::log(r)), h50, h90);
+    add(v, std::abs(std::log(r)), h50, h90);
   }
   CoverageReport out;
   for (auto& [metric, acc] : by_metric) out.metrics.push_back(acc.Take(metric));
+  for (const char* family : kFamilies) {
+    const auto it = by_family.find(family);
+    if (it != by_family.end()) out.families.push_back(it->second.Take(family));
+  }
   out.overall = all.Take("all");
   return out;
 }
 
+namespace {
+
+// "in target", "OUT of target", or "too few to judge ..." (the Wilson
+// intervals, percent).
+std::string Verdict(const MetricCoverage& m) {
+  if (m.judged) return m.in_target ? "in target" : "OUT of target";
+  return absl::StrFormat(
+      "too few to judge (n < %d; 95%%: [%.0f, %.0f]%%, [%.0f, %.0f]%%)",
+      kMinJudgedPredictions, 100 * m.wilson_50.first, 100 * m.wilson_50.second,
+      100 * m.wilson_90.first, 100 * m.wilson_90.second);
+}
+
+}  // namespace
+
 std::string FormatCoverageText(const CoverageReport& c) {
-  std::string out =
+  std::string out = absl::StrFormat(
       "Interval coverage over the block-held-out predictions (conformal quantile band "
-      "sized without the point's block; target 90%: 80-97%, 50%: 40-60%)\n";
-  absl::StrAppend(&out, absl::StrFormat("  %-20s %6s %8s %8s %8s %8s\n", "metric", "n",
-                                        "cov_50", "cov_90", "q_50", "q_90"));
-  auto row = [&out](const MetricCoverage& m) {
+      "sized without the point's block; target 90%%: 80-97%%, 50%%: 40-60%%; judged from "
+      "n >= %d, smaller metrics count in their family's row)\n",
+      kMinJudgedPredictions);
+  absl::StrAppend(
+      &out, absl::StrFormat("  %-20s %6s %8s %8s %8s %8s  %s\n", "metric", "n", "cov_50",
+                            "cov_90", "q_50", "q_90", "verdict"));
+  auto row = [&out](const std::string& name, const MetricCoverage& m) {
     absl::StrAppend(
-        &out, absl::StrFormat("  %-20s %6d %7.1f%% %7.1f%% %8.3f %8.3f\n", m.metric,
+        &out, absl::StrFormat("  %-20s %6d %7.1f%% %7.1f%% %8.3f %8.3f  %s\n", name,
                               m.num_predictions, 100 * m.coverage_50, 100 * m.coverage_90,
-                              m.median_half_50, m.median_half_90));
+                              m.median_half_50, m.median_half_90, Verdict(m)));
   };
-  for (const MetricCoverage& m : c.metrics) row(m);
-  row(c.overall);
+  for (const MetricCoverage& m : c.metrics) row(m.metric, m);
+  for (const MetricCoverage& m : c.families) row(absl::StrCat("family:", m.metric), m);
+  row(c.overall.metric, c.overall);
   return out;
 }
 
 std::string FormatCoverageJson(const CoverageReport& c) {
   JsonWriter w(0);
   w.BeginObject();
-  auto obj = [&w](const MetricCoverage& m) {
-    w.Key(m.metric).BeginObject();
+  auto obj = [&w](const std::string& name, const MetricCoverage& m) {
+    w.Key(name).BeginObject();
     w.KV("num_predictions", static_cast<int64_t>(m.num_predictions))
         .KV("coverage_50", m.coverage_50)
         .KV("coverage_90", m.coverage_90)
         .KV("median_half_width_log_50", m.median_half_50)
         .KV("median_half_width_log_90", m.median_half_90)
-        .EndObject();
+        .KV("judged", m.judged)
+        .KV("in_target", m.in_target)
+        .KV("min_judged_predictions", static_cast<int64_t>(kMinJudgedPredictions));
+    w.Key("wilson_95_50")
+        .BeginArray()
+        .Double(m.wilson_50.first)
+        .Double(m.wilson_50.second);
+    w.EndArray();
+    w.Key("wilson_95_90")
+        .BeginArray()
+        .Double(m.wilson_90.first)
+        .Double(m.wilson_90.second);
+    w.EndArray();
+    w.EndObject();
   };
-  for (const MetricCoverage& m : c.metrics) obj(m);
-  obj(c.overall);
+  for (const MetricCoverage& m : c.metrics) obj(m.metric, m);
+  for (const MetricCoverage& m : c.families) obj(absl::StrCat("family:", m.metric), m);
+  obj(c.overall.metric, c.overall);
   w.EndObject();
   return w.Take();
 }

@@ -2,7 +2,8 @@
 // selection with every metric family graded) and checks the interval
 // coverage it prints: the text table's shape, the JSON "coverage" object's
 // keys, and that the two agree with each other and with themselves (the
-// "all" row is the n-weighted mean of the metric rows).
+// "all" row is the n-weighted mean of the metric rows, the family rows
+// split the same predictions) and the verdict column.
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -26,6 +27,7 @@ constexpr char kArgs[] = "validate --device tpu-v6e -j 2";
 struct Row {
   int n = 0;
   double cov_50 = 0, cov_90 = 0, q_50 = 0, q_90 = 0;  // percent, percent, log, log
+  std::string verdict;
 };
 
 // The rows of the coverage section, by metric, in printed order.
@@ -42,7 +44,7 @@ std::vector<std::pair<std::string, Row>> TextRows(const std::string& out) {
   std::vector<std::string> cols;
   for (std::string c; header >> c;) cols.push_back(c);
   EXPECT_EQ(cols, (std::vector<std::string>{"metric", "n", "cov_50", "cov_90", "q_50",
-                                            "q_90"}));
+                                            "q_90", "verdict"}));
   while (std::getline(in, line) && !line.empty() && line[0] == ' ') {
     std::istringstream f(line);
     std::string metric, c50, c90;
@@ -53,6 +55,7 @@ std::vector<std::pair<std::string, Row>> TextRows(const std::string& out) {
     EXPECT_EQ(c90.back(), '%') << line;
     r.cov_50 = std::stod(c50);
     r.cov_90 = std::stod(c90);
+    std::getline(f >> std::ws, r.verdict);
     rows.emplace_back(metric, r);
   }
   return rows;
@@ -75,7 +78,7 @@ TEST(CoverageCliTest, TextTableAndJsonAgreePerMetric) {
   ASSERT_EQ(cov->type, JsonValue::Type::kObject);
   ASSERT_EQ(cov->members.size(), rows.size());
 
-  int sum_n = 0;
+  int sum_n = 0, family_n = 0;
   double in_50 = 0, in_90 = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& [metric, r] = rows[i];
@@ -101,14 +104,33 @@ TEST(CoverageCliTest, TextTableAndJsonAgreePerMetric) {
     EXPECT_NEAR(r.q_90, q90->number, 0.0005 + 1e-9) << metric;
     // Coverage is a count over n.
     EXPECT_NEAR(c50->number * r.n, std::round(c50->number * r.n), 1e-9) << metric;
-    if (metric != "all") {
-      sum_n += r.n;
-      in_50 += c50->number * r.n;
-      in_90 += c90->number * r.n;
-    } else {
+    // Judged from kMinJudgedPredictions on; a judged row says whether it
+    // is inside both targets, a smaller one is "too few to judge".
+    const JsonValue* judged = m.value.Find("judged");
+    const JsonValue* in_target = m.value.Find("in_target");
+    const JsonValue* min_n = m.value.Find("min_judged_predictions");
+    ASSERT_TRUE(judged && in_target && min_n) << metric;
+    EXPECT_EQ(judged->bool_value, r.n >= min_n->number) << metric;
+    const bool inside = c50->number >= 0.4 && c50->number <= 0.6 && c90->number >= 0.8 &&
+                        c90->number <= 0.97;
+    EXPECT_EQ(in_target->bool_value, judged->bool_value && inside) << metric;
+    EXPECT_EQ(r.verdict.rfind(!judged->bool_value ? "too few to judge"
+                              : inside            ? "in target"
+                                                  : "OUT of target",
+                              0),
+              0u)
+        << metric << ": " << r.verdict;
+    if (metric == "all") {
       EXPECT_EQ(r.n, sum_n);
       EXPECT_NEAR(c50->number, in_50 / sum_n, 1e-12);
       EXPECT_NEAR(c90->number, in_90 / sum_n, 1e-12);
+      EXPECT_EQ(family_n, sum_n);  // every prediction is in one family row
+    } else if (metric.rfind("family:", 0) == 0) {
+      family_n += r.n;
+    } else {
+      sum_n += r.n;
+      in_50 += c50->number * r.n;
+      in_90 += c90->number * r.n;
     }
   }
   EXPECT_THAT(text.out, HasSubstr("target 90%: 80-97%, 50%: 40-60%"));

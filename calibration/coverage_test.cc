@@ -1,5 +1,6 @@
 #include "calibration/coverage.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -138,6 +139,120 @@ TEST(CoverageTest, DeviceOutBandComesFromTheOtherDevices) {
   EXPECT_EQ(c.metrics[0].num_predictions, 2);
   EXPECT_DOUBLE_EQ(c.metrics[0].coverage_90, 0.5);
   EXPECT_DOUBLE_EQ(c.metrics[0].coverage_50, 0.5);
+}
+
+// Issue 17, decode_rate: a metric with too few errors of its own on a
+// device borrowed its family's, there other metrics' (output throughput
+// under load, errors 5x larger), and its 50% band covered 94%. Now the
+// same metric's refit errors on the other devices join its own first.
+TEST(CoverageTest, AMetricWithFewErrorsBorrowsTheSameMetricElsewhereNotItsFamily) {
+  ValidationReport r;
+  auto point = [&r](const std::string& device, const std::string& metric,
+                    const std::string& block, double log_err) {
+    ValidatedPoint v = Point(device, block, log_err);
+    v.metric = metric;
+    r.points.push_back(v);
+  };
+  point("a", "decode_rate", "in128", 0.1);
+  point("a", "decode_rate", "in256", 0.1);
+  for (const char* block : {"in512", "in1024", "in2048", "in4096"}) {
+    point("a", "output_throughput", block, 0.5);
+  }
+  for (const char* block : {"in128", "in256", "in512", "in1024", "in2048"}) {
+    point("b", "decode_rate", block, 0.01);
+  }
+  const CoverageReport c = ComputeCoverage(r);
+  ASSERT_EQ(c.metrics.size(), 2u);
+  const MetricCoverage& decode = c.metrics[0];
+  EXPECT_EQ(decode.metric, "decode_rate");
+  EXPECT_EQ(decode.num_predictions, 7);
+  // a's two: band {0.1, 0.01 x 5}, 50% = 4th smallest = 0.01: outside;
+  // b's five: band {0.01 x 4, 0.1 x 2}, 0.01: inside. (Family band: 0.5,
+  // all inside.)
+  EXPECT_DOUBLE_EQ(decode.coverage_50, 5.0 / 7);
+  EXPECT_DOUBLE_EQ(decode.coverage_90, 1.0);
+  // The profile of a stores that pooled metric entry (2 + 5 errors).
+  bool found = false;
+  for (const auto& se : StructuralErrors(r.points, "a", "b")) {
+    if (se.metric() != "decode_rate") continue;
+    found = true;
+    EXPECT_EQ(se.num_points(), 7);
+    EXPECT_NEAR(StructuralQuantileAt(se, 0.5), 0.01, 1e-12);
+  }
+  EXPECT_TRUE(found);
+  // The family row pools both metrics.
+  ASSERT_EQ(c.families.size(), 1u);
+  EXPECT_EQ(c.families[0].metric, "throughput");
+  EXPECT_EQ(c.families[0].num_predictions, 11);
+}
+
+// A device predicted from priors is banded as simulate bands a device
+// without a profile: no narrower than another device's own refit band of
+// the metric.
+TEST(CoverageTest, DeviceOutBandIsNoNarrowerThanAnotherDevicesOwnBand) {
+  ValidationReport r;
+  auto dev_out = [&r](const std::string& device, double log_err) {
+    ValidatedPoint v;
+    v.device = device;
+    v.software_build = "b";
+    v.metric = "mean_ttft_ms";
+    v.measured = 10;
+    v.block_held_out[kLeaveOneDeviceOut] = 10 * std::exp(log_err);
+    v.block_of[kLeaveOneDeviceOut] = device;
+    r.points.push_back(v);
+  };
+  dev_out("a", 0.5);
+  dev_out("b", 0.1);
+  // b's own refit errors of the metric: 1.0 in five blocks.
+  for (const char* block : {"in128", "in256", "in512", "in1024", "in2048"}) {
+    ValidatedPoint v = Point("b", block, 1.0);
+    v.metric = "mean_ttft_ms";
+    r.points.push_back(v);
+  }
+  const CoverageReport c = ComputeCoverage(r);
+  ASSERT_EQ(c.metrics.size(), 1u);
+  EXPECT_EQ(c.metrics[0].num_predictions, 7);
+  // a's 0.5 against max(b's device-out 0.1, b's own 1.0): inside.
+  EXPECT_DOUBLE_EQ(c.metrics[0].coverage_50, 1.0);
+}
+
+// kMinJudgedPredictions is what its comment says: from it on an exactly
+// calibrated interval lands in both targets with probability >= 0.9, and
+// not at the n just below.
+TEST(CoverageTest, RowsAreJudgedFromTheBinomialMinimumOn) {
+  for (int n = kMinJudgedPredictions; n <= 1000; ++n) {
+    EXPECT_GE(CalibratedInTargetProbability(n, kTarget50), 0.9) << n;
+    EXPECT_GE(CalibratedInTargetProbability(n, kTarget90), 0.9) << n;
+  }
+  const int below = kMinJudgedPredictions - 1;
+  EXPECT_LT(std::min(CalibratedInTargetProbability(below, kTarget50),
+                     CalibratedInTargetProbability(below, kTarget90)),
+            0.9);
+  EXPECT_NEAR(CalibratedInTargetProbability(18, kTarget50), 0.519, 0.001);
+  // Wilson 95%: 9 of 18 -> [0.290, 0.710]; 0 of 3 -> [0, 0.561].
+  EXPECT_NEAR(WilsonInterval(9, 18).first, 0.29031, 1e-5);
+  EXPECT_NEAR(WilsonInterval(9, 18).second, 0.70969, 1e-5);
+  EXPECT_NEAR(WilsonInterval(0, 3).first, 0, 1e-12);
+  EXPECT_NEAR(WilsonInterval(0, 3).second, 0.56150, 1e-5);
+}
+
+TEST(CoverageTest, ASmallRowIsPrintedTooFewToJudgeAndCountsInItsFamily) {
+  ValidationReport r;
+  r.points = {Point("d", "in128", 0.1), Point("d", "in256", 0.3)};
+  const CoverageReport c = ComputeCoverage(r);
+  ASSERT_EQ(c.metrics.size(), 1u);
+  EXPECT_FALSE(c.metrics[0].judged);
+  EXPECT_FALSE(c.metrics[0].in_target);
+  const std::string text = FormatCoverageText(c);
+  EXPECT_NE(text.find("output_throughput"), std::string::npos);
+  EXPECT_NE(text.find("too few to judge (n < 74; 95%: [9, 91]%, [9, 91]%)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("family:throughput"), std::string::npos) << text;
+  const std::string json = FormatCoverageJson(c);
+  EXPECT_NE(json.find(R"("family:throughput":{"num_predictions":2)"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"("judged":false)"), std::string::npos) << json;
 }
 
 }  // namespace

@@ -405,46 +405,58 @@ std::vector<MetricInterval> IntervalMetrics(
   return out;
 }
 
+namespace {
+
+// The entry a calibrated device's band comes from (StructuralSigma): the
+// metric's pooled refit entry, else its family's, else the family's
+// leave_one_device_out entry; null when the profile has none of them.
+const servesim::proto::StructuralError* OwnEntry(
+    const servesim::proto::CalibrationProfile& profile, const std::string& family,
+    const std::string& graded) {
+  std::vector<std::pair<std::string, std::string>> picks;  // (pass, metric)
+  if (!graded.empty()) picks.emplace_back(kPooledRefitPasses, graded);
+  picks.emplace_back(kPooledRefitPasses, "");
+  picks.emplace_back(kLeaveOneDeviceOut, "");
+  for (const auto& [pass, of_metric] : picks) {
+    for (const auto& se : profile.structural_errors()) {
+      if (se.pass() == pass && se.family() == family && se.metric() == of_metric &&
+          se.num_points() > 0) {
+        return &se;
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
                        const std::string& family, const std::string& metric, double level,
                        std::string* why) {
   const std::string graded = GradedMetric(metric);
   if (profile != nullptr) {
-    // The metric's pooled refit entry, else its family's, else the
-    // family's leave_one_device_out entry.
-    std::vector<std::pair<std::string, std::string>> picks;  // (pass, metric)
-    if (!graded.empty()) picks.emplace_back(kPooledRefitPasses, graded);
-    picks.emplace_back(kPooledRefitPasses, "");
-    picks.emplace_back(kLeaveOneDeviceOut, "");
-    const servesim::proto::StructuralError* use = nullptr;
-    for (const auto& [pass, of_metric] : picks) {
-      for (const auto& se : profile->structural_errors()) {
-        if (se.pass() == pass && se.family() == family && se.metric() == of_metric &&
-            se.num_points() > 0) {
-          use = &se;
-          break;
-        }
-      }
-      if (use != nullptr) break;
-    }
-    if (use != nullptr) {
+    if (const auto* use = OwnEntry(*profile, family, graded)) {
       *why = absl::StrFormat("%s %s", profile->device(), EntryName(*use));
       return EntrySigma(*use, level);
     }
   }
   // A device without a profile is predicted from priors, as the
-  // leave_one_device_out pass predicts a device: the widest of the shipped
-  // profiles' leave_one_device_out entries of the family at this level;
-  // with none, of any entry at all.
+  // leave_one_device_out pass predicts a device, and may be as hard to
+  // model as any calibrated one: the widest, at this level, of the shipped
+  // profiles' leave_one_device_out entries of the family and of the entry
+  // each of them takes for this metric (OwnEntry); with neither, of any
+  // entry at all.
   double widest = -1, any = -1;
   std::string from, from_any;
   for (const std::string& name : ShippedProfileNames()) {
     absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile(name, "");
     if (!rp.ok() || !rp->found) continue;
+    const servesim::proto::StructuralError* own = OwnEntry(rp->profile, family, graded);
     for (const auto& se : rp->profile.structural_errors()) {
       if (se.num_points() <= 0) continue;
       const double s = EntrySigma(se, level);
-      if (se.pass() == kLeaveOneDeviceOut && se.family() == family && s > widest) {
+      if (((se.pass() == kLeaveOneDeviceOut && se.family() == family) || &se == own) &&
+          s > widest) {
         widest = s;
         from = absl::StrCat(name, " ", EntryName(se));
       }
@@ -458,8 +470,9 @@ double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
                                         : "no calibration profile; ";
   if (widest >= 0) {
     *why = absl::StrFormat(
-        "%sthe widest leave-one-device-out error of the shipped profiles (%s)", lead,
-        from);
+        "%sthe widest leave-one-device-out or calibrated band of the shipped profiles "
+        "(%s)",
+        lead, from);
     return widest;
   }
   if (any >= 0) {

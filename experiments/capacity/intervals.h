@@ -25,7 +25,9 @@
 //      no profile (or a family its profile has no error for) takes the
 //      largest sigma at L of the shipped profiles' leave-one-device-out
 //      entries of the family (a device predicted from priors, as that pass
-//      predicts one), and kFallbackStructuralSigma when no profile has one.
+//      predicts one) and of the entry each shipped profile takes for the
+//      metric (a device without data is never banded narrower than one
+//      measured), and kFallbackStructuralSigma when no profile has one.
 // Each source is summarised on the log scale: for the samples x_k of a
 // metric with point value x0, m = mean(log(x_k / x0)) and s = their sample
 // standard deviation (the structural source: m = 0, s = sigma). The band of

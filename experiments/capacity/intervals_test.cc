@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <string>
 #include <utility>
 
@@ -10,6 +11,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "hwmodels/calibration_profile.h"
+#include "hwmodels/catalog.h"
 #include "sim/base/json_writer.h"
 
 namespace servesim {
@@ -74,19 +76,18 @@ TEST(IntervalsTest, RefusesLevelsOutsideZeroOneNamingTheFlag) {
   EXPECT_TRUE(ValidateIntervalOptions(o).ok());
 }
 
-// A datasheet-only device gets the widest leave-one-device-out band of the
-// shipped profiles, which is no narrower than the median calibrated band of
-// every metric at both levels (a device with no refit error for a family
-// falls back to its own device-out band, which may be the widest; one
-// whose own refit errors are larger, MI300X ITL, keeps its own
-// wider band).
-TEST(IntervalsTest, DatasheetOnlyDeviceGetsTheWidestDeviceOutBand) {
+// A datasheet-only device's structural band is no narrower than any
+// shipped profile's leave-one-device-out band of the family, nor than any
+// calibrated device's own band of the metric (issue 17: MI300X's median ITL
+// 90% band, q 3.51, was wider than the widest device-out one, 1.56), at
+// every level; it is one of them.
+TEST(IntervalsTest, DatasheetOnlyBandIsTheWidestDeviceOutOrCalibratedBand) {
   for (const MetricInterval& m : IntervalMetrics(RunResult{}, {})) {
-    for (double level : {0.5, 0.9}) {
+    for (double level : {0.5, 0.8, 0.9, 0.95}) {
       std::string why;
       const double none = StructuralSigma(nullptr, m.family, m.name, level, &why);
-      EXPECT_THAT(why, ::testing::HasSubstr("leave_one_device_out")) << m.name;
-      std::vector<double> own;
+      EXPECT_THAT(why, ::testing::HasSubstr("no calibration profile")) << m.name;
+      bool attained = false;
       for (const std::string& name : ShippedProfileNames()) {
         absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile(name, "");
         ASSERT_TRUE(rp.ok() && rp->found) << name;
@@ -94,14 +95,16 @@ TEST(IntervalsTest, DatasheetOnlyDeviceGetsTheWidestDeviceOutBand) {
           if (se.pass() == "leave_one_device_out" && se.family() == m.family) {
             servesim::proto::CalibrationProfile only;
             *only.add_structural_errors() = se;
-            EXPECT_LE(StructuralSigma(&only, m.family, m.name, level, &why), none)
-                << name << " " << m.name;
+            const double lodo = StructuralSigma(&only, m.family, m.name, level, &why);
+            EXPECT_LE(lodo, none) << name << " " << m.name << " " << level;
+            attained |= lodo == none;
           }
         }
-        own.push_back(StructuralSigma(&rp->profile, m.family, m.name, level, &why));
+        const double own = StructuralSigma(&rp->profile, m.family, m.name, level, &why);
+        EXPECT_LE(own, none) << name << " " << m.name << " " << level << ": " << why;
+        attained |= own == none;
       }
-      std::sort(own.begin(), own.end());
-      EXPECT_GE(none, own[own.size() / 2]) << m.name << " " << level;
+      EXPECT_TRUE(attained) << m.name << " " << level;
     }
   }
 }
@@ -197,6 +200,51 @@ TEST(IntervalsTest, ByteIdenticalWhateverTheThreadCountAndCoverThePoint) {
   absl::StatusOr<IntervalReport> other = ComputeIntervals(config, *run, ctx, o, 8);
   ASSERT_TRUE(other.ok());
   EXPECT_NE(IntervalsJson(*one), IntervalsJson(*other));
+}
+
+// "Widen for a datasheet-only device" (issue 17): the same device and
+// workload predicted without its profile (an edited copy of its device
+// file: priors by rule, no parameter draws) gets a wider interval on every
+// reported metric than with it. tpu-v6e: its profile holds a refit error
+// for every family (T4 and the SageMaker L4 grade no latencies, so their
+// latency bands already are the datasheet one).
+TEST(IntervalsTest, DatasheetOnlyPredictionIsWiderOnEveryMetric) {
+  absl::StatusOr<std::string> text = DeviceFileText("tpu-v6e");
+  ASSERT_TRUE(text.ok()) << text.status();
+  const std::string path = ::testing::TempDir() + "/tpu-v6e-datasheet.textproto";
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << *text << "\n# a copy: not the shipped file, so no profile\n";
+  }
+  auto intervals = [](const std::string& device) {
+    proto::ExperimentConfig c = SmallT4();
+    c.mutable_server()->set_device(device);
+    absl::StatusOr<ExperimentRun> run = RunExperiment(c);
+    EXPECT_TRUE(run.ok()) << run.status();
+    const ReportContext ctx = SimulateReportContext(c, *run, "20260101-000000");
+    IntervalOptions o;
+    o.level = 0.9;
+    o.num_samples = 3;
+    absl::StatusOr<IntervalReport> r = ComputeIntervals(c, *run, ctx, o, 7);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : IntervalReport{};
+  };
+  const IntervalReport calibrated = intervals("tpu-v6e");
+  const IntervalReport datasheet = intervals(path);
+  EXPECT_EQ(calibrated.num_parameter_samples, 3);
+  EXPECT_EQ(datasheet.num_parameter_samples, 0);
+  ASSERT_EQ(calibrated.metrics.size(), datasheet.metrics.size());
+  int compared = 0;
+  for (size_t i = 0; i < calibrated.metrics.size(); ++i) {
+    const MetricInterval& c = calibrated.metrics[i];
+    const MetricInterval& d = datasheet.metrics[i];
+    ASSERT_EQ(c.name, d.name);
+    if (!(c.point > 0 && d.point > 0)) continue;  // e.g. no preemptions
+    ++compared;
+    EXPECT_GT(std::log(d.hi / d.lo), std::log(c.hi / c.lo)) << c.name;
+    EXPECT_GE(d.structural.sd_log, c.structural.sd_log) << c.name;
+  }
+  EXPECT_GE(compared, 15);
 }
 
 }  // namespace
