@@ -18,6 +18,8 @@
 
 namespace servesim {
 
+// The initialisers are `vllm bench serve`'s defaults and the one home of
+// an experiment config's (ApplyDefaults, experiments/runner/config.h).
 struct RandomDatasetConfig {
   int64_t num_prompts = 1000;
   int32_t input_len = 1024;
