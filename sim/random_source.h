@@ -28,6 +28,15 @@ struct RandomDatasetConfig {
   uint64_t seed = 0;
 };
 
+// vLLM's random-dataset length range for a length `len` and range ratio
+// `r`: [max(1, floor(len (1 - r))), max(lo, ceil(len (1 + r)))], inclusive.
+// The one home of the rule: RandomSource and traces/synthetic's uniform
+// lengths both draw from it.
+struct LengthBounds {
+  int64_t lo = 1, hi = 1;
+};
+LengthBounds VllmRandomLengthBounds(int64_t len, double range_ratio);
+
 class RandomSource : public RequestSource {
  public:
   // Errors name the flag and its allowed range.
