@@ -19,6 +19,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "proto/text_format.h"
+#include "sim/base/hash.h"
 #include "sim/base/json_writer.h"
 #include "sim/base/status_macros.h"
 
@@ -44,20 +45,15 @@ std::string CellKeyOf(const Measurement& m) {
   }
   if (c.input_lens_size() > 0) {
     // Per-request lengths (and send times): one fingerprint (FNV-1a).
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](uint64_t x) {
-      for (int b = 0; b < 8; ++b) {
-        h ^= (x >> (8 * b)) & 0xff;
-        h *= 1099511628211ull;
-      }
-    };
+    Fnv1a64 fnv;
+    auto mix = [&fnv](uint64_t x) { fnv.AddU64(x); };
     for (int i = 0; i < c.input_lens_size(); ++i) {
       mix(static_cast<uint64_t>(c.input_lens(i)));
       mix(static_cast<uint64_t>(c.output_lens(i)));
     }
     for (double t : c.send_times_s()) mix(static_cast<uint64_t>(std::llround(t * 1e9)));
     for (int32_t i : c.unmeasured()) mix(static_cast<uint64_t>(i) | (1ull << 40));
-    absl::StrAppend(&key, absl::StrFormat("|lens%016x", h));
+    absl::StrAppend(&key, absl::StrFormat("|lens%016x", fnv.value()));
   }
   return key;
 }
