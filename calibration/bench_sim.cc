@@ -9,7 +9,7 @@
 #include "sim/base/status_macros.h"
 #include "sim/engine.h"
 #include "sim/random_source.h"
-#include "sim/router.h"
+#include "sim/simulation.h"
 #include "sim/vector_source.h"
 
 namespace servesim {
@@ -35,6 +35,10 @@ absl::Status ValidateBenchCell(const BenchCell& cell) {
         "output_tokens %d (>= 1) and client_overhead_s %g (>= 0) out of range",
         cell.max_concurrency, open ? 0 : 1, cell.num_prompts, cell.input_tokens,
         cell.output_tokens, cell.client_overhead_s));
+  }
+  if (!(cell.api_overhead_ms >= 0 && cell.api_overhead_ms <= 1e6)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "bench cell: api_overhead_ms %g out of range [0, 1e6]", cell.api_overhead_ms));
   }
   if (!(cell.request_rate > 0) || !(cell.burstiness > 0) || std::isinf(cell.burstiness)) {
     return absl::InvalidArgumentError(
@@ -152,28 +156,25 @@ absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
     source = std::make_unique<VectorSource>(std::move(reqs), "measured lengths");
   }
 
-  ClientConfig client;
-  client.max_concurrency = cell.max_concurrency;
-  client.request_rate = cell.request_rate;
-  client.burstiness = cell.burstiness;
-  client.seed = seed;
-  client.replay_arrivals = !cell.send_times_s.empty();
-  client.client_overhead_ns =
+  SimulationSpec spec;
+  spec.client.max_concurrency = cell.max_concurrency;
+  spec.client.request_rate = cell.request_rate;
+  spec.client.burstiness = cell.burstiness;
+  spec.client.seed = seed;
+  spec.client.replay_arrivals = !cell.send_times_s.empty();
+  spec.client.client_overhead_ns =
       static_cast<TimeNs>(std::llround(cell.client_overhead_s * 1e9));
+  spec.api_overhead_ms = cell.api_overhead_ms;
   ReplicaConfig replica;
   replica.scheduler = scheduler;
   replica.kv_cache = kv_cache;
   replica.step_model = &model;
   replica.description = "calibration bench cell";
-  std::vector<ReplicaConfig> replicas;
-  replicas.push_back(std::move(replica));
-  ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter("round-robin"));
-  EngineOptions options;
-  options.itl_exact_cap = 1 << 20;
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<Engine> engine,
-      Engine::Create(std::move(replicas), std::move(router), client, options));
-  RETURN_IF_ERROR(engine->Run(source.get()));
+  spec.replicas.push_back(std::move(replica));
+  spec.router = "round-robin";
+  spec.options.itl_exact_cap = 1 << 20;
+  ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
+                   Simulate(std::move(spec), source.get()));
   RunResult r = engine->Result();
   if (!cell.unmeasured.empty()) LeaveOutUnmeasured(engine->records(), cell.unmeasured, r);
   return r;

@@ -8,6 +8,9 @@
 // = output tokens / (last finish - first send)).
 // A fixed client-side cost per call (write-up A's CLI process) delays each
 // request's arrival at the server and counts in its latency.
+// The run itself is Simulate (sim/simulation.h), the pipeline simulate,
+// sweep and plan run: this file only chooses its inputs (the cell's
+// request source and client, several arrival draws, unmeasured requests).
 // Deterministic; O(steps x batch). Thread-compatible.
 #ifndef SERVESIM_CALIBRATION_BENCH_SIM_H_
 #define SERVESIM_CALIBRATION_BENCH_SIM_H_
@@ -30,6 +33,10 @@ struct BenchCell {
   int32_t input_tokens = 128;
   int32_t output_tokens = 128;
   double client_overhead_s = 0;
+  // The API server's latency per request (the profile's api_overhead_ms),
+  // added to the client overhead by Simulate (sim/simulation.h) exactly as
+  // `servesim simulate` adds it.
+  double api_overhead_ms = 0;
   // +inf: closed loop (all requests at once, max_concurrency in flight).
   // Finite: open loop with Gamma gaps of shape `burstiness`; the metrics
   // are then the mean over kOpenLoopRealizations arrival draws (seeds
@@ -75,8 +82,8 @@ struct BenchCellResult {
 
 // OK, or InvalidArgument naming the field and its allowed range: counts and
 // lengths >= 1 (max_concurrency >= 0 for an open loop), request_rate > 0,
-// burstiness in (0, inf), per-request arrays of num_prompts entries, send
-// times finite and nondecreasing, unmeasured indexes ascending, in range,
+// burstiness in (0, inf), api_overhead_ms in [0, 1e6], per-request arrays of num_prompts
+// entries, send times finite and nondecreasing, unmeasured indexes ascending, in range,
 // each a one-token request, and fewer than num_prompts.
 absl::Status ValidateBenchCell(const BenchCell& cell);
 

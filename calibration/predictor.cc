@@ -251,7 +251,7 @@ absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(
   std::map<std::string, std::shared_ptr<const StepTimeModel>> models;
   std::map<CellKey, BenchCellResult> results;
   const Parameter* api = params.Find(kApiOverheadParam);
-  const double api_overhead_s = api == nullptr ? 0.0 : std::max(0.0, api->value) / 1e3;
+  const double api_overhead_ms = api == nullptr ? 0.0 : std::max(0.0, api->value);
   const Parameter* extra = params.Find(kParallelCallExtraParam);
   const double parallel_extra_s = extra == nullptr ? 0.0 : extra->value;
   for (const Measurement& m : points_) {
@@ -261,7 +261,7 @@ absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(
       auto& model = models[key.run];
       if (model == nullptr) model = RebuildStepModel(d, params);
       BenchCell cell = key.cell;
-      cell.client_overhead_s += api_overhead_s;
+      cell.api_overhead_ms = api_overhead_ms;
       if (m.client().kind() == servesim::proto::ClientMethod::SAGEMAKER_PARALLEL_BATCH) {
         cell.client_overhead_s = std::max(0.0, cell.client_overhead_s + parallel_extra_s);
       }

@@ -37,9 +37,9 @@ namespace servesim {
 // Calibration-level parameter (not a step-time knob): fixed latency per
 // request between the client's send and the scheduler (API server, HTTP,
 // tokenization), in ms; added to every simulated cell's client overhead.
-// Predictor adds it (with ApiOverheadPrior) to the step model's parameters.
-// `simulate` should add it to ClientConfig::client_overhead_ns when a
-// profile carries it.
+// Predictor adds it (with ApiOverheadPrior) to the step model's parameters;
+// Simulate (sim/simulation.h) adds it to the client overhead, for validate
+// as for `simulate`.
 inline constexpr char kApiOverheadParam[] = "api_overhead_ms";
 Parameter ApiOverheadPrior();
 

@@ -19,6 +19,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "proto/text_format.h"
+#include "sim/base/hash.h"
 #include "sim/base/json_writer.h"
 #include "sim/base/status_macros.h"
 
@@ -44,20 +45,15 @@ std::string CellKeyOf(const Measurement& m) {
   }
   if (c.input_lens_size() > 0) {
     // Per-request lengths (and send times): one fingerprint (FNV-1a).
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](uint64_t x) {
-      for (int b = 0; b < 8; ++b) {
-        h ^= (x >> (8 * b)) & 0xff;
-        h *= 1099511628211ull;
-      }
-    };
+    Fnv1a64 fnv;
+    auto mix = [&fnv](uint64_t x) { fnv.AddU64(x); };
     for (int i = 0; i < c.input_lens_size(); ++i) {
       mix(static_cast<uint64_t>(c.input_lens(i)));
       mix(static_cast<uint64_t>(c.output_lens(i)));
     }
     for (double t : c.send_times_s()) mix(static_cast<uint64_t>(std::llround(t * 1e9)));
     for (int32_t i : c.unmeasured()) mix(static_cast<uint64_t>(i) | (1ull << 40));
-    absl::StrAppend(&key, absl::StrFormat("|lens%016x", h));
+    absl::StrAppend(&key, absl::StrFormat("|lens%016x", fnv.value()));
   }
   return key;
 }
@@ -439,14 +435,14 @@ absl::StatusOr<std::vector<GroupFit>> FitJointly(const std::vector<GroupData*>& 
   return out;
 }
 
-}  // namespace
+using GroupKey = std::pair<std::string, std::string>;  // (device, software build)
 
-absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
-                                               const FitConfig& fit_config,
-                                               const ValidateOptions& options) {
-  // Groups by (device, software build), in name order. Groups outside the
-  // device filter are kept only to be fitted with a reported joint partner.
-  std::map<std::pair<std::string, std::string>, GroupData> groups;
+// The measurements by (device, software build), in name order. Groups
+// outside the device filter are kept only to be fitted with a reported
+// joint partner. NotFound when the filter matches no measurement.
+absl::StatusOr<std::map<GroupKey, GroupData>> GroupMeasurements(
+    const MeasurementDb& db, const ValidateOptions& options) {
+  std::map<GroupKey, GroupData> groups;
   for (const Measurement& m : db.measurements()) {
     const auto* run = db.FindRun(m.run());
     GroupData& g = groups[{run->device(), run->software_build()}];
@@ -461,8 +457,14 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     return absl::NotFoundError(
         absl::StrFormat("validate: no measurements for device '%s'", options.device));
   }
-  // Joint fits whose members all have data; a group belongs to one at most.
-  std::map<std::pair<std::string, std::string>, int> joint_of;
+  return groups;
+}
+
+// The joint fits whose members all have data: group -> index in
+// fit_config.joint_fits. A group belongs to one at most.
+absl::StatusOr<std::map<GroupKey, int>> CompleteJointFits(
+    const FitConfig& fit_config, const std::map<GroupKey, GroupData>& groups) {
+  std::map<GroupKey, int> joint_of;
   for (int j = 0; j < fit_config.joint_fits_size(); ++j) {
     const auto& jf = fit_config.joint_fits(j);
     bool complete = jf.members_size() > 1;
@@ -479,107 +481,124 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       joint_of[key] = j;
     }
   }
-  // Which groups to fit: reported ones and their joint partners.
-  std::set<int> joints_needed;
-  for (const auto& [key, g] : groups) {
-    if (g.reported && joint_of.count(key)) joints_needed.insert(joint_of[key]);
+  return joint_of;
+}
+
+// The physics rule: a cell whose measured mean TTFT is below what fresh
+// prompts allow is excluded, every point of it.
+void ExcludeImpossibleTtftCells(const MeasurementDb& db, GroupData& g) {
+  std::map<std::string, std::string> bad_cells;
+  for (size_t i = 0; i < g.ids.size(); ++i) {
+    const Measurement& m = *db.FindMeasurement(g.ids[i]);
+    const ClientMethod& c = m.client();
+    if (m.metric() != servesim::proto::MEAN_TTFT_MS ||
+        c.kind() != ClientMethod::BENCH_SERVE_CLOSED_LOOP || c.input_lens_size() > 0 ||
+        !(m.value() > 0)) {
+      continue;
+    }
+    const Deployment* d = g.predictor->FindDeployment(m.run());
+    if (d == nullptr || d->graph == nullptr) continue;
+    const int32_t n =
+        c.num_prompts() > 0 ? c.num_prompts() : std::max(8, 2 * c.max_concurrency());
+    std::string why =
+        ImpossibleTtftReason(*d, c.max_concurrency(), n, c.input_tokens(), m.value());
+    if (!why.empty()) bad_cells[g.cells[i]] = why;
   }
-  for (auto& [key, g] : groups) {
-    const bool needed =
-        g.reported || (joint_of.count(key) && joints_needed.count(joint_of[key]));
-    if (!needed) continue;
-    ASSIGN_OR_RETURN(Predictor predictor, Predictor::Create(db, g.ids));
-    g.predictor.emplace(std::move(predictor));
-    for (const std::string& id : g.ids) {
-      const Measurement& m = *db.FindMeasurement(id);
-      FitPoint p;
-      p.measured = m.value();
-      p.rel_sigma = m.rel_sigma() > 0 ? m.rel_sigma() : 0.05;
-      p.use = m.fit() && !m.infeasible() && m.value() > 0;
-      g.pts.push_back(p);
-      g.cells.push_back(CellKeyOf(m));
-    }
-    // The physics rule: a cell whose measured mean TTFT is below what fresh
-    // prompts allow is excluded, every point of it.
-    g.excluded.assign(g.ids.size(), "");
-    std::map<std::string, std::string> bad_cells;
-    for (size_t i = 0; i < g.ids.size(); ++i) {
-      const Measurement& m = *db.FindMeasurement(g.ids[i]);
-      const ClientMethod& c = m.client();
-      if (m.metric() != servesim::proto::MEAN_TTFT_MS ||
-          c.kind() != ClientMethod::BENCH_SERVE_CLOSED_LOOP || c.input_lens_size() > 0 ||
-          !(m.value() > 0)) {
-        continue;
-      }
-      const Deployment* d = g.predictor->FindDeployment(m.run());
-      if (d == nullptr || d->graph == nullptr) continue;
-      const int32_t n =
-          c.num_prompts() > 0 ? c.num_prompts() : std::max(8, 2 * c.max_concurrency());
-      std::string why =
-          ImpossibleTtftReason(*d, c.max_concurrency(), n, c.input_tokens(), m.value());
-      if (!why.empty()) bad_cells[g.cells[i]] = why;
-    }
-    for (size_t i = 0; i < g.ids.size(); ++i) {
-      auto it = bad_cells.find(g.cells[i]);
-      if (it == bad_cells.end()) continue;
-      g.excluded[i] = it->second;
-      g.pts[i].use = false;
-    }
-    // The warm-up rule: a closed-loop cell whose mean TTFT one or two
-    // requests carry loses its mean and p99 TTFT (the median stays).
-    struct Ttfts {
-      double mean = 0, median = 0, p99 = 0;
-      int32_t n = 0;
-    };
-    std::map<std::string, Ttfts> ttfts;
-    for (size_t i = 0; i < g.ids.size(); ++i) {
-      const Measurement& m = *db.FindMeasurement(g.ids[i]);
-      const ClientMethod& c = m.client();
-      if (c.kind() != ClientMethod::BENCH_SERVE_CLOSED_LOOP || !(m.value() > 0)) continue;
-      Ttfts& t = ttfts[g.cells[i]];
-      t.n = c.num_prompts() > 0 ? c.num_prompts() : std::max(8, 2 * c.max_concurrency());
-      if (m.metric() == servesim::proto::MEAN_TTFT_MS) t.mean = m.value();
-      if (m.metric() == servesim::proto::MEDIAN_TTFT_MS) t.median = m.value();
-      if (m.metric() == servesim::proto::P99_TTFT_MS) t.p99 = m.value();
-    }
-    for (size_t i = 0; i < g.ids.size(); ++i) {
-      const Measurement& m = *db.FindMeasurement(g.ids[i]);
-      if (!g.excluded[i].empty() || (m.metric() != servesim::proto::MEAN_TTFT_MS &&
-                                     m.metric() != servesim::proto::P99_TTFT_MS)) {
-        continue;
-      }
-      auto it = ttfts.find(g.cells[i]);
-      if (it == ttfts.end()) continue;
-      const Ttfts& t = it->second;
-      std::string why = WarmupOutlierReason(t.n, t.mean, t.median, t.p99);
-      if (why.empty()) continue;
-      g.excluded[i] = std::move(why);
-      g.pts[i].use = false;
-    }
-    // Block labels of the passes with at least two blocks of fitted points.
-    if (!options.skip_loo) {
-      for (const char* pass :
-           {kLeaveOneInputLengthOut, kLeaveOneConcurrencyOut, kLeaveOneModelOut}) {
-        std::vector<std::string> labels;
-        std::set<std::string> used;
-        for (size_t i = 0; i < g.ids.size(); ++i) {
-          const Measurement& m = *db.FindMeasurement(g.ids[i]);
-          labels.push_back(
-              g.excluded[i].empty() ? BlockLabel(pass, m, *db.FindRun(m.run())) : "");
-          if (g.pts[i].use && !labels.back().empty()) used.insert(labels.back());
-        }
-        if (used.size() >= 2) g.block_labels[pass] = std::move(labels);
-      }
-    }
-    g.fo.jobs = options.jobs;
-    const FitSpec* spec = FindSpec(fit_config, g.device, g.build);
-    if (spec != nullptr) {
-      g.fo.free_parameters.assign(spec->free_parameters().begin(),
-                                  spec->free_parameters().end());
-      if (spec->huber_delta() > 0) g.fo.huber_delta = spec->huber_delta();
-    }
+  for (size_t i = 0; i < g.ids.size(); ++i) {
+    auto it = bad_cells.find(g.cells[i]);
+    if (it == bad_cells.end()) continue;
+    g.excluded[i] = it->second;
+    g.pts[i].use = false;
   }
-  std::map<std::pair<std::string, std::string>, GroupFit> fits;
+}
+
+// The warm-up rule: a closed-loop cell whose mean TTFT one or two requests
+// carry loses its mean and p99 TTFT (the median stays).
+void ExcludeWarmupOutliers(const MeasurementDb& db, GroupData& g) {
+  struct Ttfts {
+    double mean = 0, median = 0, p99 = 0;
+    int32_t n = 0;
+  };
+  std::map<std::string, Ttfts> ttfts;
+  for (size_t i = 0; i < g.ids.size(); ++i) {
+    const Measurement& m = *db.FindMeasurement(g.ids[i]);
+    const ClientMethod& c = m.client();
+    if (c.kind() != ClientMethod::BENCH_SERVE_CLOSED_LOOP || !(m.value() > 0)) continue;
+    Ttfts& t = ttfts[g.cells[i]];
+    t.n = c.num_prompts() > 0 ? c.num_prompts() : std::max(8, 2 * c.max_concurrency());
+    if (m.metric() == servesim::proto::MEAN_TTFT_MS) t.mean = m.value();
+    if (m.metric() == servesim::proto::MEDIAN_TTFT_MS) t.median = m.value();
+    if (m.metric() == servesim::proto::P99_TTFT_MS) t.p99 = m.value();
+  }
+  for (size_t i = 0; i < g.ids.size(); ++i) {
+    const Measurement& m = *db.FindMeasurement(g.ids[i]);
+    if (!g.excluded[i].empty() || (m.metric() != servesim::proto::MEAN_TTFT_MS &&
+                                   m.metric() != servesim::proto::P99_TTFT_MS)) {
+      continue;
+    }
+    auto it = ttfts.find(g.cells[i]);
+    if (it == ttfts.end()) continue;
+    const Ttfts& t = it->second;
+    std::string why = WarmupOutlierReason(t.n, t.mean, t.median, t.p99);
+    if (why.empty()) continue;
+    g.excluded[i] = std::move(why);
+    g.pts[i].use = false;
+  }
+}
+
+// Block labels of the passes with at least two blocks of fitted points.
+void LabelBlocks(const MeasurementDb& db, GroupData& g) {
+  for (const char* pass :
+       {kLeaveOneInputLengthOut, kLeaveOneConcurrencyOut, kLeaveOneModelOut}) {
+    std::vector<std::string> labels;
+    std::set<std::string> used;
+    for (size_t i = 0; i < g.ids.size(); ++i) {
+      const Measurement& m = *db.FindMeasurement(g.ids[i]);
+      labels.push_back(g.excluded[i].empty() ? BlockLabel(pass, m, *db.FindRun(m.run()))
+                                             : "");
+      if (g.pts[i].use && !labels.back().empty()) used.insert(labels.back());
+    }
+    if (used.size() >= 2) g.block_labels[pass] = std::move(labels);
+  }
+}
+
+// Everything a group needs before its fit: predictor, fit points, the
+// exclusion rules, block labels and fit options.
+absl::Status PrepareGroup(const MeasurementDb& db, const FitConfig& fit_config,
+                          const ValidateOptions& options, GroupData& g) {
+  ASSIGN_OR_RETURN(Predictor predictor, Predictor::Create(db, g.ids));
+  g.predictor.emplace(std::move(predictor));
+  for (const std::string& id : g.ids) {
+    const Measurement& m = *db.FindMeasurement(id);
+    FitPoint p;
+    p.measured = m.value();
+    p.rel_sigma = m.rel_sigma() > 0 ? m.rel_sigma() : 0.05;
+    p.use = m.fit() && !m.infeasible() && m.value() > 0;
+    g.pts.push_back(p);
+    g.cells.push_back(CellKeyOf(m));
+  }
+  g.excluded.assign(g.ids.size(), "");
+  ExcludeImpossibleTtftCells(db, g);
+  ExcludeWarmupOutliers(db, g);
+  if (!options.skip_loo) LabelBlocks(db, g);
+  g.fo.jobs = options.jobs;
+  const FitSpec* spec = FindSpec(fit_config, g.device, g.build);
+  if (spec != nullptr) {
+    g.fo.free_parameters.assign(spec->free_parameters().begin(),
+                                spec->free_parameters().end());
+    if (spec->huber_delta() > 0) g.fo.huber_delta = spec->huber_delta();
+  }
+  return absl::OkStatus();
+}
+
+// Fits every prepared group: the joint fits in `joints_needed` first, then
+// the groups fitted alone (reported ones; with the block passes, every
+// group with a predictor, since leave-one-device-out learns priors from
+// the other devices' fits).
+absl::StatusOr<std::map<GroupKey, GroupFit>> FitGroups(
+    std::map<GroupKey, GroupData>& groups, const std::set<int>& joints_needed,
+    const FitConfig& fit_config, const ValidateOptions& options) {
+  std::map<GroupKey, GroupFit> fits;
   int fits_total = 0, fits_done = 0;
   for (int j : joints_needed) fits_total += fit_config.joint_fits(j).members_size();
   for (const auto& [key, gd] : groups) {
@@ -614,10 +633,6 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
       fits[{members[k]->device, members[k]->build}] = std::move(f[k]);
     }
   }
-
-  // The groups fitted alone (reported ones; with the block passes, every
-  // group with a predictor, since leave-one-device-out learns priors from
-  // the other devices' fits).
   for (auto& [key, gd] : groups) {
     if (!gd.predictor.has_value() || fits.count(key)) continue;
     progress(absl::StrCat(gd.device, " / ", gd.build));
@@ -646,234 +661,345 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     fits[key] = std::move(gf);
   }
   progress("");
+  return fits;
+}
+
+// One reported group: its GroupReport, and its points (in-sample and
+// held-out predictions, pass/fail) appended to `report`; the fitted points'
+// errors appended to fit_err / loo_err.
+absl::StatusOr<GroupReport> ReportGroupPoints(const MeasurementDb& db,
+                                              const GroupData& gd, const GroupFit& gf,
+                                              const ValidateOptions& options,
+                                              ValidationReport& report,
+                                              std::vector<double>& fit_err,
+                                              std::vector<double>& loo_err) {
+  const std::string& device = gd.device;
+  const std::string& build = gd.build;
+  const std::vector<std::string>& ids = gd.ids;
+  const Predictor& predictor = *gd.predictor;
+  const std::vector<FitPoint>& pts = gd.pts;
+  const std::vector<std::string>& cells = gd.cells;
+  const FitOptions& fo = gd.fo;
+  ASSIGN_OR_RETURN(std::vector<PointPrediction> in_sample, predictor.Predict(gf.params));
+  const std::vector<double>& held_out = gf.held_out;
+
+  GroupReport g;
+  g.device = device;
+  g.software_build = build;
+  g.free_parameters = fo.free_parameters;
+  g.fitted = gf.params;
+  g.converged = gf.converged;
+  g.iterations = gf.iterations;
+  g.joint_with = gf.joint_with;
+  g.shared_parameters = gf.shared;
+  g.joint_reason = gf.joint_reason;
+  g.joint_fit_points = gf.joint_fit_points;
+  g.covariance_names = gf.covariance_names;
+  g.covariance = gf.covariance;
+  std::set<std::string> fitted_cells;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (pts[i].use) fitted_cells.insert(cells[i]);
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Measurement& m = *db.FindMeasurement(ids[i]);
+    ValidatedPoint v;
+    v.id = m.id();
+    v.device = device;
+    v.software_build = build;
+    v.run = m.run();
+    v.metric = MetricName(m.metric());
+    v.unit = m.unit();
+    v.cell = absl::StrCat(m.provenance().writeup(), ": ", m.provenance().section(), ", ",
+                          m.provenance().cell());
+    v.measured = m.value();
+    v.predicted = in_sample[i].value;
+    v.held_out = held_out[i];
+    v.fitted = pts[i].use;
+    v.refit_without_cell = !options.skip_loo && fitted_cells.count(cells[i]) > 0;
+    v.measured_infeasible = m.infeasible();
+    v.predicted_feasible = in_sample[i].feasible;
+    v.estimated = in_sample[i].estimated_value;
+    v.tolerance_pct = m.tolerance_pct();
+    v.tolerance_rule = m.tolerance_rule();
+    v.note = in_sample[i].note;
+    v.error_pct = Pct(v.predicted, v.measured);
+    v.held_out_error_pct = Pct(v.held_out, v.measured);
+    v.excluded = gd.excluded[i];
+    for (const auto& [pass, pred] : gf.block_held_out) {
+      if (!gd.block_labels.at(pass)[i].empty()) {
+        v.block_held_out[pass] = pred[i];
+        v.block_of[pass] = gd.block_labels.at(pass)[i];
+      }
+    }
+    if (!v.excluded.empty()) {
+      report.excluded.push_back(absl::StrCat(v.id, ": ", v.excluded));
+    } else if (m.infeasible()) {
+      v.checked = true;
+      v.pass = !v.predicted_feasible;
+      v.tolerance_rule = "measured infeasible: the simulator must reject the cell";
+    } else if (m.metric() == servesim::proto::FITS_IN_MEMORY) {
+      v.checked = true;
+      v.pass = v.predicted == v.measured;
+      v.error_pct = v.held_out_error_pct = std::nan("");
+    } else if (m.tolerance_pct() > 0) {
+      v.checked = true;
+      v.pass = v.predicted_feasible && std::isfinite(v.held_out_error_pct) &&
+               std::abs(v.held_out_error_pct) <= m.tolerance_pct();
+      if (std::isfinite(v.held_out_error_pct) &&
+          std::abs(v.held_out_error_pct) > report.worst_held_out_error_pct) {
+        report.worst_held_out_error_pct = std::abs(v.held_out_error_pct);
+        report.worst_id = v.id;
+      }
+    }
+    if (v.fitted) {
+      fit_err.push_back(v.error_pct);
+      loo_err.push_back(v.held_out_error_pct);
+      const double e = std::abs(v.held_out_error_pct);
+      if (std::isfinite(e) && (g.worst_id.empty() || e > g.loo_max_ape)) {
+        g.worst_id = v.id;
+        g.loo_max_ape = e;
+      }
+    }
+    if (v.checked) {
+      ++report.num_checked;
+      if (!v.pass) ++report.num_failed;
+    }
+    report.points.push_back(std::move(v));
+  }
+  return g;
+}
+
+// The leave-one-input-length / concurrency / model-out passes of one
+// reported group (the refits ran in FitGroups), graded on `points`, the
+// group's points in the report.
+void ReportBlockPasses(const GroupData& gd, const ValidateOptions& options,
+                       const ValidatedPoint* points, ValidationReport& report) {
+  for (const char* pass :
+       {kLeaveOneInputLengthOut, kLeaveOneConcurrencyOut, kLeaveOneModelOut}) {
+    BlockPass bp;
+    bp.pass = pass;
+    bp.device = gd.device;
+    bp.software_build = gd.build;
+    auto lit = gd.block_labels.find(pass);
+    bp.applicable = lit != gd.block_labels.end();
+    if (options.skip_loo) {
+      bp.note = "skipped (--no-held-out)";
+    } else if (!bp.applicable) {
+      bp.note = "not applicable: fewer than two blocks hold a fitted point";
+    } else {
+      std::map<std::string, std::vector<std::tuple<std::string, std::string, double>>>
+          by_block;
+      std::vector<std::tuple<std::string, std::string, double>> all;
+      for (size_t i = 0; i < gd.ids.size(); ++i) {
+        const ValidatedPoint& v = points[i];
+        auto it = v.block_held_out.find(pass);
+        if (it == v.block_held_out.end() || !BlockGraded(v.metric) ||
+            v.measured_infeasible || !(v.measured > 0)) {
+          continue;
+        }
+        const double e = Pct(it->second, v.measured);
+        by_block[lit->second[i]].emplace_back(v.id, v.metric, e);
+        all.emplace_back(v.id, v.metric, e);
+      }
+      for (const auto& [key, errs] : by_block) {
+        bp.blocks.push_back(BlockResult{key, ErrorsByMetric(errs)});
+      }
+      bp.overall = ErrorsByMetric(all);
+    }
+    report.blocks.push_back(std::move(bp));
+  }
+}
+
+// Leave-one-device-out of one reported group: no fit on this device; its
+// free efficiencies take the median of the values fitted on other devices'
+// groups that were not fitted jointly with a group of this device. Fills
+// the block predictions of `points` (the group's points in the report).
+absl::StatusOr<BlockPass> DeviceOutPass(
+    const GroupData& gd, const std::map<GroupKey, GroupData>& groups,
+    const std::map<GroupKey, GroupFit>& fits, const std::map<GroupKey, int>& joint_of,
+    const FitConfig& fit_config, const ValidateOptions& options, ValidatedPoint* points) {
+  const std::string& device = gd.device;
+  const std::vector<std::string>& ids = gd.ids;
+  const Predictor& predictor = *gd.predictor;
+  const FitOptions& fo = gd.fo;
+  BlockPass bp;
+  bp.pass = kLeaveOneDeviceOut;
+  bp.device = device;
+  bp.software_build = gd.build;
+  if (options.skip_loo) {
+    bp.note = "skipped (--no-held-out)";
+  } else if (!options.device.empty()) {
+    bp.note = "not applicable with --device (the other devices are not fitted)";
+  } else if (fo.free_parameters.empty()) {
+    bp.note = "not applicable: no free parameters (priors only)";
+  } else {
+    ParameterSet q = predictor.prior_params();
+    std::vector<std::string> learned;
+    int num_learned = 0;
+    for (const std::string& name : fo.free_parameters) {
+      // Only the efficiencies (fractions of a datasheet peak) transfer
+      // across devices; times and counts belong to a serving stack or
+      // a kernel and keep this device's prior.
+      const Parameter* own = q.Find(name);
+      if (own != nullptr && own->unit != "fraction") {
+        learned.push_back(
+            absl::StrFormat("%s prior %.4g (not an efficiency)", name, own->value));
+        continue;
+      }
+      std::vector<double> vals;
+      for (const auto& [okey, og] : groups) {
+        if (okey.first == device || !fits.count(okey)) continue;
+        if (joint_of.count(okey)) {
+          bool with_this_device = false;
+          const auto& jf = fit_config.joint_fits(joint_of.at(okey));
+          for (const auto& mem : jf.members()) with_this_device |= mem.device() == device;
+          if (with_this_device) continue;
+        }
+        if (std::find(og.fo.free_parameters.begin(), og.fo.free_parameters.end(), name) ==
+            og.fo.free_parameters.end()) {
+          continue;
+        }
+        const Parameter* fp = fits.at(okey).params.Find(name);
+        if (fp != nullptr) vals.push_back(fp->value);
+      }
+      Parameter* dst = q.FindMutable(name);
+      if (vals.empty() || dst == nullptr) {
+        learned.push_back(absl::StrFormat("%s prior %.4g (no other device fits it)", name,
+                                          dst == nullptr ? 0.0 : dst->value));
+        continue;
+      }
+      std::sort(vals.begin(), vals.end());
+      const size_t n = vals.size();
+      const double med = n % 2 ? vals[n / 2] : 0.5 * (vals[n / 2 - 1] + vals[n / 2]);
+      dst->value = std::clamp(med, dst->lower, dst->upper);
+      ++num_learned;
+      learned.push_back(
+          absl::StrFormat("%s %.4g (median of %d groups)", name, dst->value, n));
+    }
+    std::vector<double> pred(ids.size(), std::nan(""));
+    if (num_learned > 0) {
+      ASSIGN_OR_RETURN(pred, predictor.PredictValues(q));
+    }
+    std::vector<std::tuple<std::string, std::string, double>> all;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      ValidatedPoint& v = points[i];
+      if (!v.excluded.empty() || !BlockGraded(v.metric) || v.measured_infeasible ||
+          !(v.measured > 0)) {
+        continue;
+      }
+      v.block_held_out[kLeaveOneDeviceOut] = pred[i];
+      v.block_of[kLeaveOneDeviceOut] = device;
+      all.emplace_back(v.id, v.metric, Pct(pred[i], v.measured));
+    }
+    bp.applicable = !all.empty() && num_learned > 0;
+    bp.note = absl::StrCat("datasheet priors; learned from the other devices: ",
+                           absl::StrJoin(learned, ", "));
+    if (num_learned == 0) {
+      bp.note =
+          "not applicable: no other device's fit has any of these efficiencies free";
+      all.clear();
+      for (size_t i = 0; i < ids.size(); ++i) {
+        points[i].block_held_out.erase(kLeaveOneDeviceOut);
+        points[i].block_of.erase(kLeaveOneDeviceOut);
+      }
+    }
+    bp.overall = ErrorsByMetric(all);
+    if (bp.applicable) bp.blocks.push_back(BlockResult{device, bp.overall});
+  }
+  return bp;
+}
+
+// The acceptance targets of the fit config (shipped data only): each
+// block target on the block passes' errors, each point-set target on its
+// device's fitted, feasible points.
+void GradeTargets(const FitConfig& fit_config, ValidationReport& report) {
+  auto add = [&report](AggregateCheck a) {
+    a.pass = a.value <= a.limit;
+    ++report.num_checked;
+    if (!a.pass) ++report.num_failed;
+    report.aggregates.push_back(std::move(a));
+  };
+  for (const BlockPass& bp : report.blocks) {
+    if (!bp.applicable) continue;
+    for (const MetricError& me : bp.overall) {
+      const servesim::proto::BlockTarget* target = nullptr;
+      for (const servesim::proto::BlockTarget& t : fit_config.block_targets()) {
+        const bool pass =
+            std::find(t.passes().begin(), t.passes().end(), bp.pass) != t.passes().end();
+        const bool metric =
+            t.metrics().empty() || std::find(t.metrics().begin(), t.metrics().end(),
+                                             me.metric) != t.metrics().end();
+        if (pass && metric) {
+          target = &t;
+          break;
+        }
+      }
+      if (target == nullptr) continue;
+      for (const auto& limit : target->limits()) {
+        const std::string& what = limit.statistic();
+        AggregateCheck a;
+        a.name =
+            absl::StrFormat("%s / %s %s %s (%d points) %s", bp.device, bp.software_build,
+                            bp.pass, me.metric, me.num_points, what);
+        a.rule = absl::StrFormat("%s: %s %s %s <= %g%%", target->origin(), bp.pass,
+                                 me.metric, what, limit.limit_pct());
+        a.value = what == "MAPE" ? me.mape : std::abs(me.worst_error_pct);
+        a.limit = limit.limit_pct();
+        add(std::move(a));
+      }
+    }
+  }
+  for (const servesim::proto::PointSetTarget& t : fit_config.point_set_targets()) {
+    std::vector<double> errors;
+    for (const ValidatedPoint& v : report.points) {
+      if (v.device == t.device() && v.metric == t.metric() && !v.measured_infeasible &&
+          v.fitted) {
+        errors.push_back(v.held_out_error_pct);
+      }
+    }
+    if (errors.empty()) continue;
+    AggregateCheck a;
+    a.name = absl::StrFormat("%s (%d cells): held-out MAE", t.name(), errors.size());
+    a.rule = t.rule();
+    a.value = MeanMaxAbs(errors).first;
+    a.limit = t.limit_pct();
+    add(std::move(a));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
+                                               const FitConfig& fit_config,
+                                               const ValidateOptions& options) {
+  ASSIGN_OR_RETURN(auto groups, GroupMeasurements(db, options));
+  ASSIGN_OR_RETURN(const auto joint_of, CompleteJointFits(fit_config, groups));
+  // Which groups to fit: reported ones and their joint partners.
+  std::set<int> joints_needed;
+  for (const auto& [key, g] : groups) {
+    if (g.reported && joint_of.count(key)) joints_needed.insert(joint_of.at(key));
+  }
+  for (auto& [key, g] : groups) {
+    const bool needed =
+        g.reported || (joint_of.count(key) && joints_needed.count(joint_of.at(key)));
+    if (needed) RETURN_IF_ERROR(PrepareGroup(db, fit_config, options, g));
+  }
+  ASSIGN_OR_RETURN(const auto fits,
+                   FitGroups(groups, joints_needed, fit_config, options));
 
   ValidationReport report;
   std::vector<double> all_fit_err, all_loo_err;
-  for (auto& [key, gd] : groups) {
+  for (const auto& [key, gd] : groups) {
     if (!gd.reported) continue;
-    const std::string& device = gd.device;
-    const std::string& build = gd.build;
-    const std::vector<std::string>& ids = gd.ids;
-    const Predictor& predictor = *gd.predictor;
-    const std::vector<FitPoint>& pts = gd.pts;
-    const std::vector<std::string>& cells = gd.cells;
-    const FitOptions& fo = gd.fo;
-    const GroupFit& gf = fits.at(key);
-    ASSIGN_OR_RETURN(std::vector<PointPrediction> in_sample,
-                     predictor.Predict(gf.params));
-    const std::vector<double>& held_out = gf.held_out;
-
-    GroupReport g;
-    g.device = device;
-    g.software_build = build;
-    g.free_parameters = fo.free_parameters;
-    g.fitted = gf.params;
-    g.converged = gf.converged;
-    g.iterations = gf.iterations;
-    g.joint_with = gf.joint_with;
-    g.shared_parameters = gf.shared;
-    g.joint_reason = gf.joint_reason;
-    g.joint_fit_points = gf.joint_fit_points;
-    g.covariance_names = gf.covariance_names;
-    g.covariance = gf.covariance;
     std::vector<double> fit_err, loo_err;
-    std::set<std::string> fitted_cells;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (pts[i].use) fitted_cells.insert(cells[i]);
-    }
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const Measurement& m = *db.FindMeasurement(ids[i]);
-      ValidatedPoint v;
-      v.id = m.id();
-      v.device = device;
-      v.software_build = build;
-      v.run = m.run();
-      v.metric = MetricName(m.metric());
-      v.unit = m.unit();
-      v.cell = absl::StrCat(m.provenance().writeup(), ": ", m.provenance().section(),
-                            ", ", m.provenance().cell());
-      v.measured = m.value();
-      v.predicted = in_sample[i].value;
-      v.held_out = held_out[i];
-      v.fitted = pts[i].use;
-      v.refit_without_cell = !options.skip_loo && fitted_cells.count(cells[i]) > 0;
-      v.measured_infeasible = m.infeasible();
-      v.predicted_feasible = in_sample[i].feasible;
-      v.estimated = in_sample[i].estimated_value;
-      v.tolerance_pct = m.tolerance_pct();
-      v.tolerance_rule = m.tolerance_rule();
-      v.note = in_sample[i].note;
-      v.error_pct = Pct(v.predicted, v.measured);
-      v.held_out_error_pct = Pct(v.held_out, v.measured);
-      v.excluded = gd.excluded[i];
-      for (const auto& [pass, pred] : gf.block_held_out) {
-        if (!gd.block_labels.at(pass)[i].empty()) {
-          v.block_held_out[pass] = pred[i];
-          v.block_of[pass] = gd.block_labels.at(pass)[i];
-        }
-      }
-      if (!v.excluded.empty()) {
-        report.excluded.push_back(absl::StrCat(v.id, ": ", v.excluded));
-      } else if (m.infeasible()) {
-        v.checked = true;
-        v.pass = !v.predicted_feasible;
-        v.tolerance_rule = "measured infeasible: the simulator must reject the cell";
-      } else if (m.metric() == servesim::proto::FITS_IN_MEMORY) {
-        v.checked = true;
-        v.pass = v.predicted == v.measured;
-        v.error_pct = v.held_out_error_pct = std::nan("");
-      } else if (m.tolerance_pct() > 0) {
-        v.checked = true;
-        v.pass = v.predicted_feasible && std::isfinite(v.held_out_error_pct) &&
-                 std::abs(v.held_out_error_pct) <= m.tolerance_pct();
-        if (std::isfinite(v.held_out_error_pct) &&
-            std::abs(v.held_out_error_pct) > report.worst_held_out_error_pct) {
-          report.worst_held_out_error_pct = std::abs(v.held_out_error_pct);
-          report.worst_id = v.id;
-        }
-      }
-      if (v.fitted) {
-        fit_err.push_back(v.error_pct);
-        loo_err.push_back(v.held_out_error_pct);
-        const double e = std::abs(v.held_out_error_pct);
-        if (std::isfinite(e) && (g.worst_id.empty() || e > g.loo_max_ape)) {
-          g.worst_id = v.id;
-          g.loo_max_ape = e;
-        }
-      }
-      if (v.checked) {
-        ++report.num_checked;
-        if (!v.pass) ++report.num_failed;
-      }
-      report.points.push_back(std::move(v));
-    }
-    // Block passes of this group (the refits ran above).
-    const size_t first_point = report.points.size() - ids.size();
-    for (const char* pass :
-         {kLeaveOneInputLengthOut, kLeaveOneConcurrencyOut, kLeaveOneModelOut}) {
-      BlockPass bp;
-      bp.pass = pass;
-      bp.device = device;
-      bp.software_build = build;
-      auto lit = gd.block_labels.find(pass);
-      bp.applicable = lit != gd.block_labels.end();
-      if (options.skip_loo) {
-        bp.note = "skipped (--no-held-out)";
-      } else if (!bp.applicable) {
-        bp.note = "not applicable: fewer than two blocks hold a fitted point";
-      } else {
-        std::map<std::string, std::vector<std::tuple<std::string, std::string, double>>>
-            by_block;
-        std::vector<std::tuple<std::string, std::string, double>> all;
-        for (size_t i = 0; i < ids.size(); ++i) {
-          const ValidatedPoint& v = report.points[first_point + i];
-          auto it = v.block_held_out.find(pass);
-          if (it == v.block_held_out.end() || !BlockGraded(v.metric) ||
-              v.measured_infeasible || !(v.measured > 0)) {
-            continue;
-          }
-          const double e = Pct(it->second, v.measured);
-          by_block[lit->second[i]].emplace_back(v.id, v.metric, e);
-          all.emplace_back(v.id, v.metric, e);
-        }
-        for (const auto& [key, errs] : by_block) {
-          bp.blocks.push_back(BlockResult{key, ErrorsByMetric(errs)});
-        }
-        bp.overall = ErrorsByMetric(all);
-      }
-      report.blocks.push_back(std::move(bp));
-    }
-    // Leave-one-device-out: no fit on this device; its free efficiencies
-    // take the median of the values fitted on other devices' groups that
-    // were not fitted jointly with a group of this device.
-    {
-      BlockPass bp;
-      bp.pass = kLeaveOneDeviceOut;
-      bp.device = device;
-      bp.software_build = build;
-      if (options.skip_loo) {
-        bp.note = "skipped (--no-held-out)";
-      } else if (!options.device.empty()) {
-        bp.note = "not applicable with --device (the other devices are not fitted)";
-      } else if (fo.free_parameters.empty()) {
-        bp.note = "not applicable: no free parameters (priors only)";
-      } else {
-        ParameterSet q = predictor.prior_params();
-        std::vector<std::string> learned;
-        int num_learned = 0;
-        for (const std::string& name : fo.free_parameters) {
-          // Only the efficiencies (fractions of a datasheet peak) transfer
-          // across devices; times and counts belong to a serving stack or
-          // a kernel and keep this device's prior.
-          const Parameter* own = q.Find(name);
-          if (own != nullptr && own->unit != "fraction") {
-            learned.push_back(
-                absl::StrFormat("%s prior %.4g (not an efficiency)", name, own->value));
-            continue;
-          }
-          std::vector<double> vals;
-          for (const auto& [okey, og] : groups) {
-            if (okey.first == device || !fits.count(okey)) continue;
-            if (joint_of.count(okey)) {
-              bool with_this_device = false;
-              const auto& jf = fit_config.joint_fits(joint_of.at(okey));
-              for (const auto& mem : jf.members())
-                with_this_device |= mem.device() == device;
-              if (with_this_device) continue;
-            }
-            if (std::find(og.fo.free_parameters.begin(), og.fo.free_parameters.end(),
-                          name) == og.fo.free_parameters.end()) {
-              continue;
-            }
-            const Parameter* fp = fits.at(okey).params.Find(name);
-            if (fp != nullptr) vals.push_back(fp->value);
-          }
-          Parameter* dst = q.FindMutable(name);
-          if (vals.empty() || dst == nullptr) {
-            learned.push_back(absl::StrFormat("%s prior %.4g (no other device fits it)",
-                                              name, dst == nullptr ? 0.0 : dst->value));
-            continue;
-          }
-          std::sort(vals.begin(), vals.end());
-          const size_t n = vals.size();
-          const double med = n % 2 ? vals[n / 2] : 0.5 * (vals[n / 2 - 1] + vals[n / 2]);
-          dst->value = std::clamp(med, dst->lower, dst->upper);
-          ++num_learned;
-          learned.push_back(
-              absl::StrFormat("%s %.4g (median of %d groups)", name, dst->value, n));
-        }
-        std::vector<double> pred(ids.size(), std::nan(""));
-        if (num_learned > 0) {
-          ASSIGN_OR_RETURN(pred, predictor.PredictValues(q));
-        }
-        std::vector<std::tuple<std::string, std::string, double>> all;
-        for (size_t i = 0; i < ids.size(); ++i) {
-          ValidatedPoint& v = report.points[first_point + i];
-          if (!v.excluded.empty() || !BlockGraded(v.metric) || v.measured_infeasible ||
-              !(v.measured > 0)) {
-            continue;
-          }
-          v.block_held_out[kLeaveOneDeviceOut] = pred[i];
-          v.block_of[kLeaveOneDeviceOut] = device;
-          all.emplace_back(v.id, v.metric, Pct(pred[i], v.measured));
-        }
-        bp.applicable = !all.empty() && num_learned > 0;
-        bp.note = absl::StrCat("datasheet priors; learned from the other devices: ",
-                               absl::StrJoin(learned, ", "));
-        if (num_learned == 0) {
-          bp.note =
-              "not applicable: no other device's fit has any of these efficiencies free";
-          all.clear();
-          for (size_t i = 0; i < ids.size(); ++i) {
-            report.points[first_point + i].block_held_out.erase(kLeaveOneDeviceOut);
-            report.points[first_point + i].block_of.erase(kLeaveOneDeviceOut);
-          }
-        }
-        bp.overall = ErrorsByMetric(all);
-        if (bp.applicable) bp.blocks.push_back(BlockResult{device, bp.overall});
-      }
-      report.blocks.push_back(std::move(bp));
-    }
+    ASSIGN_OR_RETURN(GroupReport g, ReportGroupPoints(db, gd, fits.at(key), options,
+                                                      report, fit_err, loo_err));
+    const size_t first_point = report.points.size() - gd.ids.size();
+    ReportBlockPasses(gd, options, &report.points[first_point], report);
+    ASSIGN_OR_RETURN(BlockPass device_out,
+                     DeviceOutPass(gd, groups, fits, joint_of, fit_config, options,
+                                   &report.points[first_point]));
+    report.blocks.push_back(std::move(device_out));
     g.num_fit_points = static_cast<int>(fit_err.size());
     std::tie(g.fit_mape, g.fit_max_ape) = MeanMaxAbs(fit_err);
     std::tie(g.loo_mape, g.loo_max_ape) = MeanMaxAbs(loo_err);
@@ -883,65 +1009,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
   }
   report.overall_fit_mape = MeanMaxAbs(all_fit_err).first;
   report.overall_loo_mape = MeanMaxAbs(all_loo_err).first;
-
-  // Pass/fail on the block errors (issue 13's targets, shipped data only).
-  if (options.shipped_data_checks) {
-    for (const BlockPass& bp : report.blocks) {
-      if (!bp.applicable) continue;
-      const bool length_or_conc =
-          bp.pass == kLeaveOneInputLengthOut || bp.pass == kLeaveOneConcurrencyOut;
-      for (const MetricError& me : bp.overall) {
-        std::vector<std::pair<std::string, double>> limits;  // (what, limit)
-        if (length_or_conc && me.metric == "output_throughput") {
-          limits = {{"MAPE", 10}, {"worst", 25}};
-        } else if (length_or_conc &&
-                   (me.metric == "mean_ttft_ms" || me.metric == "median_ttft_ms" ||
-                    me.metric == "median_tpot_ms")) {
-          limits = {{"MAPE", 15}};
-        } else if ((length_or_conc && me.metric == "p99_ttft_ms") ||
-                   bp.pass == kLeaveOneDeviceOut) {
-          limits = {{"MAPE", 25}};
-        } else if (bp.pass == kLeaveOneModelOut) {
-          limits = {{"MAPE", 12}};
-        }
-        for (const auto& [what, limit] : limits) {
-          AggregateCheck a;
-          a.name =
-              absl::StrFormat("%s / %s %s %s (%d points) %s", bp.device,
-                              bp.software_build, bp.pass, me.metric, me.num_points, what);
-          a.rule = absl::StrFormat("issue 13: %s %s %s <= %g%%", bp.pass, me.metric, what,
-                                   limit);
-          a.value = what == "MAPE" ? me.mape : std::abs(me.worst_error_pct);
-          a.limit = limit;
-          a.pass = a.value <= a.limit;
-          report.aggregates.push_back(a);
-          ++report.num_checked;
-          if (!a.pass) ++report.num_failed;
-        }
-      }
-    }
-  }
-
-  // The MI300X grid: held-out MAE over the 12 feasible cells <= 10%.
-  std::vector<double> grid;
-  for (const ValidatedPoint& v : report.points) {
-    if (v.device == "mi300x" && v.metric == "output_throughput" &&
-        !v.measured_infeasible && v.fitted) {
-      grid.push_back(v.held_out_error_pct);
-    }
-  }
-  if (!grid.empty() && options.shipped_data_checks) {
-    AggregateCheck a;
-    a.name = absl::StrFormat("mi300x output throughput grid (%d cells): held-out MAE",
-                             grid.size());
-    a.rule = "MI300X output throughput: 12 cells held-out MAE <= 10%";
-    a.value = MeanMaxAbs(grid).first;
-    a.limit = 10;
-    a.pass = a.value <= a.limit;
-    report.aggregates.push_back(a);
-    ++report.num_checked;
-    if (!a.pass) ++report.num_failed;
-  }
+  if (options.shipped_data_checks) GradeTargets(fit_config, report);
   if (options.device.empty() && options.shipped_data_checks) {
     report.consistency = CheckPublishedConsistency(db);
   }

@@ -123,6 +123,8 @@ struct GroupReport {
   std::vector<double> covariance;
 };
 
+// One acceptance target of the fit config, graded (FitConfig.block_targets
+// and point_set_targets, proto/calibration.proto).
 struct AggregateCheck {
   std::string name, rule;
   double value = 0, limit = 0;
@@ -148,7 +150,9 @@ struct ValidateOptions {
   std::string device;     // empty: every device
   bool skip_loo = false;  // also skips the block passes
   // Checks that only make sense on the shipped data (calibration/data):
-  // the MI300X grid MAE and the published tables' consistency.
+  // the fit config's acceptance targets (block_targets, point_set_targets
+  // in calibration/fit_config.textproto) and the published tables'
+  // consistency.
   bool shipped_data_checks = true;
   // Threads for the leave-one-cell-out refits; the report does not depend
   // on it.

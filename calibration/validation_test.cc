@@ -276,6 +276,32 @@ TEST(ValidationTest, MeasuredInfeasibleCellsAreRejectedBySimulator) {
   EXPECT_LT(std::abs(kv->error_pct), 0.01);
 }
 
+// The acceptance targets are data (calibration/fit_config.textproto's
+// block_targets and point_set_targets), not rules written in the code.
+TEST(ValidationTest, AcceptanceTargetsAreTheFitConfigs) {
+  auto db = MeasurementDb::FromSets(ShippedSets(), "test");
+  ASSERT_TRUE(db.ok()) << db.status();
+  ValidateOptions o;
+  o.device = "mi300x";
+  o.skip_loo = true;  // no block pass: only the point-set targets grade
+  servesim::proto::FitConfig c = Config();
+  ASSERT_GT(c.point_set_targets_size(), 0);
+  c.mutable_point_set_targets(0)->set_name("the grid");
+  c.mutable_point_set_targets(0)->set_limit_pct(55);
+  c.mutable_point_set_targets(0)->set_rule("a rule from the data");
+  auto r = RunValidation(*db, c, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->aggregates.size(), 1u);
+  EXPECT_EQ(r->aggregates[0].name, "the grid (12 cells): held-out MAE");
+  EXPECT_EQ(r->aggregates[0].rule, "a rule from the data");
+  EXPECT_EQ(r->aggregates[0].limit, 55);
+  c.clear_point_set_targets();
+  auto none = RunValidation(*db, c, o);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->aggregates.empty());
+  EXPECT_EQ(none->num_checked, r->num_checked - 1);
+}
+
 TEST(ValidationTest, PlannerSays26bDoesNotFitOneT4) {
   const ValidationReport r = RunFor(ShippedSets(), "t4", /*skip_loo=*/true);
   const ValidatedPoint* p = Find(r, "t4/fits_in_memory/26b-a4b");

@@ -18,6 +18,7 @@
 #include "hwmodels/embedded_data.h"
 #include "hwmodels/model_arch.h"
 #include "proto/text_format.h"
+#include "sim/base/hash.h"
 #include "sim/base/status_macros.h"
 
 namespace servesim {
@@ -112,12 +113,7 @@ std::string Join(const char* const (&set)[N]) {
 }  // namespace
 
 std::string ContentHash(std::string_view bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return absl::StrFormat("fnv1a64:%016x", h);
+  return absl::StrFormat("fnv1a64:%016x", Fnv1a64Hash(bytes));
 }
 
 absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,

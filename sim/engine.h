@@ -2,7 +2,8 @@
 // Start here: this loop drives everything. Then scheduler.h (vLLM's step
 // rules and preemption), kv_cache.h (blocks, sliding windows, prefix
 // cache), step_time_model.h (the interface hwmodels/ implements), client.h
-// and router.h (the front end), metrics.h and report.h (the outputs).
+// and router.h (the front end), metrics.h and report.h (the outputs),
+// simulation.h (the one pipeline every caller runs an engine through).
 // request.h and request_source.h are the data types; the utilities every
 // folder shares (status macros, threads, random, JSON, hash) are sim/base/
 // (guide: sim/base/status_macros.h). docs/architecture.md: the whole picture.

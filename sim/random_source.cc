@@ -28,17 +28,22 @@ absl::StatusOr<std::unique_ptr<RandomSource>> RandomSource::Create(
   return std::unique_ptr<RandomSource>(new RandomSource(config));
 }
 
+LengthBounds VllmRandomLengthBounds(int64_t len, double range_ratio) {
+  LengthBounds b;
+  const double l = static_cast<double>(len);
+  b.lo = std::max<int64_t>(1, static_cast<int64_t>(std::floor(l * (1 - range_ratio))));
+  b.hi = std::max<int64_t>(b.lo, static_cast<int64_t>(std::ceil(l * (1 + range_ratio))));
+  return b;
+}
+
 RandomSource::RandomSource(const RandomDatasetConfig& config)
     : config_(config), rng_(StreamSeed(config.seed, RngStream::kDatasetLengths)) {
-  const double r = config.range_ratio;
-  in_lo_ =
-      std::max<int64_t>(1, static_cast<int64_t>(std::floor(config.input_len * (1 - r))));
-  in_hi_ = std::max<int64_t>(in_lo_,
-                             static_cast<int64_t>(std::ceil(config.input_len * (1 + r))));
-  out_lo_ =
-      std::max<int64_t>(1, static_cast<int64_t>(std::floor(config.output_len * (1 - r))));
-  out_hi_ = std::max<int64_t>(
-      out_lo_, static_cast<int64_t>(std::ceil(config.output_len * (1 + r))));
+  const LengthBounds in = VllmRandomLengthBounds(config.input_len, config.range_ratio);
+  const LengthBounds out = VllmRandomLengthBounds(config.output_len, config.range_ratio);
+  in_lo_ = in.lo;
+  in_hi_ = in.hi;
+  out_lo_ = out.lo;
+  out_hi_ = out.hi;
 }
 
 absl::StatusOr<bool> RandomSource::Next(RequestSpec& out) {

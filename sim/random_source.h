@@ -18,6 +18,8 @@
 
 namespace servesim {
 
+// The initialisers are `vllm bench serve`'s defaults and the one home of
+// an experiment config's (ApplyDefaults, experiments/runner/config.h).
 struct RandomDatasetConfig {
   int64_t num_prompts = 1000;
   int32_t input_len = 1024;
@@ -25,6 +27,15 @@ struct RandomDatasetConfig {
   double range_ratio = 0;
   uint64_t seed = 0;
 };
+
+// vLLM's random-dataset length range for a length `len` and range ratio
+// `r`: [max(1, floor(len (1 - r))), max(lo, ceil(len (1 + r)))], inclusive.
+// The one home of the rule: RandomSource and traces/synthetic's uniform
+// lengths both draw from it.
+struct LengthBounds {
+  int64_t lo = 1, hi = 1;
+};
+LengthBounds VllmRandomLengthBounds(int64_t len, double range_ratio);
 
 class RandomSource : public RequestSource {
  public:

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sim/base/status_macros.h"
+#include "sim/random_source.h"
 #include "traces/prefix_hash.h"
 #include "traces/trace_reader.h"
 
@@ -398,11 +399,8 @@ class SyntheticSource : public RequestSource {
         return {l.input_len, l.output_len};
       case LengthSpec::Kind::kUniform: {
         auto draw = [&](int32_t len) {
-          const int64_t lo =
-              std::max<int64_t>(1, static_cast<int64_t>(len * (1 - l.range_ratio)));
-          const int64_t hi =
-              std::max<int64_t>(lo, static_cast<int64_t>(len * (1 + l.range_ratio)));
-          return static_cast<int32_t>(lengths_.UniformInt(lo, hi));
+          const LengthBounds b = VllmRandomLengthBounds(len, l.range_ratio);
+          return static_cast<int32_t>(lengths_.UniformInt(b.lo, b.hi));
         };
         const int32_t in = draw(l.input_len);
         return {in, draw(l.output_len)};

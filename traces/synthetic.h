@@ -93,7 +93,7 @@ class ArrivalProcess {
 struct LengthSpec {
   enum class Kind {
     kFixed,      // input_len / output_len exactly
-    kUniform,    // vLLM random dataset: [len*(1-r), len*(1+r)], integers
+    kUniform,    // vLLM random dataset: VllmRandomLengthBounds (sim/random_source.h)
     kEmpirical,  // (input, output) pairs drawn jointly, with replacement
   };
   Kind kind = Kind::kFixed;

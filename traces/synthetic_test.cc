@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/random_source.h"
 #include "traces/drain_for_test.h"
 #include "traces/trace_reader.h"
 
@@ -246,6 +247,31 @@ TEST(SyntheticSourceTest, EmpiricalLengthsComeFromTheSample) {
     ++seen[r.input_tokens];
   }
   EXPECT_EQ(seen.size(), 3u);
+}
+
+// One rule for vLLM's random-dataset bounds: synthetic uniform lengths and
+// RandomSource (`simulate`'s random dataset) share VllmRandomLengthBounds.
+// 101 x 1.25 = 126.25: vLLM's ceil gives 127 (the synthetic source used to
+// truncate to 126), 101 x 0.75 = 75.75: floor 75.
+TEST(SyntheticSourceTest, UniformLengthsUseTheRandomDatasetsBounds) {
+  SyntheticOptions o = Base();
+  o.num_requests = 5000;
+  o.lengths.kind = LengthSpec::Kind::kUniform;
+  o.lengths.input_len = 101;
+  o.lengths.output_len = 101;
+  o.lengths.range_ratio = 0.25;
+  auto s = MakeSyntheticSource(o);
+  ASSERT_TRUE(s.ok());
+  int32_t lo = 1 << 30, hi = 0;
+  for (const auto& r : Drain(**s)) {
+    lo = std::min(lo, r.input_tokens);
+    hi = std::max(hi, r.input_tokens);
+  }
+  const LengthBounds b = VllmRandomLengthBounds(101, 0.25);
+  EXPECT_EQ(b.lo, 75);
+  EXPECT_EQ(b.hi, 127);
+  EXPECT_EQ(lo, b.lo);
+  EXPECT_EQ(hi, b.hi);
 }
 
 TEST(SyntheticSourceTest, ReservoirKeepsAtMostMaxSamplesInSourceOrder) {

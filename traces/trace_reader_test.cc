@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/base/hash.h"
 #include "traces/bench_result.h"
 #include "traces/parse_util.h"
 
@@ -235,6 +236,24 @@ TEST(BurstGptReaderTest, ModelFilterKeepsOneModelAndCountsTheRest) {
   EXPECT_EQ(r.requests[0].input_tokens, 40);
   EXPECT_EQ(r.stats.skipped[static_cast<int>(SkipReason::kModelFilter)], 2);
   EXPECT_EQ(r.stats.skipped[static_cast<int>(SkipReason::kFailedRequest)], 1);
+}
+
+// A non-numeric Session ID becomes the 63-bit FNV-1a of its text
+// (Fnv1a64, sim/base/hash.h): equal texts, equal sessions.
+TEST(BurstGptReaderTest, TextSessionIdsHashToStableIds) {
+  const std::string path = ::testing::TempDir() + "/burstgpt_text_sessions.csv";
+  std::ofstream(path) << "Timestamp,Session ID,Model,Request tokens,Response tokens,"
+                         "Total tokens,Log Type,Elapsed time\n"
+                         "5,conv-a,ChatGPT,10,5,15,Conversation log,1.0\n"
+                         "6,conv-b,ChatGPT,10,5,15,Conversation log,1.0\n"
+                         "7,conv-a,ChatGPT,10,5,15,Conversation log,1.0\n";
+  ReadAll r = Read(TraceFormat::kBurstGpt, path);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.requests.size(), 3u);
+  EXPECT_EQ(r.requests[0].session_id, static_cast<int64_t>(Fnv1a64Hash("conv-a") >> 1));
+  EXPECT_EQ(r.requests[2].session_id, r.requests[0].session_id);
+  EXPECT_NE(r.requests[1].session_id, r.requests[0].session_id);
+  EXPECT_GE(r.requests[1].session_id, 0);
 }
 
 TEST(BurstGptReaderTest, FailedRowIsAnErrorWhenNotSkipped) {

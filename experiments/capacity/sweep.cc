@@ -30,6 +30,7 @@
 #include "google/protobuf/message.h"
 #include "google/protobuf/text_format.h"
 #include "proto/text_format.h"
+#include "sim/base/hash.h"
 #include "sim/base/json_writer.h"
 #include "sim/base/parallel.h"
 #include "sim/base/status_macros.h"
@@ -375,12 +376,7 @@ uint64_t ConfigHash(const proto::ExperimentConfig& config) {
     cos.SetSerializationDeterministic(true);
     config.SerializeToCodedStream(&cos);
   }
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+  return Fnv1a64Hash(bytes);
 }
 
 std::string ConfigHashHex(const proto::ExperimentConfig& config) {

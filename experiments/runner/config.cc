@@ -51,12 +51,17 @@ void ApplyServerDefaults(proto::ServerConfig& s) {
 void ApplyDefaults(proto::ExperimentConfig& c) {
   ApplyServerDefaults(*c.mutable_server());
   proto::ClientConfig& cl = *c.mutable_client();
+  // The one home of the client defaults: the initialisers of the structs
+  // the config resolves to.
+  const RandomDatasetConfig kData;
+  const ClientConfig kClient;
   // With a trace, num_prompts 0 means every request of the trace.
-  if (cl.num_prompts() == 0 && cl.trace().empty()) cl.set_num_prompts(1000);
-  if (cl.random_input_len() == 0) cl.set_random_input_len(1024);
-  if (cl.random_output_len() == 0) cl.set_random_output_len(128);
-  if (!cl.has_burstiness()) cl.set_burstiness(1.0);
-  if (!cl.has_seed()) cl.set_seed(0);
+  if (cl.num_prompts() == 0 && cl.trace().empty())
+    cl.set_num_prompts(static_cast<int32_t>(kData.num_prompts));
+  if (cl.random_input_len() == 0) cl.set_random_input_len(kData.input_len);
+  if (cl.random_output_len() == 0) cl.set_random_output_len(kData.output_len);
+  if (!cl.has_burstiness()) cl.set_burstiness(kClient.burstiness);
+  if (!cl.has_seed()) cl.set_seed(kClient.seed);
   if (!cl.has_ignore_eos()) cl.set_ignore_eos(true);
 }
 
@@ -241,20 +246,20 @@ ClientConfig ToClientConfig(const proto::ClientConfig& cl) {
   // timeline (OpenRequestSource) rather than replacing it.
   c.replay_arrivals = !cl.trace().empty();
   c.request_rate = cl.request_rate() > 0 ? cl.request_rate() : kInf;
-  c.burstiness = cl.has_burstiness() ? cl.burstiness() : 1.0;
+  if (cl.has_burstiness()) c.burstiness = cl.burstiness();
   c.max_concurrency = cl.max_concurrency();
   c.client_overhead_ns = static_cast<TimeNs>(std::llround(cl.client_overhead_s() * 1e9));
-  c.seed = cl.has_seed() ? cl.seed() : 0;
+  if (cl.has_seed()) c.seed = cl.seed();
   return c;
 }
 
 RandomDatasetConfig ToRandomDataset(const proto::ClientConfig& cl) {
-  RandomDatasetConfig d;
-  d.num_prompts = cl.num_prompts() > 0 ? cl.num_prompts() : 1000;
-  d.input_len = cl.random_input_len() > 0 ? cl.random_input_len() : 1024;
-  d.output_len = cl.random_output_len() > 0 ? cl.random_output_len() : 128;
+  RandomDatasetConfig d;  // unset fields keep its initialisers (ApplyDefaults')
+  if (cl.num_prompts() > 0) d.num_prompts = cl.num_prompts();
+  if (cl.random_input_len() > 0) d.input_len = cl.random_input_len();
+  if (cl.random_output_len() > 0) d.output_len = cl.random_output_len();
   d.range_ratio = cl.random_range_ratio();
-  d.seed = cl.has_seed() ? cl.seed() : 0;
+  if (cl.has_seed()) d.seed = cl.seed();
   return d;
 }
 

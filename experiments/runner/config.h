@@ -19,12 +19,14 @@
 
 namespace servesim {
 
-// Fills unset fields with the documented defaults: the server's from
-// ServerSpec's initialisers (hwmodels/server_spec.h: dtype auto,
-// quantization none, gpu_memory_utilization 0.90, block_size 16, prefix
-// caching on, async scheduling on), the client's num_prompts 1000,
-// random_input_len 1024, random_output_len 128, burstiness 1, seed 0,
-// ignore_eos true, request_rate inf.
+// Fills unset fields with the defaults, whose one home is the initialisers
+// of the structs a config resolves to: the server's from ServerSpec
+// (hwmodels/server_spec.h: dtype auto, quantization none,
+// gpu_memory_utilization 0.90, block_size 16, prefix caching on, async
+// scheduling on), the client's from RandomDatasetConfig
+// (sim/random_source.h: num_prompts 1000, random_input_len 1024,
+// random_output_len 128) and ClientConfig (sim/client.h: burstiness 1,
+// seed 0, request_rate inf); ignore_eos true.
 void ApplyDefaults(proto::ExperimentConfig& config);
 // The server part of ApplyDefaults.
 void ApplyServerDefaults(proto::ServerConfig& server);

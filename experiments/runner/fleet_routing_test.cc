@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "sim/report.h"
 #include "sim/router_aware.h"
+#include "sim/simulation.h"
 
 namespace servesim {
 namespace {
@@ -74,8 +75,8 @@ Routed RunFleet(std::unique_ptr<Router> router) {
   absl::StatusOr<Fleet> fleet = BuildFleet(c);
   EXPECT_TRUE(fleet.ok()) << fleet.status();
   if (!fleet.ok()) return {};
-  ClientConfig client = ToClientConfig(c.client());
-  client.client_overhead_ns += static_cast<TimeNs>(fleet->api_overhead_ms * 1e6);
+  const ClientConfig client =
+      WithApiOverhead(ToClientConfig(c.client()), fleet->api_overhead_ms);
   absl::StatusOr<std::unique_ptr<RequestSource>> source = OpenRequestSource(c.client());
   EXPECT_TRUE(source.ok()) << source.status();
   CheckedRouter* checked = dynamic_cast<CheckedRouter*>(router.get());

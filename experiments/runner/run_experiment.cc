@@ -9,6 +9,7 @@
 #include "sim/base/status_macros.h"
 #include "sim/random_source.h"
 #include "sim/router.h"
+#include "sim/simulation.h"
 #include "traces/open_trace.h"
 #include "traces/transforms.h"
 
@@ -152,13 +153,17 @@ absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
       if (d.data_parallel_size > 1) router_name = "vllm-dp";
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter(router_name));
-  run.client = ToClientConfig(config.client());
-  run.client.client_overhead_ns += static_cast<TimeNs>(run.fleet.api_overhead_ms * 1e6);
+  // A bad --router fails before the trace is opened.
+  RETURN_IF_ERROR(MakeRouter(router_name).status());
+  SimulationSpec spec;
+  spec.replicas = run.fleet.replicas;
+  spec.router = router_name;
+  spec.client = ToClientConfig(config.client());
+  spec.api_overhead_ms = run.fleet.api_overhead_ms;
+  spec.options = options;
+  run.client = WithApiOverhead(spec.client, spec.api_overhead_ms);
   ASSIGN_OR_RETURN(run.source, OpenRequestSource(config.client()));
-  ASSIGN_OR_RETURN(run.engine, Engine::Create(run.fleet.replicas, std::move(router),
-                                              run.client, options));
-  RETURN_IF_ERROR(run.engine->Run(run.source.get(), observer));
+  ASSIGN_OR_RETURN(run.engine, Simulate(std::move(spec), run.source.get(), observer));
   return run;
 }
 

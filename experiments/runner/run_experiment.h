@@ -36,7 +36,8 @@ struct Fleet {
   // The API server's fixed latency per request (HTTP, tokenisation,
   // detokenisation) from the calibration profile's `api_overhead_ms`
   // (fitted by calibration/, e.g. from single-stream TTFT); 0 without a
-  // profile. Added to the client's per-request overhead, as validate does.
+  // profile. Added to the client's per-request overhead by Simulate
+  // (sim/simulation.h), as validate adds it.
   // A mixed fleet uses the largest of its deployments' values.
   double api_overhead_ms = 0;
 };
@@ -61,15 +62,16 @@ std::vector<std::string> UncalibratedWarnings(const std::vector<Deployment>& dep
 
 struct ExperimentRun {
   Fleet fleet;
-  ClientConfig client;
+  ClientConfig client;  // as the engine ran it: API overhead included
   std::unique_ptr<RequestSource> source;
   std::unique_ptr<Engine> engine;  // after Run: records(), Result(), ...
 };
 
-// Applies the documented defaults (ApplyDefaults), validates, builds and
-// runs. Deterministic: same config, same bytes. Errors: those of BuildFleet;
-// OutOfRange when the random requests are longer than a replica's resolved
-// max_model_len (every one would be rejected).
+// Applies the documented defaults (ApplyDefaults), validates, builds the
+// fleet and runs it through Simulate (sim/simulation.h, the pipeline
+// calibration's SimulateBenchCell runs too). Deterministic: same config, same bytes.
+// Errors: those of BuildFleet; OutOfRange when the random requests are longer than a
+// replica's resolved max_model_len (every one would be rejected).
 absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
                                             const EngineOptions& options = {},
                                             EngineObserver* observer = nullptr);

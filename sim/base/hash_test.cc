@@ -20,6 +20,18 @@ TEST(HashTest, HashCombineIsOrderDependent) {
   EXPECT_EQ(HashCombine(0, 0), SplitMix64Finalize(kGoldenGamma));
 }
 
+TEST(HashTest, Fnv1a64MatchesTheReferenceVectors) {
+  // The FNV reference vectors (offset basis for ""; "a"; "foobar").
+  EXPECT_EQ(Fnv1a64Hash(""), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(Fnv1a64Hash("a"), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(Fnv1a64Hash("foobar"), 0x85944171f73967e8ULL);
+  Fnv1a64 h;
+  h.AddU64(0x6162);  // "ba" then six zero bytes, least significant first
+  Fnv1a64 g;
+  g.Add(std::string_view("ba\0\0\0\0\0\0", 8));
+  EXPECT_EQ(h.value(), g.value());
+}
+
 TEST(IntMathTest, CeilDivKeepsSixtyFourBits) {
   EXPECT_EQ(CeilDiv(0, 16), 0);
   EXPECT_EQ(CeilDiv(16, 16), 1);

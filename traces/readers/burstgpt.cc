@@ -1,4 +1,5 @@
 // The burstgpt reader: BurstGPT traces (CSV).
+#include "sim/base/hash.h"
 #include "traces/readers/readers.h"
 
 namespace servesim::trace_internal {
@@ -60,9 +61,7 @@ class BurstGptReader : public CsvTraceReader {
         out.session_id = id;
       } else {
         // Non-numeric session ids: a stable 63-bit hash of the text.
-        uint64_t h = 1469598103934665603ULL;
-        for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-        out.session_id = static_cast<int64_t>(h >> 1);
+        out.session_id = static_cast<int64_t>(Fnv1a64Hash(s) >> 1);
       }
     }
     return true;
