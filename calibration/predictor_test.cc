@@ -131,7 +131,6 @@ TEST(PredictorTest, UnsimulatableClientIsRefusedNamingTheMeasurement) {
     EXPECT_NE(p.status().message().find(k.what), std::string::npos) << p.status();
   }
 }
-
 }  // namespace
 }  // namespace servesim
 
@@ -172,6 +171,43 @@ TEST(PredictorTest, FitRecoversTheTpuPerSequenceServingCost) {
   EXPECT_NEAR(fit->params.Get("host_seq_us"), 650, 65);
   EXPECT_NEAR(fit->params.Get("bw_eff_weights"), 0.75, 0.11);
   EXPECT_NEAR(fit->params.Get("flops_eff_gemm"), 0.7, 0.15);
+}
+
+// Synthetic recovery of the GEMM shape law (docs/step_model.md): write-up
+// A's T4 cells (three model sizes, 1 and 16 streams) simulated with known
+// gemm_w_half and flops_eff_gemm, then fitted from the device's priors.
+TEST(PredictorTest, FitRecoversTheGemmShapeConstantAcrossModelSizes) {
+  auto shipped = MeasurementDb::LoadDir(kRoot + "/calibration/data");
+  ASSERT_TRUE(shipped.ok()) << shipped.status();
+  std::vector<std::string> ids;
+  for (const char* m : {"e2b", "e4b", "12b"}) {
+    ids.push_back(absl::StrCat("t4/decode_rate/", m));
+    ids.push_back(absl::StrCat("t4/output_throughput_16par/", m));
+  }
+  auto p = Predictor::Create(*shipped, ids);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_NE(p->prior_params().Find("gemm_w_half"), nullptr);
+  ParameterSet truth = p->prior_params();
+  truth.FindMutable("gemm_w_half")->value = 1.5e5;
+  truth.FindMutable("flops_eff_gemm")->value = 0.2;
+  auto sim = p->PredictValues(truth);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  // The law is visible in the data: without it the same efficiency gives
+  // other throughputs.
+  ParameterSet off = truth;
+  off.FindMutable("gemm_w_half")->value = 0;
+  auto sim_off = p->PredictValues(off);
+  ASSERT_TRUE(sim_off.ok()) << sim_off.status();
+  EXPECT_GT((*sim_off)[1], 1.1 * (*sim)[1]);
+  std::vector<FitPoint> pts;
+  for (double v : *sim) pts.push_back(FitPoint{v, 0.01, true});
+  FitOptions fo;
+  fo.free_parameters = {"flops_eff_gemm", "gemm_w_half"};
+  const PredictFn fn = [&p](const ParameterSet& q) { return p->PredictValues(q); };
+  auto fit = FitParameters(p->prior_params(), pts, fn, fo);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->params.Get("gemm_w_half"), 1.5e5, 0.3e5);
+  EXPECT_NEAR(fit->params.Get("flops_eff_gemm"), 0.2, 0.03);
 }
 
 }  // namespace

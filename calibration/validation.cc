@@ -837,11 +837,13 @@ absl::StatusOr<BlockPass> DeviceOutPass(
     std::vector<std::string> learned;
     int num_learned = 0;
     for (const std::string& name : fo.free_parameters) {
-      // Only the efficiencies (fractions of a datasheet peak) transfer
-      // across devices; times and counts belong to a serving stack or
-      // a kernel and keep this device's prior.
+      // Only the efficiencies (fractions of a datasheet peak) and the
+      // GEMM shape law's constant (gemm_w_half, per compute unit: the
+      // device's unit count enters the law) transfer across devices;
+      // times and counts belong to a serving stack or a kernel and keep
+      // this device's prior.
       const Parameter* own = q.Find(name);
-      if (own != nullptr && own->unit != "fraction") {
+      if (own != nullptr && own->unit != "fraction" && name != "gemm_w_half") {
         learned.push_back(
             absl::StrFormat("%s prior %.4g (not an efficiency)", name, own->value));
         continue;

@@ -96,7 +96,7 @@ const char* const kPriorKeys[] = {
     "attn_unit_gbs",  "attn_units",       "host_step_us",     "host_seq_us",
     "host_token_us",  "kernel_launch_us", "device_step_us",   "moe_routing_us",
     "gemm_rows_exp",  "gemm_rows_sat",    "gemm_rows_floor",  "pad_tokens_min",
-    "pad_seqs_min"};
+    "pad_seqs_min",   "gemm_w_half"};
 const char* const kQuantKernels[] = {"marlin", "fp8", "int8"};
 
 template <size_t N>

@@ -62,6 +62,7 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
   }
   g->graph_capture_ = device.graph_capture();
   g->max_capture_ = device.max_graph_capture_size();
+  g->compute_units_ = std::max(1, device.compute_units());
   g->num_layers_ = static_cast<int32_t>(m.layers.size());
   g->num_experts_ = m.num_experts;
   g->top_k_ = m.experts_top_k;
@@ -103,6 +104,7 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     proj.flops[kAggTokens] = 2 * params;
     proj.bytes[kAggOne] = LinearBytes(f, params, h, static_cast<int>(act));
     proj.bytes[kAggTokens] = (h + nl * ple) * act;
+    proj.gemm_kernels = {{1.0, params}};
     Vertex v = add("per_layer_projection", proj);
     edge(prev, v);
     prev = v;
@@ -122,6 +124,7 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     qkv.flops[kAggTokens] = 2 * qkv_params;
     qkv.bytes[kAggOne] = LinearBytes(f, qkv_params, h, static_cast<int>(act));
     qkv.bytes[kAggTokens] = (h + q + 2 * kv) * act + 4 * h * act;  // + norms, residual
+    qkv.gemm_kernels = {{1.0, qkv_params}};
     Vertex vqkv = add(p + "qkv_proj", qkv);
 
     Operator ad;  // decode attention: one query per sequence
@@ -144,6 +147,7 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     o.flops[kAggTokens] = 2 * o_params;
     o.bytes[kAggOne] = LinearBytes(f, o_params, h, static_cast<int>(act));
     o.bytes[kAggTokens] = (q + h) * act;
+    o.gemm_kernels = {{1.0, q * h}};
     Vertex vo = add(p + "o_proj", o);
 
     edge(prev, vqkv);
@@ -162,6 +166,9 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
       ffn.bytes[kAggOne] =
           dense16 ? params * act : LinearBytes(f, params, h, static_cast<int>(act));
       ffn.bytes[kAggTokens] = (2 * h + 6.0 * l.intermediate_size) * act + 4 * h * act;
+      // gate_up (fused, 2 x h x I) and down (I x h).
+      ffn.gemm_kernels = {{2.0 / 3.0, 2 * h * l.intermediate_size},
+                          {1.0 / 3.0, h * l.intermediate_size}};
       Vertex v = add(p + "ffn", ffn);
       edge(prev, v);
       prev = v;
@@ -188,6 +195,7 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
   head.flops[kAggSeqs] = 2 * h * head_rows;
   head.bytes[kAggOne] = h * head_rows * act;
   head.bytes[kAggSeqs] = head_rows * 4 + 2 * h * act;
+  head.gemm_kernels = {{1.0, h * head_rows}};
   Vertex vh = add("lm_head", head);
   edge(prev, vh);
   Operator samp;  // softmax + sampling over fp32 logits
@@ -213,7 +221,7 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
       return o.op_class == vp.op.op_class && o.quantized == vp.op.quantized &&
              o.flops == vp.op.flops && o.bytes == vp.op.bytes &&
              o.unit_bytes_per_ctx == vp.op.unit_bytes_per_ctx &&
-             o.kv_heads == vp.op.kv_heads;
+             o.kv_heads == vp.op.kv_heads && o.gemm_kernels == vp.op.gemm_kernels;
     };
     auto it = std::find_if(g->ops_.begin(), g->ops_.end(), same);
     if (it != g->ops_.end()) {

@@ -185,6 +185,17 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
                   "rows below which the rows factor stops falling (decode batches: "
                   "their GEMMs stream weights, bandwidth bound)",
                   source("gemm_rows_floor")});
+    // Shape law (docs/step_model.md): a GEMM whose weight matrix gives each
+    // compute unit few elements (few output tiles per unit, short
+    // reductions) spends a larger share of its time in tile prologue and
+    // epilogue. 0: no shape dependence.
+    // Only where the device file sets it (other devices keep their formula).
+    const double w = prior("gemm_w_half", 0);
+    if (device.param_priors().contains("gemm_w_half"))
+      ps.push_back({"gemm_w_half", w, 0.0, 1e7, w, 5e5, 0, "elements/unit",
+                    "weight-matrix elements (N x K) per compute unit at which a GEMM "
+                    "reaches half of flops_eff_gemm",
+                    source("gemm_w_half")});
   }
   // XLA runs static shapes: the vLLM TPU model runner pads each step's
   // token count to the next power of two from pad_tokens_min and its
@@ -245,7 +256,8 @@ double RooflineStepModel::OpNs(const Operator& op, const AggVector& v) const {
       peak = g.peak_flops_16();
   }
   double fl_scale = 1;
-  if (op.op_class == OpClass::kGemm) fl_scale = RowsScale(v[GemmRowsIdx(op)]);
+  if (op.op_class == OpClass::kGemm)
+    fl_scale = RowsScale(v[GemmRowsIdx(op)]) * ShapeScale(op);
   if (op.quantized) {
     ef *= quant_eff_;
     eb *= quant_eff_;
@@ -281,6 +293,15 @@ double RooflineStepModel::RowsScale(double rows) const {
   if (i < rows_scale_.size() && static_cast<double>(i) == std::max(rows, 1.0))
     return rows_scale_[i];
   return std::pow(gemm_sat_ / std::max(rows, gemm_floor_), gemm_exp_);
+}
+
+double RooflineStepModel::ShapeScale(const Operator& op) const {
+  if (gemm_w_half_ <= 0 || op.gemm_kernels.empty()) return 1;
+  const double units = graph_->compute_units();
+  double s = 0;
+  for (const auto& [share, elems] : op.gemm_kernels)
+    s += share * (1 + gemm_w_half_ * units / std::max(elems, 1.0));
+  return s;
 }
 
 double RooflineStepModel::UnitNs(const Operator& op, const AggVector& v,
@@ -326,6 +347,7 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
   const double gemm_exp = std::max(0.0, ParamOr(params, "gemm_rows_exp", 0));
   m->gemm_sat_ = std::max(1.0, ParamOr(params, "gemm_rows_sat", 16384));
   m->gemm_floor_ = std::clamp(ParamOr(params, "gemm_rows_floor", 512), 1.0, m->gemm_sat_);
+  m->gemm_w_half_ = std::max(0.0, ParamOr(params, "gemm_w_half", 0));
   m->launch_ns_ = us("kernel_launch_us", 5);
   m->moe_routing_ns_ = us("moe_routing_us", 20) * g.num_moe_layers();
   m->eager_kernels_full_graph_ =
@@ -554,8 +576,12 @@ std::string RooflineStepModel::Describe() const {
       "(TPU), tokens and sequences padded to the next power of two at or above them "
       "before the operator costs, not the host terms). Compiled into ",
       pwl_tokens_.size(), "+", pwl_seqs_.size(), " piecewise-linear segments and ",
-      max_terms_.size(), " max terms, ", unit_terms_.size(),
-      " unit-bandwidth terms. Parameters:");
+      max_terms_.size(), " max terms, ", unit_terms_.size(), " unit-bandwidth terms.",
+      gemm_w_half_ > 0
+          ? " GEMM flops_eff also x sum over the op's kernels of FLOP share / (1 + "
+            "gemm_w_half x compute units / (N x K)) (shape law)."
+          : "",
+      " Parameters:");
   for (const Parameter& p : params_.params()) {
     absl::StrAppend(
         &s, absl::StrFormat(" %s=%.6g %s [%s]", p.name, p.value, p.unit, p.source));

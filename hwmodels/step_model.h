@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -78,6 +79,11 @@ struct Operator {
   // bandwidth: see attn_unit_gbs in PriorStepParameters.
   double unit_bytes_per_ctx = 0;
   double kv_heads = 0;
+  // Weight GEMMs only: the kernels the operator stands for (a fused QKV is
+  // one, the FFN two: gate_up and down), each as (share of the operator's
+  // FLOPs, weight-matrix elements N x K). The shape factor of
+  // gemm_w_half (PriorStepParameters) reads them; empty: no shape factor.
+  std::vector<std::pair<double, double>> gemm_kernels;
 };
 
 class CompiledStepGraph {
@@ -103,6 +109,9 @@ class CompiledStepGraph {
   int32_t num_moe_layers() const { return num_moe_layers_; }
   bool graph_capture() const { return graph_capture_; }
   int32_t max_graph_capture_size() const { return max_capture_; }
+  // Parallel units the device spreads a GEMM's output tiles over (SMs,
+  // CUs, TensorCores; the device file's compute_units, at least 1).
+  double compute_units() const { return compute_units_; }
   const std::string& description() const { return description_; }
 
   // Total FLOPs and bytes of a batch (for roofline bound checks).
@@ -117,6 +126,7 @@ class CompiledStepGraph {
   int32_t window_ = 0, num_experts_ = 0, top_k_ = 0, num_layers_ = 0, num_moe_layers_ = 0;
   bool graph_capture_ = false;
   int32_t max_capture_ = 0;
+  double compute_units_ = 1;
   std::string description_;
 };
 
@@ -161,6 +171,11 @@ class RooflineStepModel final : public StepTimeModel {
   // max(1, (gemm_rows_sat / max(rows, gemm_rows_floor))^gemm_rows_exp); 1
   // when the exponent is 0.
   double RowsScale(double rows) const;
+  // 1 / (GEMM FLOP efficiency from the operator's shape relative to
+  // flops_eff_gemm): sum over its kernels of share x (1 + gemm_w_half / w),
+  // w = N x K / compute units; 1 when gemm_w_half is 0 or the op has no
+  // kernel shapes.
+  double ShapeScale(const Operator& op) const;
   // The aggregate a GEMM's rows are counted in: sequences for an operator
   // with flops per sequence only (LM head), tokens otherwise.
   static int GemmRowsIdx(const Operator& op);
@@ -208,6 +223,7 @@ class RooflineStepModel final : public StepTimeModel {
   // Overheads (ns).
   double host_step_ns_ = 0, host_seq_ns_ = 0, host_token_ns_ = 0;
   double gemm_exp_ = 0, gemm_sat_ = 16384, gemm_floor_ = 512;
+  double gemm_w_half_ = 0;  // weight elements per compute unit (0: no shape factor)
   double device_step_ns_ = 0, launch_ns_ = 0, moe_routing_ns_ = 0;
   double pad_tokens_min_ = 0, pad_seqs_min_ = 0;
   double eager_kernels_full_graph_ = 0, eager_kernels_piecewise_ = 0;

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -312,6 +313,45 @@ TEST(StepModelTest, GemmEfficiencyGrowsWithRowsUpToSaturation) {
   EXPECT_LT(DecodeCost(*floored, 256, 100).device_ns,
             DecodeCost(*unfloored, 256, 100).device_ns);
   EXPECT_EQ(prefill(*floored, 2048), prefill(*unfloored, 2048));
+}
+
+// The GEMM shape law: efficiency x w / (w + gemm_w_half), w = N x K /
+// compute units per kernel. A compute-bound prefill slows where the law is
+// on, a model with larger matrices less than a small one, the compiled
+// formula equals the operator walk, and gemm_w_half 0 is the old model.
+TEST(StepModelTest, GemmShapeLawSlowsSmallMatricesOnManyUnits) {
+  auto prefill = [](const StepTimeModel& m, int32_t n) {
+    const PrefillChunk pf[] = {{n, 0}};
+    return static_cast<double>(m.Cost(StepBatch{pf, {}}).device_ns);
+  };
+  std::map<std::string, double> slowdown;
+  for (const char* model : {"gemma-4-e2b", "gemma-4-31b"}) {
+    Built b = Build("mi300x", model, "none");
+    ParameterSet p = b.d.params;
+    ASSERT_NE(p.FindMutable("gemm_w_half"), nullptr);
+    p.FindMutable("gemm_rows_exp")->value = 0;
+    p.FindMutable("gemm_w_half")->value = 0;
+    auto off = RebuildStepModel(b.d, p);
+    p.FindMutable("gemm_w_half")->value = 1e5;
+    auto on = RebuildStepModel(b.d, p);
+    slowdown[model] = prefill(*on, 8192) / prefill(*off, 8192);
+    const auto* rm = dynamic_cast<const RooflineStepModel*>(on.get());
+    ASSERT_NE(rm, nullptr);
+    for (int32_t n : {1, 37, 512, 3000, 8192}) {
+      const PrefillChunk pf[] = {{n, 100}};
+      const std::vector<int32_t> ctx(5, 900);
+      const StepBatch batch{pf, ctx};
+      const double fast = static_cast<double>(rm->Cost(batch).device_ns);
+      const double slow = static_cast<double>(rm->CostByWalk(batch).device_ns);
+      EXPECT_NEAR(fast, slow, 1e-9 * slow + 2) << model << " " << n;
+    }
+  }
+  // E2B's QKV (1,536 x 2,560) gives each of 304 CUs ~13k elements: far
+  // below 1e5, so its GEMMs run several times slower; 31B's matrices are
+  // ~7x larger.
+  EXPECT_GT(slowdown["gemma-4-e2b"], 2.0);
+  EXPECT_GT(slowdown["gemma-4-31b"], 1.05);
+  EXPECT_LT(slowdown["gemma-4-31b"], 0.6 * slowdown["gemma-4-e2b"]);
 }
 
 // The TPU build runs static shapes: a step's tokens are padded to the next
