@@ -180,7 +180,9 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   RETURN_IF_ERROR(CheckParallelism(d.device, d.model, spec));
   d.tensor_parallel_size = spec.tensor_parallel_size;
   d.data_parallel_size = spec.data_parallel_size;
-  const ModelArch rank = TensorParallelRank(d.model, d.tensor_parallel_size);
+  d.expert_parallel_size = ExpertParallelSize(d.model, spec);
+  const ModelArch rank =
+      TensorParallelRank(d.model, d.tensor_parallel_size, d.expert_parallel_size);
   if (d.tensor_parallel_size > 1) {
     ASSIGN_OR_RETURN(const CollectiveLink link, TensorParallelLink(d.device));
     d.collectives =
@@ -273,6 +275,12 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
     absl::StrAppend(&d.provenance, "; tensor parallel size ", d.tensor_parallel_size,
                     " (weights, memory and step per rank; collectives over ",
                     d.collective_link, ", datasheet figures, not calibrated)");
+  }
+  if (d.expert_parallel_size > 1) {
+    absl::StrAppend(
+        &d.provenance, "; expert parallel size ", d.expert_parallel_size, " (",
+        DescribeExpertSplit(d.model, d.tensor_parallel_size, d.expert_parallel_size),
+        "; uniform routing: each rank runs its share of the top-k rows)");
   }
   return d;
 }

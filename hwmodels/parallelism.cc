@@ -45,15 +45,18 @@ absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
         "allowed: 1, or replicas behind servesim's router (fleet { replicas { count: N "
         "} } in --config)"));
   }
-  if (spec.enable_expert_parallel) {
-    return absl::InvalidArgumentError(
-        "--enable-expert-parallel: not modelled yet; leave it out (experts are then "
-        "split by --tensor-parallel-size, as vLLM does without it)");
-  }
   const int32_t tp = spec.tensor_parallel_size;
   if (tp < 1 || tp > kMaxParallelSize) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--tensor-parallel-size: ", tp, " is out of range [1, ", kMaxParallelSize, "]"));
+  }
+  const int32_t ep = ExpertParallelSize(m, spec);
+  if (ep > m.num_experts && m.num_experts > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--enable-expert-parallel: the expert-parallel group of ", ep,
+        " ranks (--tensor-parallel-size x --data-parallel-size) exceeds the ",
+        m.num_experts, " experts of ", m.id, "; allowed: at most ", m.num_experts,
+        " ranks"));
   }
   const int32_t node = device.interconnect().max_devices_per_node();
   if (dp > 1 && dp * tp > std::max(node, 1)) {
@@ -94,7 +97,7 @@ absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
                        l.intermediate_size, " of layer ", i, " of ", m.id));
     }
   }
-  if (m.num_experts > 0 && m.expert_intermediate_size % tp != 0) {
+  if (m.num_experts > 0 && ep == 1 && m.expert_intermediate_size % tp != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tensor-parallel-size: ", tp, " does not divide the expert width ",
                      m.expert_intermediate_size, " of ", m.id));
@@ -102,15 +105,32 @@ absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
   return absl::OkStatus();
 }
 
-ModelArch TensorParallelRank(const ModelArch& m, int32_t tp) {
-  if (tp <= 1) return m;
+int32_t ExpertParallelSize(const ModelArch& m, const ServerSpec& spec) {
+  if (!spec.enable_expert_parallel || m.num_experts <= 0) return 1;
+  return std::max(1, spec.tensor_parallel_size) * std::max(1, spec.data_parallel_size);
+}
+
+int32_t ExpertsPerRank(int32_t num_experts, int32_t ep) {
+  return ep <= 1 ? num_experts : static_cast<int32_t>(CeilDiv(num_experts, ep));
+}
+
+double AllToAllBytesPerRank(double tokens, int32_t top_k, int32_t hidden, int act_bytes,
+                            int32_t ep) {
+  if (ep <= 1) return 0;
+  return tokens * top_k * hidden * act_bytes * (ep - 1) / ep;
+}
+
+ModelArch TensorParallelRank(const ModelArch& m, int32_t tp, int32_t ep) {
+  if (tp <= 1 && ep <= 1) return m;
   ModelArch r = m;
+  if (ep > 1) r.experts_per_rank = ExpertsPerRank(m.num_experts, ep);
+  if (tp <= 1) return r;
   for (LayerArch& l : r.layers) {
     l.num_q_heads /= tp;
     l.num_kv_heads = KvHeadsPerRank(l.num_kv_heads, tp);
     l.intermediate_size /= tp;
   }
-  r.expert_intermediate_size /= tp;
+  if (ep <= 1) r.expert_intermediate_size /= tp;  // EP: whole experts
   r.vocab_rows_per_rank = VocabRowsPerRank(m.vocab_size, tp);
   r.vision_encoder_params = CeilDiv(m.vision_encoder_params, int64_t{tp});
   r.audio_encoder_params = CeilDiv(m.audio_encoder_params, int64_t{tp});
@@ -131,6 +151,23 @@ std::string DescribeKvHeadSplit(const ModelArch& m, int32_t tp) {
     if (const int32_t r = KvHeadReplicas(l.num_kv_heads, tp); r > 1) {
       absl::StrAppend(&out, " (each held by ", r, " ranks)");
     }
+  }
+  return out;
+}
+
+std::string DescribeExpertSplit(const ModelArch& m, int32_t tp, int32_t ep) {
+  if (m.num_experts <= 0) return "";
+  if (ep <= 1) {
+    return absl::StrCat(m.num_experts, " experts, each split over TP ", tp, " (width ",
+                        m.expert_intermediate_size, " -> ",
+                        m.expert_intermediate_size / std::max(tp, 1), " per rank)");
+  }
+  const int32_t most = ExpertsPerRank(m.num_experts, ep);
+  std::string out = absl::StrCat(m.num_experts, " experts -> ", most,
+                                 " whole experts per rank (expert parallel ", ep, ")");
+  if (const int32_t fewer = m.num_experts % ep; fewer != 0) {
+    absl::StrAppend(&out, "; ", fewer, " ranks hold ", most, ", the others ", most - 1,
+                    " (the fullest rank sets the pool)");
   }
   return out;
 }

@@ -172,11 +172,16 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
       const double ie = m.expert_intermediate_size;
       const double expert_params = 3 * h * ie;
       const double router_params = h * m.num_experts;
-      moe.flops[kAggTokens] = 2 * (m.experts_top_k * expert_params + router_params);
+      // Expert parallelism: this rank holds local of the num_experts; under
+      // uniform routing it runs local / num_experts of the top_k x tokens
+      // expert rows and touches that share of the experts the batch hits.
+      const double local = static_cast<double>(m.LocalExperts()) / m.num_experts;
+      moe.flops[kAggTokens] =
+          2 * (local * m.experts_top_k * expert_params + router_params);
       moe.bytes[kAggExpertsTouched] =
-          LinearBytes(f, expert_params, h, static_cast<int>(act));
+          local * LinearBytes(f, expert_params, h, static_cast<int>(act));
       moe.bytes[kAggOne] = router_params * act;
-      moe.bytes[kAggTokens] = m.experts_top_k * (2 * h + 6 * ie) * act;
+      moe.bytes[kAggTokens] = local * m.experts_top_k * (2 * h + 6 * ie) * act;
       Vertex v = add(p + "experts", moe);
       edge(prev, v);
       prev = v;

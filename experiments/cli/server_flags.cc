@@ -67,7 +67,8 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
                         "engines behind vLLM's DP load balancer, each of\n"
                         "--tensor-parallel-size chips (default 1; dense models)");
   ep_ = cmd->add_flag("--enable-expert-parallel", ep_v_,
-                      "expert parallelism for MoE (not modelled yet)");
+                      "expert parallelism for MoE: whole experts spread\n"
+                      "over the TP x DP ranks");
   if (!with_calibration) return;
   calibration_ = cmd->add_option(
       "--calibration,--calibration-profile", calibration_v_,
