@@ -181,12 +181,13 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   d.tensor_parallel_size = spec.tensor_parallel_size;
   d.data_parallel_size = spec.data_parallel_size;
   d.expert_parallel_size = ExpertParallelSize(d.model, spec);
-  const ModelArch rank =
-      TensorParallelRank(d.model, d.tensor_parallel_size, d.expert_parallel_size);
-  if (d.tensor_parallel_size > 1) {
+  const ModelArch rank = TensorParallelRank(d.model, d.tensor_parallel_size,
+                                            d.expert_parallel_size, d.data_parallel_size);
+  if (d.tensor_parallel_size > 1 ||
+      (d.data_parallel_size > 1 && d.expert_parallel_size > 1)) {
     ASSIGN_OR_RETURN(const CollectiveLink link, TensorParallelLink(d.device));
-    d.collectives =
-        CompileCollectives(d.model, d.tensor_parallel_size, link, dtype_bytes);
+    d.collectives = CompileCollectives(d.model, d.tensor_parallel_size, link, dtype_bytes,
+                                       d.data_parallel_size, d.expert_parallel_size);
     d.collective_link = link.description;
   }
 
@@ -296,7 +297,7 @@ std::shared_ptr<const StepTimeModel> RebuildStepModel(const Deployment& d,
 
 std::shared_ptr<const StepTimeModel> WithCollectives(
     const Deployment& d, std::shared_ptr<const StepTimeModel> rank_model) {
-  if (d.tensor_parallel_size <= 1) return rank_model;
+  if (d.collectives.empty()) return rank_model;
   return std::make_shared<TensorParallelStepModel>(std::move(rank_model), d.collectives);
 }
 

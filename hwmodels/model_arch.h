@@ -50,6 +50,10 @@ struct ModelArch {
   int32_t LocalExperts() const {
     return experts_per_rank > 0 ? experts_per_rank : num_experts;
   }
+  // DP attention + EP experts (DP > 1): the DP ranks whose tokens reach
+  // this rank's experts, each taken to bring as many as this rank's own
+  // batch (set by TensorParallelRank; 1 otherwise).
+  int32_t expert_token_sources = 1;
   bool tie_word_embeddings = true;
   int64_t max_position_embeddings = 0;
   int64_t vision_encoder_params = 0;

@@ -289,9 +289,66 @@ TEST(CheckParallelismTest, RefusesWhatVllmRefuses) {
       << st;
   s.data_parallel_size = 2;
   st = CheckParallelism(l4, Model("gemma-4-26b-a4b"), s);
-  EXPECT_NE(st.message().find("with the MoE model gemma-4-26b-a4b is not modelled yet"),
+  EXPECT_NE(st.message().find("with the MoE model gemma-4-26b-a4b is modelled with "
+                              "--enable-expert-parallel only"),
             std::string::npos)
       << st;
+  s.enable_expert_parallel = true;  // DP attention + EP experts
+  EXPECT_TRUE(CheckParallelism(l4, Model("gemma-4-26b-a4b"), s).ok());
+}
+
+// DP attention + EP experts, 26B A4B bf16, DP d (TP 1, EP d): per MoE
+// layer one all-gather of the d ranks' tokens and one reduce-scatter back,
+// each L + (d - 1) / d x (d x tokens) x 2816 x 2 B / B. On a 1e11 B/s link
+// with 5 us latency: step 2 x 30 x 5 us = 300,000 ns; per own token 2 x 30
+// x (d - 1) x 5,632 B / 1e11 B/s = 3,379.2 ns at DP 2, 10,137.6 ns at DP 4.
+TEST(CollectiveCostTest, DataParallelExpertDispatchAndCombineByHand) {
+  const ModelArch m = Model("gemma-4-26b-a4b");
+  CollectiveLink link;
+  link.bytes_per_s = 1e11;
+  link.latency_s = 5e-6;
+  const TensorParallelCollectives c2 = CompileCollectives(m, 1, link, 2, 2, 2);
+  EXPECT_EQ(c2.dp_expert_collectives_per_step, 60);
+  EXPECT_EQ(c2.all_reduces_per_step, 0);  // TP 1
+  EXPECT_DOUBLE_EQ(c2.step_ns, 300000.0);
+  EXPECT_DOUBLE_EQ(c2.token_ns, 3379.2);
+  EXPECT_DOUBLE_EQ(c2.seq_ns, 0.0);
+  EXPECT_FALSE(c2.empty());
+  EXPECT_DOUBLE_EQ(CompileCollectives(m, 1, link, 2, 4, 4).token_ns, 10137.6);
+  // TP 2 x DP 2: the TP collectives plus the DP ones.
+  const TensorParallelCollectives t2 = CompileCollectives(m, 2, link, 2);
+  const TensorParallelCollectives t2d2 = CompileCollectives(m, 2, link, 2, 2, 4);
+  EXPECT_DOUBLE_EQ(t2d2.step_ns, t2.step_ns + 300000.0);
+  EXPECT_DOUBLE_EQ(t2d2.token_ns, t2.token_ns + 3379.2);
+  EXPECT_EQ(t2d2.all_reduces_per_step, t2.all_reduces_per_step);
+  // Dense models and EP 1 have no DP expert collectives.
+  EXPECT_TRUE(CompileCollectives(Model("gemma-4-31b"), 1, link, 2, 2, 1).empty());
+  EXPECT_TRUE(CompileCollectives(m, 1, link, 2, 2, 1).empty());
+  // The rank's experts serve both DP ranks' tokens (balanced).
+  const ModelArch r = TensorParallelRank(m, 1, 2, 2);
+  EXPECT_EQ(r.experts_per_rank, 64);
+  EXPECT_EQ(r.expert_token_sources, 2);
+  EXPECT_EQ(TensorParallelRank(m, 2, 2, 1).expert_token_sources, 1);
+}
+
+// 26B A4B on 2 MI300X as DP 2 + EP 2: each engine's rank holds the whole
+// attention and 64 whole experts (27,626,897,408 B, the EP 2 figure above).
+TEST(ExpertParallelDeploymentTest, Gemma26bA4bDp2OnMi300x) {
+  ServerSpec s;
+  s.device = "mi300x";
+  s.model = "gemma-4-26b-a4b";
+  s.max_model_len = 8192;
+  s.data_parallel_size = 2;
+  s.enable_expert_parallel = true;
+  auto d = BuildDeployment(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->expert_parallel_size, 2);
+  EXPECT_DOUBLE_EQ(d->memory.weights_gib, 27626897408.0 / (1024.0 * 1024 * 1024));
+  EXPECT_EQ(d->collectives.dp_expert_collectives_per_step, 60);
+  EXPECT_NE(d->step_model->Describe().find("TP 1, DP 2 collectives: 0 all-reduces + 60 "
+                                           "DP expert all-gathers / reduce-scatters"),
+            std::string::npos)
+      << d->step_model->Describe();
 }
 
 TEST(CheckParallelismTest, ExpertParallelGroupIsTpTimesDpAndAtMostTheExperts) {

@@ -64,7 +64,9 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
   g->max_capture_ = device.max_graph_capture_size();
   g->num_layers_ = static_cast<int32_t>(m.layers.size());
   g->num_experts_ = m.num_experts;
-  g->top_k_ = m.experts_top_k;
+  // The experts a step touches: top_k rows per token of every DP rank
+  // feeding them (expert_token_sources; 1 without DP attention).
+  g->top_k_ = m.experts_top_k * m.expert_token_sources;
   g->num_moe_layers_ = m.num_experts > 0 ? g->num_layers_ : 0;
   for (const LayerArch& l : m.layers)
     if (l.sliding) g->window_ = l.window;
@@ -175,7 +177,9 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
       // Expert parallelism: this rank holds local of the num_experts; under
       // uniform routing it runs local / num_experts of the top_k x tokens
       // expert rows and touches that share of the experts the batch hits.
-      const double local = static_cast<double>(m.LocalExperts()) / m.num_experts;
+      // DP attention: the experts also run the other DP ranks' tokens.
+      const double local =
+          static_cast<double>(m.LocalExperts()) * m.expert_token_sources / m.num_experts;
       moe.flops[kAggTokens] =
           2 * (local * m.experts_top_k * expert_params + router_params);
       moe.bytes[kAggExpertsTouched] =

@@ -119,7 +119,7 @@ void PrintText(const Deployment& d, const FitHints& hints) {
       d.model.id.c_str(), d.format.id.c_str(), d.dtype.c_str(), d.device.id().c_str(),
       s.max_model_len, s.max_num_batched_tokens, s.max_num_seqs,
       s.async_scheduling ? "async scheduling" : "sync scheduling");
-  if (d.tensor_parallel_size > 1) {
+  if (d.tensor_parallel_size > 1 || !d.collectives.empty()) {
     std::printf(
         "  per rank of tensor parallel %d (each of the %d %s holds the same shards; the "
         "KV "

@@ -154,6 +154,35 @@ TEST(MultichipCliTest, ExpertParallelOnMi300xTp2AndTp4) {
   EXPECT_NE(flag.out.find("expert parallel size 4"), std::string::npos) << flag.out;
 }
 
+// MoE with DP 8: DP attention + EP experts, the eight engines in
+// lock-step, priced as one MI300X x8 server; without
+// --enable-expert-parallel a clear error.
+TEST(MultichipCliTest, MoeDataParallelNeedsExpertParallelAndRunsInLockstep) {
+  const std::string base =
+      "simulate --device mi300x --model gemma-4-26b-a4b --max-model-len 8192 "
+      "--data-parallel-size 8 --num-prompts 16 --request-rate 8 --random-input-len 512 "
+      "--random-output-len 32 --date 20261201-093500";
+  CliRun no_ep = Servesim(base);
+  EXPECT_EQ(no_ep.exit_code, 2);
+  EXPECT_NE(no_ep.err.find("is modelled with --enable-expert-parallel only"),
+            std::string::npos)
+      << no_ep.err;
+  CliRun ep = Servesim(base + " --enable-expert-parallel");
+  ASSERT_EQ(ep.exit_code, 0) << ep.err;
+  EXPECT_NE(ep.out.find("1x mi300x DP8 digitalocean-amd-dev-cloud MI300X x8"),
+            std::string::npos)
+      << ep.out;
+  CliRun mem = Servesim(
+      "memory --device mi300x --model gemma-4-26b-a4b --max-model-len 8192 "
+      "--data-parallel-size 2 --enable-expert-parallel");
+  ASSERT_EQ(mem.exit_code, 0) << mem.err;
+  EXPECT_NE(mem.out.find("128 experts -> 64 whole experts per rank (expert parallel 2)"),
+            std::string::npos)
+      << mem.out;
+  EXPECT_NE(mem.out.find("60 DP expert all-gathers / reduce-scatters"), std::string::npos)
+      << mem.out;
+}
+
 TEST(MultichipCliTest, BadParallelSizesAreErrorsNamingTheFlag) {
   CliRun tp3 =
       Servesim(std::string("memory ") + kGemma31bOnL4 + " --tensor-parallel-size 3");
