@@ -197,11 +197,14 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   RETURN_IF_ERROR(CheckParallelism(d.device, d.model, spec));
   d.tensor_parallel_size = spec.tensor_parallel_size;
   d.data_parallel_size = spec.data_parallel_size;
-  const ModelArch rank = TensorParallelRank(d.model, d.tensor_parallel_size);
-  if (d.tensor_parallel_size > 1) {
+  d.expert_parallel_size = ExpertParallelSize(d.model, spec);
+  const ModelArch rank = TensorParallelRank(d.model, d.tensor_parallel_size,
+                                            d.expert_parallel_size, d.data_parallel_size);
+  if (d.tensor_parallel_size > 1 ||
+      (d.data_parallel_size > 1 && d.expert_parallel_size > 1)) {
     ASSIGN_OR_RETURN(const CollectiveLink link, TensorParallelLink(d.device));
-    d.collectives =
-        CompileCollectives(d.model, d.tensor_parallel_size, link, dtype_bytes);
+    d.collectives = CompileCollectives(d.model, d.tensor_parallel_size, link, dtype_bytes,
+                                       d.data_parallel_size, d.expert_parallel_size);
     d.collective_link = link.description;
   }
 
@@ -291,6 +294,12 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
                     " (weights, memory and step per rank; collectives over ",
                     d.collective_link, ", datasheet figures, not calibrated)");
   }
+  if (d.expert_parallel_size > 1) {
+    absl::StrAppend(
+        &d.provenance, "; expert parallel size ", d.expert_parallel_size, " (",
+        DescribeExpertSplit(d.model, d.tensor_parallel_size, d.expert_parallel_size),
+        "; uniform routing: each rank runs its share of the top-k rows)");
+  }
   return d;
 }
 
@@ -305,7 +314,7 @@ std::shared_ptr<const StepTimeModel> RebuildStepModel(const Deployment& d,
 
 std::shared_ptr<const StepTimeModel> WithCollectives(
     const Deployment& d, std::shared_ptr<const StepTimeModel> rank_model) {
-  if (d.tensor_parallel_size <= 1) return rank_model;
+  if (d.collectives.empty()) return rank_model;
   return std::make_shared<TensorParallelStepModel>(std::move(rank_model), d.collectives);
 }
 

@@ -105,6 +105,9 @@ struct Deployment {
   // Engines of this server (--data-parallel-size), each a replica of the
   // fleet behind vLLM's DP balancer; the instance holds DP x TP chips.
   int32_t data_parallel_size = 1;
+  // Expert parallelism: TP x DP with --enable-expert-parallel and an MoE
+  // model, else 1; memory and graph are then the fullest rank's.
+  int32_t expert_parallel_size = 1;
   TensorParallelCollectives collectives;
   std::string collective_link;  // CollectiveLink::description; empty at TP 1
 };

@@ -155,7 +155,7 @@ ParamCounts CountParams(const ModelArch& m) {
     c.dense_ffn += 3 * h * l.intermediate_size;
     if (l.moe) {
       c.experts +=
-          static_cast<double>(m.num_experts) * 3 * h * m.expert_intermediate_size;
+          static_cast<double>(m.LocalExperts()) * 3 * h * m.expert_intermediate_size;
       c.router += h * m.num_experts;
     }
   }

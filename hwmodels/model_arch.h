@@ -56,6 +56,17 @@ struct ModelArch {
   int32_t num_experts = 0;  // 0: dense
   int32_t experts_top_k = 0;
   int32_t expert_intermediate_size = 0;
+  // Routed experts this model holds: 0 for all num_experts; set by
+  // TensorParallelRank (hwmodels/parallelism.h) under expert parallelism to
+  // the most any rank holds. Routing (num_experts, top_k) stays global.
+  int32_t experts_per_rank = 0;
+  int32_t LocalExperts() const {
+    return experts_per_rank > 0 ? experts_per_rank : num_experts;
+  }
+  // DP attention + EP experts (DP > 1): the DP ranks whose tokens reach
+  // this rank's experts, each taken to bring as many as this rank's own
+  // batch (set by TensorParallelRank; 1 otherwise).
+  int32_t expert_token_sources = 1;
   bool tie_word_embeddings = true;
   int64_t max_position_embeddings = 0;
   int64_t vision_encoder_params = 0;

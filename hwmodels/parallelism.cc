@@ -36,24 +36,27 @@ absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
     return absl::InvalidArgumentError(absl::StrCat(
         "--data-parallel-size: ", dp, " is out of range [1, ", kMaxParallelSize, "]"));
   }
-  if (dp > 1 && m.num_experts > 0) {
-    // vLLM syncs the DP ranks of an MoE model every step (the experts span
-    // them: DP attention + EP/TP experts); that is not modelled.
+  if (dp > 1 && m.num_experts > 0 && !spec.enable_expert_parallel) {
+    // Without EP vLLM splits each expert over the DP x TP ranks; modelled:
+    // DP attention + EP experts only.
     return absl::InvalidArgumentError(absl::StrCat(
         "--data-parallel-size: ", dp, " with the MoE model ", m.id,
-        " is not modelled yet (its DP ranks share the experts and step together); "
-        "allowed: 1, or replicas behind servesim's router (fleet { replicas { count: N "
-        "} } in --config)"));
-  }
-  if (spec.enable_expert_parallel) {
-    return absl::InvalidArgumentError(
-        "--enable-expert-parallel: not modelled yet; leave it out (experts are then "
-        "split by --tensor-parallel-size, as vLLM does without it)");
+        " is modelled with --enable-expert-parallel only (DP attention + experts spread "
+        "whole over the DP x TP ranks); add it, or use replicas behind servesim's router "
+        "(fleet { replicas { count: N } } in --config)"));
   }
   const int32_t tp = spec.tensor_parallel_size;
   if (tp < 1 || tp > kMaxParallelSize) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--tensor-parallel-size: ", tp, " is out of range [1, ", kMaxParallelSize, "]"));
+  }
+  const int32_t ep = ExpertParallelSize(m, spec);
+  if (ep > m.num_experts && m.num_experts > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--enable-expert-parallel: the expert-parallel group of ", ep,
+        " ranks (--tensor-parallel-size x --data-parallel-size) exceeds the ",
+        m.num_experts, " experts of ", m.id, "; allowed: at most ", m.num_experts,
+        " ranks"));
   }
   const int32_t node = device.interconnect().max_devices_per_node();
   if (dp > 1 && dp * tp > std::max(node, 1)) {
@@ -94,7 +97,7 @@ absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
                        l.intermediate_size, " of layer ", i, " of ", m.id));
     }
   }
-  if (m.num_experts > 0 && m.expert_intermediate_size % tp != 0) {
+  if (m.num_experts > 0 && ep == 1 && m.expert_intermediate_size % tp != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tensor-parallel-size: ", tp, " does not divide the expert width ",
                      m.expert_intermediate_size, " of ", m.id));
@@ -102,15 +105,33 @@ absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
   return absl::OkStatus();
 }
 
-ModelArch TensorParallelRank(const ModelArch& m, int32_t tp) {
-  if (tp <= 1) return m;
+int32_t ExpertParallelSize(const ModelArch& m, const ServerSpec& spec) {
+  if (!spec.enable_expert_parallel || m.num_experts <= 0) return 1;
+  return std::max(1, spec.tensor_parallel_size) * std::max(1, spec.data_parallel_size);
+}
+
+int32_t ExpertsPerRank(int32_t num_experts, int32_t ep) {
+  return ep <= 1 ? num_experts : static_cast<int32_t>(CeilDiv(num_experts, ep));
+}
+
+double AllToAllBytesPerRank(double tokens, int32_t top_k, int32_t hidden, int act_bytes,
+                            int32_t ep) {
+  if (ep <= 1) return 0;
+  return tokens * top_k * hidden * act_bytes * (ep - 1) / ep;
+}
+
+ModelArch TensorParallelRank(const ModelArch& m, int32_t tp, int32_t ep, int32_t dp) {
+  if (tp <= 1 && ep <= 1) return m;
   ModelArch r = m;
+  if (ep > 1) r.experts_per_rank = ExpertsPerRank(m.num_experts, ep);
+  if (ep > 1 && dp > 1) r.expert_token_sources = dp;
+  if (tp <= 1) return r;
   for (LayerArch& l : r.layers) {
     l.num_q_heads /= tp;
     l.num_kv_heads = KvHeadsPerRank(l.num_kv_heads, tp);
     l.intermediate_size /= tp;
   }
-  r.expert_intermediate_size /= tp;
+  if (ep <= 1) r.expert_intermediate_size /= tp;  // EP: whole experts
   r.vocab_rows_per_rank = VocabRowsPerRank(m.vocab_size, tp);
   r.vision_encoder_params = CeilDiv(m.vision_encoder_params, int64_t{tp});
   r.audio_encoder_params = CeilDiv(m.audio_encoder_params, int64_t{tp});
@@ -131,6 +152,23 @@ std::string DescribeKvHeadSplit(const ModelArch& m, int32_t tp) {
     if (const int32_t r = KvHeadReplicas(l.num_kv_heads, tp); r > 1) {
       absl::StrAppend(&out, " (each held by ", r, " ranks)");
     }
+  }
+  return out;
+}
+
+std::string DescribeExpertSplit(const ModelArch& m, int32_t tp, int32_t ep) {
+  if (m.num_experts <= 0) return "";
+  if (ep <= 1) {
+    return absl::StrCat(m.num_experts, " experts, each split over TP ", tp, " (width ",
+                        m.expert_intermediate_size, " -> ",
+                        m.expert_intermediate_size / std::max(tp, 1), " per rank)");
+  }
+  const int32_t most = ExpertsPerRank(m.num_experts, ep);
+  std::string out = absl::StrCat(m.num_experts, " experts -> ", most,
+                                 " whole experts per rank (expert parallel ", ep, ")");
+  if (const int32_t fewer = m.num_experts % ep; fewer != 0) {
+    absl::StrAppend(&out, "; ", fewer, " ranks hold ", most, ", the others ", most - 1,
+                    " (the fullest rank sets the pool)");
   }
   return out;
 }
@@ -170,11 +208,32 @@ double AllGatherSeconds(double total_bytes, int32_t n, const CollectiveLink& lin
   return link.latency_s + static_cast<double>(n - 1) / n * total_bytes / link.bytes_per_s;
 }
 
+namespace {
+
+void AddDataParallelExperts(const ModelArch& full, int32_t dp, int32_t ep,
+                            const CollectiveLink& link, int act_bytes,
+                            TensorParallelCollectives* c) {
+  if (dp <= 1 || ep <= 1 || full.num_experts <= 0) return;
+  const int32_t layers = static_cast<int32_t>(full.layers.size());
+  c->dp = dp;
+  c->dp_expert_collectives_per_step = 2 * layers;
+  c->step_ns += 2.0 * layers * link.latency_s * 1e9;
+  // Per own token: (dp - 1) / dp of dp x tokens rows, each way.
+  c->token_ns += 2.0 * layers * (dp - 1) * static_cast<double>(full.hidden_size) *
+                 act_bytes / link.bytes_per_s * 1e9;
+}
+
+}  // namespace
+
 TensorParallelCollectives CompileCollectives(const ModelArch& full, int32_t tp,
-                                             const CollectiveLink& link, int act_bytes) {
+                                             const CollectiveLink& link, int act_bytes,
+                                             int32_t dp, int32_t ep) {
   TensorParallelCollectives c;
   c.tp = tp;
-  if (tp <= 1) return c;
+  if (tp <= 1) {
+    AddDataParallelExperts(full, dp, ep, link, act_bytes, &c);
+    return c;
+  }
   const double layers = static_cast<double>(full.layers.size());
   const double h = full.hidden_size;
   // Bytes per token of each all-reduce kind, times how many there are.
@@ -195,10 +254,18 @@ TensorParallelCollectives CompileCollectives(const ModelArch& full, int32_t tp,
   c.token_ns = token_bytes * ring * 1e9;
   c.seq_ns = static_cast<double>(VocabRowsPerRank(full.vocab_size, tp)) * tp * act_bytes *
              (tp - 1) / tp / link.bytes_per_s * 1e9;
+  AddDataParallelExperts(full, dp, ep, link, act_bytes, &c);
   return c;
 }
 
 std::string TensorParallelCollectives::Describe() const {
+  if (dp_expert_collectives_per_step > 0) {
+    return absl::StrFormat(
+        "TP %d, DP %d collectives: %d all-reduces%s + %d DP expert all-gathers / "
+        "reduce-scatters per step = %.4g ns + %.4g ns/token + %.4g ns/sampled sequence",
+        tp, dp, all_reduces_per_step, tp > 1 ? " + 1 logits all-gather" : "",
+        dp_expert_collectives_per_step, step_ns, token_ns, seq_ns);
+  }
   return absl::StrFormat(
       "TP %d collectives: %d all-reduces + 1 logits all-gather per step = %.4g ns + "
       "%.4g ns/token + %.4g ns/sampled sequence",

@@ -19,6 +19,19 @@
 //     embedding; its projections are kept whole here (replicated), and the
 //     vision / audio encoders are taken as split in TP equal parts (their
 //     linear layers are TP-parallel in vLLM): both approximations.
+// Expert parallelism (--enable-expert-parallel, MoE models; vLLM
+// FusedMoEParallelConfig.make and determine_expert_map): the EP group is
+// all TP x DP ranks; each rank holds whole experts (no TP slice of each),
+// ranks 0 .. E mod EP - 1 one more than E / EP (linear placement), so the
+// fullest rank holds ceil(E / EP): its memory sets the pool and its expert
+// GEMMs the step. Attention stays TP. Under uniform routing a rank runs
+// local / E of the top_k x tokens expert rows. With DP = 1 the tokens are
+// already replicated over the TP ranks: each rank routes all of them to
+// its local experts and the combine is the same all-reduce per MoE layer
+// as without EP (FusedMoE reduce_results over the TP group). With DP > 1
+// (DP attention) each rank's experts also run the other DP ranks' tokens,
+// gathered and scattered back over the DP group (CompileCollectives), and
+// the DP engines step in lock-step (sim/engine.h lockstep_group).
 // Memory: every rank holds the same shards, so the KV pool (the minimum
 // over ranks, as vLLM takes it) is each rank's pool.
 // Collectives per step: one all-reduce of tokens x hidden after each
@@ -55,21 +68,43 @@ int32_t KvHeadReplicas(int32_t num_kv_heads, int32_t tp);
 // Embedding / LM-head rows one rank holds: ceil(vocab / 64) x 64 / tp.
 int64_t VocabRowsPerRank(int64_t vocab_size, int32_t tp);
 
+// The expert-parallel group size: TP x DP with --enable-expert-parallel
+// and an MoE model, else 1 (vLLM ignores the flag for dense models).
+int32_t ExpertParallelSize(const ModelArch& m, const ServerSpec& spec);
+// Experts the fullest of `ep` ranks holds: ceil(num_experts / ep).
+int32_t ExpertsPerRank(int32_t num_experts, int32_t ep);
+// Bytes one rank sends in ONE direction of an all-to-all dispatch (and
+// again in the combine) per MoE layer: each of its `tokens` goes to top_k
+// experts, (ep - 1) / ep of them on other ranks under uniform routing:
+// tokens x top_k x hidden x act_bytes x (ep - 1) / ep. 0 when ep == 1.
+double AllToAllBytesPerRank(double tokens, int32_t top_k, int32_t hidden, int act_bytes,
+                            int32_t ep);
+
 // The parallel sizes of `spec` checked against the model and the device
 // as vLLM checks them: q heads divisible by TP; KV heads divisible by TP
 // or TP divisible by KV heads; FFN and expert widths divisible by TP; TP
 // at most the devices one node holds (interconnect.max_devices_per_node).
-// Data parallelism: dense models only, DP x TP at most the node's devices
+// Data parallelism: DP x TP at most the node's devices
 // (the engines themselves are the fleet's replicas, experiments/
-// run_experiment.h). Pipeline and expert parallelism are refused (not
-// modelled yet).
+// run_experiment.h); an MoE model with DP > 1 needs
+// --enable-expert-parallel (DP attention + EP experts, engines in
+// lock-step). Expert parallelism: EP at most the number of experts.
+// Pipeline parallelism is refused (not modelled yet).
 // Errors name the flag, the value and the allowed values.
 absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
                               const ServerSpec& spec);
 
-// The model one rank runs (see the header comment). tp == 1: `m` itself.
+// The model one rank runs (see the header comment): attention, MLP and
+// vocab split over tp; routed experts split over tp when ep == 1, else
+// ExpertsPerRank(ep) whole experts. tp == ep == 1: `m` itself.
 // REQUIRES: CheckParallelism passed for this tp.
-ModelArch TensorParallelRank(const ModelArch& m, int32_t tp);
+// dp > 1 with ep > 1 (DP attention): expert_token_sources = dp.
+ModelArch TensorParallelRank(const ModelArch& m, int32_t tp, int32_t ep = 1,
+                             int32_t dp = 1);
+
+// "128 experts -> 32 whole experts per rank (expert parallel 4)", or
+// "128 experts, each split over TP 4" without EP; empty for a dense model.
+std::string DescribeExpertSplit(const ModelArch& m, int32_t tp, int32_t ep);
 
 // "sliding layers: 16 KV heads -> 2 per rank; full layers: 4 KV heads -> 1
 // per rank (each held by 2 ranks)", over the distinct attention types.
@@ -98,14 +133,27 @@ double AllGatherSeconds(double total_bytes, int32_t n, const CollectiveLink& lin
 struct TensorParallelCollectives {
   int32_t tp = 1;
   int32_t all_reduces_per_step = 0;
+  // DP attention + EP experts (dp > 1): one all-gather (dispatch) and one
+  // reduce-scatter (combine) of the hidden states over the DP group per
+  // MoE layer, included in the coefficients below; 0 otherwise.
+  int32_t dp = 1;
+  int32_t dp_expert_collectives_per_step = 0;
+  bool empty() const { return tp <= 1 && dp_expert_collectives_per_step == 0; }
   double step_ns = 0;   // latencies of every collective of the step
   double token_ns = 0;  // all-reduce bandwidth, per token computed
   double seq_ns = 0;    // logits all-gather bandwidth, per sequence sampled
   std::string Describe() const;
 };
 // `full` is the whole model (not the rank's); act_bytes the activation dtype.
+// dp > 1 and ep > 1 (an MoE model, DP attention): the DP group's expert
+// dispatch and combine as vLLM's default all2all backend
+// (allgather_reducescatter) runs them: per MoE layer an all-gather of every
+// DP rank's tokens and a reduce-scatter back, each L + (dp - 1) / dp x
+// (dp x tokens) x hidden x act_bytes / B with every DP rank taken to have
+// this rank's tokens (balanced; an upper bound for the busiest rank).
 TensorParallelCollectives CompileCollectives(const ModelArch& full, int32_t tp,
-                                             const CollectiveLink& link, int act_bytes);
+                                             const CollectiveLink& link, int act_bytes,
+                                             int32_t dp = 1, int32_t ep = 1);
 
 // One TP replica's step: the rank's own step (`rank_model`, built on
 // TensorParallelRank) plus the collectives on the device side (vLLM does

@@ -55,6 +55,61 @@ TEST(TensorParallelWeightsTest, MoeGemma26bA4bBytesPerRankAtTp248) {
   EXPECT_EQ(RankWeightBytes(m, 8), 6337847296.0);
 }
 
+// Expert parallelism, 26B A4B bf16: the 30 layers' 128 experts of 3 x 2816
+// x 704 = 5,947,392 params hold 30 x 128 x 5,947,392 x 2 = 45,675,970,560 B;
+// everything else is 50,464,882,688 - that = 4,788,912,128 B. A rank of EP
+// e (attention whole, as in DP attention) holds 128 / e whole experts:
+// EP 2: 4,788,912,128 + 22,837,985,280; EP 4: + 11,418,992,640; EP 8: +
+// 5,709,496,320.
+TEST(ExpertParallelWeightsTest, Gemma26bA4bWholeExpertsPerRankAtEp248) {
+  const ModelArch m = Model("gemma-4-26b-a4b");
+  auto f = ResolveWeightFormat("none");
+  ASSERT_TRUE(f.ok());
+  auto bytes = [&](int32_t tp, int32_t ep) {
+    return ComputeWeightBytes(TensorParallelRank(m, tp, ep), *f, 2).Total();
+  };
+  EXPECT_EQ(bytes(1, 2), 27626897408.0);
+  EXPECT_EQ(bytes(1, 4), 16207904768.0);
+  EXPECT_EQ(bytes(1, 8), 10498408448.0);
+  const ModelArch r4 = TensorParallelRank(m, 1, 4);
+  EXPECT_EQ(r4.experts_per_rank, 32);
+  EXPECT_EQ(r4.expert_intermediate_size, 704);  // whole experts, not TP slices
+  EXPECT_EQ(r4.num_experts, 128);               // routing stays global
+  // EP over the TP ranks (DP 1): attention split by TP, whole experts; with
+  // 128 experts dividing evenly the rank holds the same bytes as a TP rank
+  // holding every expert's 1/tp slice.
+  for (const int32_t t : {2, 4, 8}) {
+    const ModelArch r = TensorParallelRank(m, t, t);
+    EXPECT_EQ(r.experts_per_rank, 128 / t);
+    EXPECT_EQ(r.expert_intermediate_size, 704);
+    EXPECT_EQ(bytes(t, t), RankWeightBytes(m, t)) << t;
+  }
+  // Uneven: linear placement gives the first 128 mod 3 = 2 ranks 43.
+  EXPECT_EQ(ExpertsPerRank(128, 3), 43);
+  EXPECT_EQ(ExpertsPerRank(128, 1), 128);
+  EXPECT_EQ(DescribeExpertSplit(m, 1, 3),
+            "128 experts -> 43 whole experts per rank (expert parallel 3); 2 ranks hold "
+            "43, the others 42 (the fullest rank sets the pool)");
+  EXPECT_EQ(DescribeExpertSplit(m, 4, 1),
+            "128 experts, each split over TP 4 (width 704 -> 176 per rank)");
+  EXPECT_EQ(DescribeExpertSplit(Model("gemma-4-31b"), 4, 4), "");
+}
+
+// All-to-all per rank per direction per MoE layer, 26B A4B bf16: top_k 8 x
+// hidden 2816 x 2 B = 45,056 B per token, (EP - 1) / EP of it off the rank:
+// 256 tokens at EP 4: 256 x 45,056 x 3 / 4 = 8,650,752 B; at EP 2: half of
+// 256 x 45,056 = 5,767,168 B; EP 1: nothing leaves.
+TEST(ExpertParallelCommTest, Gemma26bA4bAllToAllVolumeByHand) {
+  const ModelArch m = Model("gemma-4-26b-a4b");
+  EXPECT_EQ(m.experts_top_k, 8);
+  EXPECT_EQ(m.hidden_size, 2816);
+  EXPECT_EQ(AllToAllBytesPerRank(256, m.experts_top_k, m.hidden_size, 2, 4), 8650752.0);
+  EXPECT_EQ(AllToAllBytesPerRank(256, m.experts_top_k, m.hidden_size, 2, 2), 5767168.0);
+  EXPECT_EQ(AllToAllBytesPerRank(1, m.experts_top_k, m.hidden_size, 2, 8),
+            45056.0 * 7 / 8);
+  EXPECT_EQ(AllToAllBytesPerRank(256, m.experts_top_k, m.hidden_size, 2, 1), 0.0);
+}
+
 TEST(TensorParallelRankTest, KvHeadsReplicatedWhenTpExceedsKvHeads) {
   EXPECT_EQ(KvHeadsPerRank(16, 8), 2);
   EXPECT_EQ(KvHeadReplicas(16, 8), 1);
@@ -234,9 +289,134 @@ TEST(CheckParallelismTest, RefusesWhatVllmRefuses) {
       << st;
   s.data_parallel_size = 2;
   st = CheckParallelism(l4, Model("gemma-4-26b-a4b"), s);
-  EXPECT_NE(st.message().find("with the MoE model gemma-4-26b-a4b is not modelled yet"),
+  EXPECT_NE(st.message().find("with the MoE model gemma-4-26b-a4b is modelled with "
+                              "--enable-expert-parallel only"),
             std::string::npos)
       << st;
+  s.enable_expert_parallel = true;  // DP attention + EP experts
+  EXPECT_TRUE(CheckParallelism(l4, Model("gemma-4-26b-a4b"), s).ok());
+}
+
+// DP attention + EP experts, 26B A4B bf16, DP d (TP 1, EP d): per MoE
+// layer one all-gather of the d ranks' tokens and one reduce-scatter back,
+// each L + (d - 1) / d x (d x tokens) x 2816 x 2 B / B. On a 1e11 B/s link
+// with 5 us latency: step 2 x 30 x 5 us = 300,000 ns; per own token 2 x 30
+// x (d - 1) x 5,632 B / 1e11 B/s = 3,379.2 ns at DP 2, 10,137.6 ns at DP 4.
+TEST(CollectiveCostTest, DataParallelExpertDispatchAndCombineByHand) {
+  const ModelArch m = Model("gemma-4-26b-a4b");
+  CollectiveLink link;
+  link.bytes_per_s = 1e11;
+  link.latency_s = 5e-6;
+  const TensorParallelCollectives c2 = CompileCollectives(m, 1, link, 2, 2, 2);
+  EXPECT_EQ(c2.dp_expert_collectives_per_step, 60);
+  EXPECT_EQ(c2.all_reduces_per_step, 0);  // TP 1
+  EXPECT_DOUBLE_EQ(c2.step_ns, 300000.0);
+  EXPECT_DOUBLE_EQ(c2.token_ns, 3379.2);
+  EXPECT_DOUBLE_EQ(c2.seq_ns, 0.0);
+  EXPECT_FALSE(c2.empty());
+  EXPECT_DOUBLE_EQ(CompileCollectives(m, 1, link, 2, 4, 4).token_ns, 10137.6);
+  // TP 2 x DP 2: the TP collectives plus the DP ones.
+  const TensorParallelCollectives t2 = CompileCollectives(m, 2, link, 2);
+  const TensorParallelCollectives t2d2 = CompileCollectives(m, 2, link, 2, 2, 4);
+  EXPECT_DOUBLE_EQ(t2d2.step_ns, t2.step_ns + 300000.0);
+  EXPECT_DOUBLE_EQ(t2d2.token_ns, t2.token_ns + 3379.2);
+  EXPECT_EQ(t2d2.all_reduces_per_step, t2.all_reduces_per_step);
+  // Dense models and EP 1 have no DP expert collectives.
+  EXPECT_TRUE(CompileCollectives(Model("gemma-4-31b"), 1, link, 2, 2, 1).empty());
+  EXPECT_TRUE(CompileCollectives(m, 1, link, 2, 2, 1).empty());
+  // The rank's experts serve both DP ranks' tokens (balanced).
+  const ModelArch r = TensorParallelRank(m, 1, 2, 2);
+  EXPECT_EQ(r.experts_per_rank, 64);
+  EXPECT_EQ(r.expert_token_sources, 2);
+  EXPECT_EQ(TensorParallelRank(m, 2, 2, 1).expert_token_sources, 1);
+}
+
+// 26B A4B on 2 MI300X as DP 2 + EP 2: each engine's rank holds the whole
+// attention and 64 whole experts (27,626,897,408 B, the EP 2 figure above).
+TEST(ExpertParallelDeploymentTest, Gemma26bA4bDp2OnMi300x) {
+  ServerSpec s;
+  s.device = "mi300x";
+  s.model = "gemma-4-26b-a4b";
+  s.max_model_len = 8192;
+  s.data_parallel_size = 2;
+  s.enable_expert_parallel = true;
+  auto d = BuildDeployment(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->expert_parallel_size, 2);
+  EXPECT_DOUBLE_EQ(d->memory.weights_gib, 27626897408.0 / (1024.0 * 1024 * 1024));
+  EXPECT_EQ(d->collectives.dp_expert_collectives_per_step, 60);
+  EXPECT_NE(d->step_model->Describe().find("TP 1, DP 2 collectives: 0 all-reduces + 60 "
+                                           "DP expert all-gathers / reduce-scatters"),
+            std::string::npos)
+      << d->step_model->Describe();
+}
+
+TEST(CheckParallelismTest, ExpertParallelGroupIsTpTimesDpAndAtMostTheExperts) {
+  auto mi = *FindDevice("mi300x");
+  ModelArch m = Model("gemma-4-26b-a4b");
+  ServerSpec s;
+  s.tensor_parallel_size = 4;
+  EXPECT_EQ(ExpertParallelSize(m, s), 1);  // flag not given
+  s.enable_expert_parallel = true;
+  EXPECT_EQ(ExpertParallelSize(m, s), 4);
+  s.data_parallel_size = 2;
+  EXPECT_EQ(ExpertParallelSize(m, s), 8);
+  s.data_parallel_size = 1;
+  EXPECT_EQ(ExpertParallelSize(Model("gemma-4-31b"), s), 1);  // dense: no experts
+  // Whole experts: their width need not divide by TP with EP.
+  m.expert_intermediate_size = 702;
+  EXPECT_TRUE(CheckParallelism(mi, m, s).ok());
+  s.enable_expert_parallel = false;
+  EXPECT_NE(CheckParallelism(mi, m, s).message().find("does not divide the expert width"),
+            std::string::npos);
+  // More ranks than experts: some rank would hold none.
+  s.enable_expert_parallel = true;
+  s.tensor_parallel_size = 8;
+  m.expert_intermediate_size = 704;
+  m.num_experts = 4;
+  m.experts_top_k = 2;
+  const absl::Status st = CheckParallelism(mi, m, s);
+  EXPECT_NE(st.message().find("--enable-expert-parallel: the expert-parallel group of 8 "
+                              "ranks (--tensor-parallel-size x --data-parallel-size) "
+                              "exceeds the 4 experts"),
+            std::string::npos)
+      << st;
+}
+
+// EP over the 4 TP ranks of an MI300X node, DP 1: each rank routes every
+// token (replicated) to its 32 local experts, and the combine is the TP
+// all-reduce it already had. Under uniform routing a rank runs 1/4 of the
+// top-k rows at full width: the same FLOPs and touched weight bytes as
+// 1/4-width slices of every expert, but only a quarter of the rows' hidden
+// activations (TP: every row, each rank), so the step is a little shorter
+// than TP's (under 1% here); the fused-MoE scratch (top_k x whole width per
+// token) is larger, so KV is not more.
+TEST(ExpertParallelDeploymentTest, Gemma26bA4bOnMi300xTp4) {
+  ServerSpec s;
+  s.device = "mi300x";
+  s.model = "gemma-4-26b-a4b";
+  s.max_model_len = 8192;
+  s.tensor_parallel_size = 4;
+  auto tp = BuildDeployment(s);
+  ASSERT_TRUE(tp.ok()) << tp.status();
+  s.enable_expert_parallel = true;
+  auto ep = BuildDeployment(s);
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(tp->expert_parallel_size, 1);
+  EXPECT_EQ(ep->expert_parallel_size, 4);
+  EXPECT_EQ(ep->memory.weights_gib, tp->memory.weights_gib);
+  EXPECT_GE(ep->memory.activation_gib, tp->memory.activation_gib);
+  EXPECT_LE(ep->memory.num_blocks, tp->memory.num_blocks);
+  EXPECT_EQ(ep->collectives.all_reduces_per_step, tp->collectives.all_reduces_per_step);
+  EXPECT_NE(ep->provenance.find("expert parallel size 4 (128 experts -> 32 whole"),
+            std::string::npos);
+  const std::vector<int32_t> decodes(64, 2048);
+  StepBatch b;
+  b.decode_context_lens = decodes;
+  const StepCost ct = tp->step_model->Cost(b);
+  const StepCost ce = ep->step_model->Cost(b);
+  EXPECT_LT(ce.device_ns, ct.device_ns);
+  EXPECT_GT(static_cast<double>(ce.device_ns), 0.99 * static_cast<double>(ct.device_ns));
 }
 
 TEST(TensorParallelDeploymentTest, Tp1StepModelHasNoCollectives) {

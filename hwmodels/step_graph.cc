@@ -65,7 +65,9 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
   g->compute_units_ = std::max(1, device.compute_units());
   g->num_layers_ = static_cast<int32_t>(m.layers.size());
   g->num_experts_ = m.num_experts;
-  g->top_k_ = m.experts_top_k;
+  // The experts a step touches: top_k rows per token of every DP rank
+  // feeding them (expert_token_sources; 1 without DP attention).
+  g->top_k_ = m.experts_top_k * m.expert_token_sources;
   g->num_moe_layers_ = m.num_experts > 0 ? g->num_layers_ : 0;
   for (const LayerArch& l : m.layers)
     if (l.sliding) g->window_ = l.window;
@@ -179,11 +181,18 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
       const double ie = m.expert_intermediate_size;
       const double expert_params = 3 * h * ie;
       const double router_params = h * m.num_experts;
-      moe.flops[kAggTokens] = 2 * (m.experts_top_k * expert_params + router_params);
+      // Expert parallelism: this rank holds local of the num_experts; under
+      // uniform routing it runs local / num_experts of the top_k x tokens
+      // expert rows and touches that share of the experts the batch hits.
+      // DP attention: the experts also run the other DP ranks' tokens.
+      const double local =
+          static_cast<double>(m.LocalExperts()) * m.expert_token_sources / m.num_experts;
+      moe.flops[kAggTokens] =
+          2 * (local * m.experts_top_k * expert_params + router_params);
       moe.bytes[kAggExpertsTouched] =
-          LinearBytes(f, expert_params, h, static_cast<int>(act));
+          local * LinearBytes(f, expert_params, h, static_cast<int>(act));
       moe.bytes[kAggOne] = router_params * act;
-      moe.bytes[kAggTokens] = m.experts_top_k * (2 * h + 6 * ie) * act;
+      moe.bytes[kAggTokens] = local * m.experts_top_k * (2 * h + 6 * ie) * act;
       Vertex v = add(p + "experts", moe);
       edge(prev, v);
       prev = v;

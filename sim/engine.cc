@@ -63,6 +63,17 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
     rep.scheduler = std::move(s).value();
     rep.model = rc.step_model;
     rep.async = rc.scheduler.async_scheduling;
+    if (rc.lockstep_group >= 0) {
+      int32_t g = 0;
+      while (g < static_cast<int32_t>(e->groups_.size()) &&
+             e->replica_configs_[e->groups_[g].front()].lockstep_group !=
+                 rc.lockstep_group) {
+        ++g;
+      }
+      if (g == static_cast<int32_t>(e->groups_.size())) e->groups_.emplace_back();
+      e->groups_[g].push_back(static_cast<int32_t>(i));
+      rep.group = g;
+    }
     e->replica_ptrs_.push_back(rep.scheduler.get());
     e->replicas_.push_back(std::move(rep));
   }
@@ -156,6 +167,10 @@ void Engine::Arrive(int32_t t) {
 
 void Engine::StartStep(int32_t r, bool from_idle) {
   Replica& rep = replicas_[r];
+  if (rep.group >= 0) {
+    StartGroupStep(rep.group, from_idle);
+    return;
+  }
   Scheduler& s = *rep.scheduler;
   if (!s.Schedule(now_)) {
     rep.busy = false;
@@ -181,7 +196,59 @@ void Engine::StartStep(int32_t r, bool from_idle) {
   events_.Push(now_ + dur, kStepEnd, r);
 }
 
+void Engine::StartGroupStep(int32_t g, bool from_idle) {
+  const std::vector<int32_t>& members = groups_[g];
+  TimeNs dur = 0;
+  bool any = false;
+  for (const int32_t m : members) {
+    Replica& rep = replicas_[m];
+    rep.stepped = rep.scheduler->Schedule(now_);
+    if (!rep.stepped) {
+      // Nothing to run: a dummy batch, shorter than the members' real ones
+      // (its cost is not added; the group waits for its longest member).
+      SERVESIM_CHECK(!rep.scheduler->HasWork());
+      continue;
+    }
+    rep.cost = rep.model->Cost(rep.scheduler->batch());
+    const StepCost& cost = rep.cost;
+    SERVESIM_CHECK(cost.host_ns >= 0 && cost.device_ns >= 0);
+    dur = std::max(dur, rep.async && !from_idle ? std::max(cost.host_ns, cost.device_ns)
+                                                : cost.host_ns + cost.device_ns);
+    any = true;
+  }
+  for (const int32_t m : members) replicas_[m].busy = any;
+  if (!any) return;
+  for (const int32_t m : members) {
+    const Replica& rep = replicas_[m];
+    if (!rep.stepped) continue;
+    const Scheduler& s = *rep.scheduler;
+    const KvCache& kv = s.kv();
+    steps_.AddStep(
+        s.batch_num_seqs(), s.batch_num_tokens(), dur, now_,
+        static_cast<double>(kv.num_used_blocks()) / static_cast<double>(kv.num_blocks()));
+    if (options_.check_kv_every_step) SERVESIM_CHECK(kv.CheckInvariant(/*deep=*/true));
+    if (observer_ != nullptr) {
+      observer_->OnStep(m, now_, dur, s, rep.cost);
+    }
+  }
+  events_.Push(now_ + dur, kStepEnd, members.front());
+}
+
+void Engine::EndGroupStep(int32_t g) {
+  for (const int32_t m : groups_[g]) {
+    Replica& rep = replicas_[m];
+    if (!rep.stepped) continue;
+    rep.scheduler->Complete(now_, *listener_);
+    SERVESIM_CHECK(rep.scheduler->kv().CheckInvariant());
+  }
+  StartGroupStep(g, /*from_idle=*/false);
+}
+
 void Engine::EndStep(int32_t r) {
+  if (replicas_[r].group >= 0) {
+    EndGroupStep(replicas_[r].group);
+    return;
+  }
   replicas_[r].scheduler->Complete(now_, *listener_);
   SERVESIM_CHECK(replicas_[r].scheduler->kv().CheckInvariant());
   StartStep(r, /*from_idle=*/false);

@@ -52,6 +52,11 @@ struct ReplicaConfig {
   KvCacheSpec kv_cache;
   const StepTimeModel* step_model = nullptr;  // not owned; must outlive the Engine
   std::string description;                    // provenance, free text
+  // >= 0: the replicas with this id step in lock-step, as vLLM's DP engines
+  // of an MoE model do (their experts span the ranks): a step of the group
+  // starts when any member has work, members with none run a dummy batch,
+  // and every member's step lasts the longest member's. -1: on its own.
+  int32_t lockstep_group = -1;
 };
 
 struct EngineOptions {
@@ -112,6 +117,9 @@ class Engine {
     bool async = false;
     bool busy = false;
     bool kick_pending = false;  // a kKick event is queued
+    int32_t group = -1;         // index into groups_, or -1
+    bool stepped = false;       // had a batch in the group's current step
+    StepCost cost;              // of that batch
   };
   class Listener;
   enum EventKind : int32_t { kWake = 1, kArrive = 2, kStepEnd = 3, kKick = 4 };
@@ -125,10 +133,14 @@ class Engine {
   // step's host work with a previous step).
   void StartStep(int32_t r, bool from_idle);
   void EndStep(int32_t r);
+  // One step of every member of lock-step group g (ReplicaConfig).
+  void StartGroupStep(int32_t g, bool from_idle);
+  void EndGroupStep(int32_t g);
   void Done(RequestRecord& rec);
 
   std::vector<ReplicaConfig> replica_configs_;
   std::vector<Replica> replicas_;
+  std::vector<std::vector<int32_t>> groups_;  // lock-step groups' members
   std::vector<const Scheduler*> replica_ptrs_;
   std::unique_ptr<Router> router_;
   ClientConfig client_config_;

@@ -304,6 +304,45 @@ TEST(EngineTest, RoutersSpreadRequestsOverReplicas) {
   EXPECT_FALSE(MakeRouter("random").ok());
 }
 
+// vLLM's DP engines of an MoE model step together: a lock-step group's step
+// lasts its longest member's, and a member with no work waits (a dummy
+// batch). Device 3 ms + 10 us per token, sync scheduling. A (500 tokens, 3
+// out) on replica 0, B (100 tokens, 1 out) on replica 1, both at 0. On
+// their own: B's prefill ends at 3 + 1 = 4 ms. In lock-step: the first
+// step lasts A's 3 + 5 = 8 ms, so B's token comes at 8 ms; A then decodes
+// alone (B's engine idles in step): 8 + 3.01 + 3.01 = 14.02 ms.
+TEST(EngineTest, LockstepGroupStepsLastTheLongestMember) {
+  AnalyticStepParams p;
+  p.device_base_ns = 3'000'000;
+  p.device_per_token_ns = 10'000;
+  AnalyticStepModel model(p);
+  for (const bool lockstep : {false, true}) {
+    std::vector<ReplicaConfig> reps(2);
+    for (auto& r : reps) {
+      r.scheduler = Sched();
+      r.kv_cache = Pool(1000);
+      r.step_model = &model;
+      r.lockstep_group = lockstep ? 7 : -1;
+    }
+    auto e =
+        Engine::Create(std::move(reps), MakeRouter("round-robin").value(), ClientConfig{})
+            .value();
+    VectorSource src({Req(500, 3), Req(100, 1)});
+    TimeChecker check;
+    ASSERT_TRUE(e->Run(&src, &check).ok());
+    EXPECT_TRUE(check.ok);
+    const RequestRecord& a = e->records()[0];
+    const RequestRecord& b = e->records()[1];
+    ASSERT_EQ(a.replica, 0);
+    ASSERT_EQ(b.replica, 1);
+    EXPECT_EQ(a.first_token_ns, 8'000'000);
+    EXPECT_EQ(a.finish_ns, 14'020'000);
+    EXPECT_EQ(b.first_token_ns, lockstep ? 8'000'000 : 4'000'000) << lockstep;
+    EXPECT_EQ(b.finish_ns, b.first_token_ns);
+    EXPECT_EQ(check.steps, 4);  // 3 of A's engine, 1 of B's
+  }
+}
+
 TEST(EngineTest, ReplayedArrivalsAreTheSendTimes) {
   AnalyticStepParams p;
   p.device_base_ns = 1'000'000;

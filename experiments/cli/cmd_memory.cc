@@ -76,6 +76,12 @@ void PrintJson(const Deployment& d, const FitHints& hints) {
   w.KV("gpu_memory_utilization", d.spec.gpu_memory_utilization);
   // Per rank when tensor_parallel_size > 1 (every rank holds the same shards).
   w.KV("tensor_parallel_size", d.tensor_parallel_size);
+  if (d.expert_parallel_size > 1) {
+    // The fullest rank's experts (hwmodels/parallelism.h ExpertsPerRank).
+    w.KV("expert_parallel_size", d.expert_parallel_size);
+    w.KV("experts_per_rank",
+         int64_t{ExpertsPerRank(d.model.num_experts, d.expert_parallel_size)});
+  }
   w.KV("total_gib", m.total_gib);
   w.KV("requested_gib", m.requested_gib);
   w.KV("weights_gib", m.weights_gib);
@@ -113,7 +119,7 @@ void PrintText(const Deployment& d, const FitHints& hints) {
       d.model.id.c_str(), d.format.id.c_str(), d.dtype.c_str(), d.device.id().c_str(),
       s.max_model_len, s.max_num_batched_tokens, s.max_num_seqs,
       s.async_scheduling ? "async scheduling" : "sync scheduling");
-  if (d.tensor_parallel_size > 1) {
+  if (d.tensor_parallel_size > 1 || !d.collectives.empty()) {
     std::printf(
         "  per rank of tensor parallel %d (each of the %d %s holds the same shards; the "
         "KV "
@@ -123,6 +129,12 @@ void PrintText(const Deployment& d, const FitHints& hints) {
                 DescribeKvHeadSplit(d.model, d.tensor_parallel_size).c_str());
     std::printf("  collectives       %s over %s\n", d.collectives.Describe().c_str(),
                 d.collective_link.c_str());
+    if (d.model.num_experts > 0) {
+      std::printf(
+          "  experts           %s\n",
+          DescribeExpertSplit(d.model, d.tensor_parallel_size, d.expert_parallel_size)
+              .c_str());
+    }
   }
   std::printf("  usable memory     %8.2f GiB x %.2f = %.2f GiB requested\n", m.total_gib,
               d.spec.gpu_memory_utilization, m.requested_gib);

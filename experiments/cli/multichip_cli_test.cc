@@ -106,6 +106,83 @@ TEST(MultichipCliTest, DataParallelEnginesAreReplicasBehindTheVllmBalancer) {
       << text.out;
 }
 
+// 26B A4B with --enable-expert-parallel on 2 and 4 MI300X: memory names the
+// whole experts per rank, simulate runs, and the experiment config's
+// enable_expert_parallel field gives the same run as the flag.
+TEST(MultichipCliTest, ExpertParallelOnMi300xTp2AndTp4) {
+  const std::string server =
+      " --device mi300x --model gemma-4-26b-a4b --max-model-len 8192";
+  for (const int tp : {2, 4}) {
+    const std::string flags = server + " --tensor-parallel-size " + std::to_string(tp) +
+                              " --enable-expert-parallel";
+    CliRun mem = Servesim("memory" + flags);
+    ASSERT_EQ(mem.exit_code, 0) << mem.err;
+    EXPECT_NE(mem.out.find(
+                  "experts           128 experts -> " + std::to_string(128 / tp) +
+                  " whole experts per rank (expert parallel " + std::to_string(tp) + ")"),
+              std::string::npos)
+        << mem.out;
+    CliRun json = Servesim("memory" + flags + " --json");
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    EXPECT_NE(json.out.find("\"experts_per_rank\": " + std::to_string(128 / tp)),
+              std::string::npos)
+        << json.out;
+  }
+  const std::string workload =
+      "simulate --num-prompts 16 --request-rate 8 --random-input-len 512 "
+      "--random-output-len 32 --date 20261201-093500 --json";
+  CliRun flag =
+      Servesim(workload + server + " --tensor-parallel-size 4 --enable-expert-parallel");
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  const std::string config = ::testing::TempDir() + "/ep_fleet.textproto";
+  {
+    std::ofstream out(config);
+    out << "fleet { replicas { count: 1 server { device: \"mi300x\" model: "
+           "\"gemma-4-26b-a4b\" max_model_len: 8192 tensor_parallel_size: 4 "
+           "enable_expert_parallel: true } } }\n";
+  }
+  CliRun cfg = Servesim(workload + " --config " + config);
+  ASSERT_EQ(cfg.exit_code, 0) << cfg.err;
+  for (const char* key :
+       {"\"mean_ttft_ms\": ", "\"median_tpot_ms\": ", "\"duration\": "}) {
+    const size_t a = flag.out.find(key), b = cfg.out.find(key);
+    ASSERT_NE(a, std::string::npos) << key;
+    ASSERT_NE(b, std::string::npos) << key;
+    EXPECT_EQ(flag.out.substr(a, flag.out.find('\n', a) - a),
+              cfg.out.substr(b, cfg.out.find('\n', b) - b));
+  }
+  EXPECT_NE(flag.out.find("expert parallel size 4"), std::string::npos) << flag.out;
+}
+
+// MoE with DP 8: DP attention + EP experts, the eight engines in
+// lock-step, priced as one MI300X x8 server; without
+// --enable-expert-parallel a clear error.
+TEST(MultichipCliTest, MoeDataParallelNeedsExpertParallelAndRunsInLockstep) {
+  const std::string base =
+      "simulate --device mi300x --model gemma-4-26b-a4b --max-model-len 8192 "
+      "--data-parallel-size 8 --num-prompts 16 --request-rate 8 --random-input-len 512 "
+      "--random-output-len 32 --date 20261201-093500";
+  CliRun no_ep = Servesim(base);
+  EXPECT_EQ(no_ep.exit_code, 2);
+  EXPECT_NE(no_ep.err.find("is modelled with --enable-expert-parallel only"),
+            std::string::npos)
+      << no_ep.err;
+  CliRun ep = Servesim(base + " --enable-expert-parallel");
+  ASSERT_EQ(ep.exit_code, 0) << ep.err;
+  EXPECT_NE(ep.out.find("1x mi300x DP8 digitalocean-amd-dev-cloud MI300X x8"),
+            std::string::npos)
+      << ep.out;
+  CliRun mem = Servesim(
+      "memory --device mi300x --model gemma-4-26b-a4b --max-model-len 8192 "
+      "--data-parallel-size 2 --enable-expert-parallel");
+  ASSERT_EQ(mem.exit_code, 0) << mem.err;
+  EXPECT_NE(mem.out.find("128 experts -> 64 whole experts per rank (expert parallel 2)"),
+            std::string::npos)
+      << mem.out;
+  EXPECT_NE(mem.out.find("60 DP expert all-gathers / reduce-scatters"), std::string::npos)
+      << mem.out;
+}
+
 TEST(MultichipCliTest, BadParallelSizesAreErrorsNamingTheFlag) {
   CliRun tp3 =
       Servesim(std::string("memory ") + kGemma31bOnL4 + " --tensor-parallel-size 3");

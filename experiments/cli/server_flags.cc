@@ -66,9 +66,11 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
                         "pipeline stages (default 1; above 1 not modelled yet)");
   dp_ = cmd->add_option("--data-parallel-size", dp_v_,
                         "engines behind vLLM's DP load balancer, each of\n"
-                        "--tensor-parallel-size chips (default 1; dense models)");
+                        "--tensor-parallel-size chips (default 1; MoE: with\n"
+                        "--enable-expert-parallel, in lock-step)");
   ep_ = cmd->add_flag("--enable-expert-parallel", ep_v_,
-                      "expert parallelism for MoE (not modelled yet)");
+                      "expert parallelism for MoE: whole experts spread\n"
+                      "over the TP x DP ranks");
   if (!with_calibration) return;
   calibration_ = cmd->add_option(
       "--calibration,--calibration-profile", calibration_v_,

@@ -59,6 +59,7 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
   }
   Fleet fleet;
   fleet.deployments.reserve(servers.size());
+  int32_t next_lockstep_group = 0;
   for (const auto& [server, count] : servers) {
     ASSIGN_OR_RETURN(Deployment d, BuildDeployment(ToServerSpec(server)));
     if (!d.memory.fits) {
@@ -76,9 +77,14 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
     const Deployment& dep = fleet.deployments.back();
     // Each of the server's --data-parallel-size engines is a replica.
     const int dp = std::max(1, dep.data_parallel_size);
+    // An MoE server's DP engines share the experts (DP attention + EP):
+    // they step in lock-step (sim/engine.h ReplicaConfig::lockstep_group).
+    const bool lockstep = dp > 1 && dep.expert_parallel_size > 1;
     for (int i = 0; i < count; ++i) {
+      const int32_t group = lockstep ? next_lockstep_group++ : -1;
       for (int e = 0; e < dp; ++e) {
         ReplicaConfig rc;
+        rc.lockstep_group = group;
         rc.scheduler = dep.scheduler;
         rc.kv_cache = dep.kv_cache;
         rc.step_model = dep.step_model.get();  // shared_ptr owned by the deployment
