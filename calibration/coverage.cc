@@ -68,6 +68,10 @@ servesim::proto::StructuralError MakeEntry(const std::string& pass,
     q->set_level(level);
     q->set_abs_log_error(ConformalQuantile(abs_log, level));
   }
+  if (pass == kLeaveOneDeviceOut) {
+    std::sort(abs_log.begin(), abs_log.end());
+    for (double x : abs_log) se.add_abs_log_errors(x);
+  }
   return se;
 }
 
@@ -208,6 +212,20 @@ std::vector<servesim::proto::StructuralError> StructuralErrors(
   return out;
 }
 
+std::vector<double> PooledDeviceOutErrors(
+    const std::vector<const servesim::proto::StructuralError*>& entries,
+    const std::string& family) {
+  std::vector<double> out;
+  for (const servesim::proto::StructuralError* se : entries) {
+    if (se->pass() != kLeaveOneDeviceOut || se->family() != family ||
+        !se->metric().empty()) {
+      continue;
+    }
+    out.insert(out.end(), se->abs_log_errors().begin(), se->abs_log_errors().end());
+  }
+  return out;
+}
+
 CoverageReport ComputeCoverage(const ValidationReport& report) {
   const std::vector<ValidatedPoint>& pts = report.points;
   // Every group's entries, for the device-out bands.
@@ -220,26 +238,6 @@ CoverageReport ComputeCoverage(const ValidationReport& report) {
     if (!entries.contains(key))
       entries[key] = StructuralErrors(pts, v.device, v.software_build);
   }
-  // |log errors| in the refit passes: of group `key`'s points of `metric`
-  // (or, metric empty, of `family`); with `not_device` set, of the points
-  // of `metric` of every other group whose device is not `not_device`.
-  auto refit_errors = [&pts](const std::pair<std::string, std::string>& key,
-                             const std::string& metric, const std::string& family,
-                             const std::string& not_device) {
-    std::vector<double> out;
-    for (const ValidatedPoint& u : pts) {
-      if (!Usable(u)) continue;
-      const bool in_group = u.device == key.first && u.software_build == key.second;
-      if (not_device.empty() ? !in_group : (in_group || u.device == not_device)) continue;
-      if (metric.empty() ? ValidateMetricFamily(u.metric) != family : u.metric != metric)
-        continue;
-      for (const char* pass : kRefit) {
-        const double x = Ratio(u, pass);
-        if (std::isfinite(x)) out.push_back(std::abs(std::log(x)));
-      }
-    }
-    return out;
-  };
   std::map<std::string, Acc> by_metric, by_family;
   Acc all;
   auto add = [&](const ValidatedPoint& v, double abs_err, double h50, double h90) {
@@ -291,33 +289,20 @@ CoverageReport ComputeCoverage(const ValidationReport& report) {
         add(v, std::abs(std::log(r)), h50, h90);
       }
     }
-    // Device-out: as simulate bands a device without a profile, the
-    // largest over the other devices of their leave_one_device_out quantile
-    // of the family and of their own refit band of the metric (sized as
-    // above, without any error of this device).
+    // Device-out: as simulate bands a device without a profile
+    // (PooledDeviceOutErrors), the conformal quantile of the other
+    // devices' leave_one_device_out errors of the family, pooled.
     const double r = Ratio(v, kLeaveOneDeviceOut);
     if (!std::isfinite(r)) continue;
-    double h50 = -1, h90 = -1;
+    std::vector<const servesim::proto::StructuralError*> others;
     for (const auto& [key, list] : entries) {
       if (key.first == v.device) continue;
-      for (const auto& se : list) {
-        if (se.pass() != kLeaveOneDeviceOut || se.family() != family) continue;
-        h50 = std::max(h50, StructuralQuantileAt(se, 0.5));
-        h90 = std::max(h90, StructuralQuantileAt(se, 0.9));
-      }
-      std::vector<double> own = refit_errors(key, v.metric, "", "");
-      if (static_cast<int>(own.size()) < kMinMetricErrors) {
-        const std::vector<double> more = refit_errors(key, v.metric, "", v.device);
-        own.insert(own.end(), more.begin(), more.end());
-      }
-      if (static_cast<int>(own.size()) < kMinMetricErrors) {
-        own = refit_errors(key, "", family, "");
-      }
-      if (own.empty()) continue;
-      h50 = std::max(h50, ConformalQuantile(own, 0.5));
-      h90 = std::max(h90, ConformalQuantile(own, 0.9));
+      for (const auto& se : list) others.push_back(&se);
     }
-    if (h50 < 0 || h90 < 0) continue;
+    const std::vector<double> pooled = PooledDeviceOutErrors(others, family);
+    if (pooled.empty()) continue;
+    const double h50 = ConformalQuantile(pooled, 0.5);
+    const double h90 = ConformalQuantile(pooled, 0.9);
     add(v, std::abs(std::log(r)), h50, h90);
   }
   CoverageReport out;

@@ -90,6 +90,14 @@ std::vector<servesim::proto::StructuralError> StructuralErrors(
     const std::vector<ValidatedPoint>& points, const std::string& device,
     const std::string& software_build);
 
+// The leave_one_device_out |log errors| of `family` held by `entries`
+// (their abs_log_errors), pooled: the band of a device without a profile
+// is their ConformalQuantile, because a device nobody measured is
+// exchangeable with the devices each predicted from the others only.
+std::vector<double> PooledDeviceOutErrors(
+    const std::vector<const servesim::proto::StructuralError*>& entries,
+    const std::string& family);
+
 // The quantile of `e` at `level` (kStructuralLevels), or -1 when absent.
 double StructuralQuantileAt(const servesim::proto::StructuralError& e, double level);
 

@@ -187,9 +187,10 @@ TEST(CoverageTest, AMetricWithFewErrorsBorrowsTheSameMetricElsewhereNotItsFamily
 }
 
 // A device predicted from priors is banded as simulate bands a device
-// without a profile: no narrower than another device's own refit band of
-// the metric.
-TEST(CoverageTest, DeviceOutBandIsNoNarrowerThanAnotherDevicesOwnBand) {
+// without a profile: the conformal quantile of the OTHER devices'
+// leave_one_device_out errors of the family, pooled; its own device-out
+// error and the other devices' own refit bands do not enter.
+TEST(CoverageTest, DeviceOutBandIsThePooledQuantileOfTheOtherDevices) {
   ValidationReport r;
   auto dev_out = [&r](const std::string& device, double log_err) {
     ValidatedPoint v;
@@ -201,9 +202,13 @@ TEST(CoverageTest, DeviceOutBandIsNoNarrowerThanAnotherDevicesOwnBand) {
     v.block_of[kLeaveOneDeviceOut] = device;
     r.points.push_back(v);
   };
+  // a's device-out error 0.5; b's 0.1 and 0.2; c's 0.3.
   dev_out("a", 0.5);
   dev_out("b", 0.1);
-  // b's own refit errors of the metric: 1.0 in five blocks.
+  dev_out("b", 0.2);
+  dev_out("c", 0.3);
+  // b's own refit errors of the metric: 1.0 in five blocks (they would
+  // widen a's band under a widest-band rule).
   for (const char* block : {"in128", "in256", "in512", "in1024", "in2048"}) {
     ValidatedPoint v = Point("b", block, 1.0);
     v.metric = "mean_ttft_ms";
@@ -211,9 +216,13 @@ TEST(CoverageTest, DeviceOutBandIsNoNarrowerThanAnotherDevicesOwnBand) {
   }
   const CoverageReport c = ComputeCoverage(r);
   ASSERT_EQ(c.metrics.size(), 1u);
-  EXPECT_EQ(c.metrics[0].num_predictions, 7);
-  // a's 0.5 against max(b's device-out 0.1, b's own 1.0): inside.
-  EXPECT_DOUBLE_EQ(c.metrics[0].coverage_50, 1.0);
+  // 4 device-out predictions and b's 5 refit predictions.
+  EXPECT_EQ(c.metrics[0].num_predictions, 9);
+  // Device-out at 50%: a against {0.1, 0.2, 0.3} -> q 0.2: outside; b
+  // against {0.3, 0.5} -> 0.5: both inside; c against {0.1, 0.2, 0.5} ->
+  // 0.2: outside. b's refit predictions (1.0 against its other blocks'
+  // 1.0): inside. 2 + 5 of 9.
+  EXPECT_NEAR(c.metrics[0].coverage_50, 7.0 / 9.0, 1e-12);
 }
 
 // kMinJudgedPredictions is what its comment says: from it on an exactly

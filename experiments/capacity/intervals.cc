@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "calibration/coverage.h"
 #include "experiments/capacity/cost.h"
 #include "experiments/runner/config.h"
 #include "hwmodels/calibration_profile.h"
@@ -24,11 +25,6 @@
 
 namespace servesim {
 namespace {
-
-// StructuralError.pass values (calibration/validation.h and coverage.h
-// name them; this library does not link calibration).
-constexpr char kPooledRefitPasses[] = "refit_passes";
-constexpr char kLeaveOneDeviceOut[] = "leave_one_device_out";
 
 // The metric `validate` grades that an interval metric is ("" if none;
 // calibration's ValidateMetricFamily lists them).
@@ -441,46 +437,32 @@ double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
     }
   }
   // A device without a profile is predicted from priors, as the
-  // leave_one_device_out pass predicts a device, and may be as hard to
-  // model as any calibrated one: the widest, at this level, of the shipped
-  // profiles' leave_one_device_out entries of the family and of the entry
-  // each of them takes for this metric (OwnEntry); with neither, of any
-  // entry at all.
-  double widest = -1, any = -1;
-  std::string from, from_any;
+  // leave_one_device_out pass predicts a device from the others: its band
+  // is the conformal quantile of the shipped profiles' leave_one_device_out
+  // errors of the family, pooled (validate's coverage scores its
+  // device-out predictions the same way, from the other devices).
+  std::vector<servesim::proto::CalibrationProfile> shipped;
   for (const std::string& name : ShippedProfileNames()) {
     absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile(name, "");
     if (!rp.ok() || !rp->found) continue;
-    const servesim::proto::StructuralError* own = OwnEntry(rp->profile, family, graded);
-    for (const auto& se : rp->profile.structural_errors()) {
-      if (se.num_points() <= 0) continue;
-      const double s = EntrySigma(se, level);
-      if (((se.pass() == kLeaveOneDeviceOut && se.family() == family) || &se == own) &&
-          s > widest) {
-        widest = s;
-        from = absl::StrCat(name, " ", EntryName(se));
-      }
-      if (s > any) {
-        any = s;
-        from_any = absl::StrCat(name, " ", EntryName(se));
-      }
-    }
+    if (profile != nullptr && rp->profile.device() == profile->device()) continue;
+    shipped.push_back(std::move(rp->profile));
   }
+  std::vector<const servesim::proto::StructuralError*> entries;
+  for (const auto& p : shipped) {
+    for (const auto& se : p.structural_errors()) entries.push_back(&se);
+  }
+  const std::vector<double> pooled = PooledDeviceOutErrors(entries, family);
   const char* lead = profile != nullptr ? "profile holds no block error for it; "
                                         : "no calibration profile; ";
-  if (widest >= 0) {
+  if (!pooled.empty()) {
     *why = absl::StrFormat(
-        "%sthe widest leave-one-device-out or calibrated band of the shipped profiles "
-        "(%s)",
-        lead, from);
-    return widest;
+        "%sthe pooled leave-one-device-out errors of %d shipped profiles (%d errors)",
+        lead, static_cast<int>(shipped.size()), static_cast<int>(pooled.size()));
+    return ConformalQuantile(pooled, level) / NormalQuantile(0.5 + level / 2);
   }
-  if (any >= 0) {
-    *why = absl::StrFormat("%sthe widest block error of any family (%s)", lead, from_any);
-    return any;
-  }
-  *why = absl::StrFormat("%sno shipped profile has block errors: fallback sigma %g", lead,
-                         kFallbackStructuralSigma);
+  *why = absl::StrFormat("%sno shipped profile has device-out errors: fallback sigma %g",
+                         lead, kFallbackStructuralSigma);
   return kFallbackStructuralSigma;
 }
 
