@@ -89,7 +89,7 @@ const char* const kArchitectures[] = {
     "volta", "turing", "ampere", "ada",     "hopper",  "blackwell", "cdna1",  "cdna2",
     "cdna3", "cdna4",  "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e",   "tpu-v7", "other"};
 // Step-model parameters a device file may give a prior for
-// (hwmodels/step_model.cc PriorStepParameters); "quant_kernel_eff.<kernel>"
+// (hwmodels/step_model.cc kStepParameters); "quant_kernel_eff.<kernel>"
 // per weight-format kernel.
 const char* const kPriorKeys[] = {
     "bw_eff_weights", "flops_eff_gemm",   "bw_eff_attention", "flops_eff_attention",

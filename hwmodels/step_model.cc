@@ -93,6 +93,231 @@ BatchAggregates ComputeAggregates(const StepBatch& batch, int32_t window,
 // ---------------------------------------------------------------------------
 // Parameters.
 
+namespace {
+
+using When = StepParameterWhen;
+constexpr double kInf = HUGE_VAL;
+
+// Fractions: sigma 0.15 (0.2 for quant_kernel_eff); times in us:
+// max(0.5 x prior, 1 us).
+constexpr StepParameterSpec kStepParameters[] = {
+    {.name = "bw_eff_weights",
+     .default_value = 0.8,
+     .lower = 0.05,
+     .upper = 1.0,
+     .sigma_rel = 0,
+     .sigma_abs = 0.15,
+     .unit = "fraction",
+     .meaning = "achieved fraction of peak bandwidth streaming weights (GEMM/GEMV), "
+                "embeddings, sampling",
+     .when = When::kAlways},
+    {.name = "flops_eff_gemm",
+     .default_value = 0.6,
+     .lower = 0.02,
+     .upper = 1.0,
+     .sigma_rel = 0,
+     .sigma_abs = 0.15,
+     .unit = "fraction",
+     .meaning = "achieved fraction of peak FLOP/s in weight GEMMs",
+     .when = When::kAlways},
+    {.name = "bw_eff_attention",
+     .default_value = 0.4,
+     .lower = 0.01,
+     .upper = 1.0,
+     .sigma_rel = 0,
+     .sigma_abs = 0.15,
+     .unit = "fraction",
+     .meaning = "achieved fraction of peak bandwidth reading the KV cache",
+     .when = When::kAlways},
+    {.name = "flops_eff_attention",
+     .default_value = 0.35,
+     .lower = 0.01,
+     .upper = 1.0,
+     .sigma_rel = 0,
+     .sigma_abs = 0.15,
+     .unit = "fraction",
+     .meaning = "achieved fraction of peak FLOP/s in attention",
+     .when = When::kAlways},
+    // The meaning is completed with the format's kernel and id.
+    {.name = "quant_kernel_eff",
+     .default_value = 0.8,
+     .lower = 0.02,
+     .upper = 1.0,
+     .sigma_rel = 0,
+     .sigma_abs = 0.2,
+     .unit = "fraction",
+     .meaning = "relative to 16-bit GEMM, multiplies bw and FLOP efficiency",
+     .when = When::kQuantized},
+    // Decode attention kernels without split-KV (Triton unified attention
+    // on ROCm and on the Turing-patched T4) give each (sequence, KV head)
+    // pair one work unit that streams its context alone: with few sequences
+    // and one or two KV heads most compute units idle and the time grows
+    // with context at one unit's bandwidth, hidden by the full-device
+    // roofline only once sequences x KV heads fill the device. Only where
+    // the device file gives a prior (0 or absent: the backend splits the
+    // KV, e.g. FlashAttention).
+    {.name = "attn_unit_gbs",
+     .default_value = 0,
+     .lower = 1.0,
+     .upper = kInf,
+     .sigma_rel = 0.5,
+     .sigma_abs = 0,
+     .unit = "GB/s",
+     .meaning = "KV-read bandwidth of one (sequence, KV head) work unit of the decode "
+                "attention kernel; limits decode attention while sequences x KV heads "
+                "< attn_units",
+     .when = When::kPositive},
+    {.name = "attn_units",
+     .default_value = 1,
+     .lower = 1.0,
+     .upper = 1e6,
+     .sigma_rel = 0,
+     .sigma_abs = 0,
+     .unit = "count",
+     .meaning = "parallel units of the device (compute units / SMs) that decode "
+                "attention work units spread over",
+     .when = When::kWithUnitGbs},
+    {.name = "host_step_us",
+     .default_value = 2000,
+     .lower = 0.0,
+     .upper = 100000,
+     .sigma_rel = 0.5,
+     .sigma_abs = 1.0,
+     .unit = "us",
+     .meaning = "host time per step (scheduler, input prep, output processing)",
+     .when = When::kAlways},
+    // Weakly informative: the serving stack's per-request cost per step
+    // differs by an order of magnitude between builds (tens of us on the
+    // CUDA/ROCm builds, ~0.4-0.6 ms on the TPU builds' chat server), so the
+    // prior only keeps it positive and sub-ms where no cell informs it.
+    {.name = "host_seq_us",
+     .default_value = 30,
+     .lower = 0.0,
+     .upper = 5000,
+     .sigma_rel = 2.0,
+     .sigma_abs = 200.0,
+     .unit = "us",
+     .meaning = "host time per scheduled sequence per step",
+     .when = When::kAlways},
+    {.name = "host_token_us",
+     .default_value = 0.5,
+     .lower = 0.0,
+     .upper = 200,
+     .sigma_rel = 0.5,
+     .sigma_abs = 1.0,
+     .unit = "us",
+     .meaning = "host time per scheduled token per step",
+     .when = When::kAlways},
+    {.name = "kernel_launch_us",
+     .default_value = 5,
+     .lower = 0.0,
+     .upper = 200,
+     .sigma_rel = 0.5,
+     .sigma_abs = 1.0,
+     .unit = "us",
+     .meaning = "cost per kernel launched outside a captured graph (x eager kernels "
+                "per step)",
+     .when = When::kAlways},
+    {.name = "gemm_rows_exp",
+     .default_value = 0,
+     .lower = 0.0,
+     .upper = 0.6,
+     .sigma_rel = 0,
+     .sigma_abs = 0.15,
+     .unit = "exponent",
+     .meaning = "GEMM FLOP efficiency grows as rows^exp up to gemm_rows_sat rows",
+     .when = When::kAlways},
+    {.name = "gemm_rows_sat",
+     .default_value = 16384,
+     .lower = 16.0,
+     .upper = 1e6,
+     .sigma_rel = 0.5,
+     .sigma_abs = 0,
+     .unit = "rows",
+     .meaning = "rows (tokens) from which GEMMs reach flops_eff_gemm",
+     .when = When::kAlways},
+    {.name = "gemm_rows_floor",
+     .default_value = 512,
+     .lower = 1.0,
+     .upper = 1e6,
+     .sigma_rel = 0.5,
+     .sigma_abs = 0,
+     .unit = "rows",
+     .meaning = "rows below which the rows factor stops falling (decode batches: "
+                "their GEMMs stream weights, bandwidth bound)",
+     .when = When::kAlways},
+    // Shape law (docs/step_model.md): a GEMM whose weight matrix gives each
+    // compute unit few elements (few output tiles per unit, short
+    // reductions) spends a larger share of its time in tile prologue and
+    // epilogue. 0: no shape dependence. Only where the device file sets it
+    // (other devices keep their formula).
+    {.name = "gemm_w_half",
+     .default_value = 0,
+     .lower = 0.0,
+     .upper = 1e7,
+     .sigma_rel = 0,
+     .sigma_abs = 5e5,
+     .unit = "elements/unit",
+     .meaning = "weight-matrix elements (N x K) per compute unit at which a GEMM "
+                "reaches half of flops_eff_gemm",
+     .when = When::kDeviceFileSets},
+    // XLA runs static shapes: the vLLM TPU model runner pads each step's
+    // token count to the next power of two from pad_tokens_min and its
+    // request count (logits, sampling) to the next power of two from
+    // pad_seqs_min (tpu_model_runner: _get_token_paddings with padding gap
+    // 0, _get_req_paddings). 0: no padding (CUDA/ROCm builds). Not fitted.
+    {.name = "pad_tokens_min",
+     .default_value = 0,
+     .lower = 1.0,
+     .upper = 65536.0,
+     .sigma_rel = 0,
+     .sigma_abs = 0,
+     .unit = "count",
+     .meaning = "smallest token bucket: GEMM rows are padded to the next power of "
+                "two >= max(tokens, this)",
+     .when = When::kPositive},
+    {.name = "pad_seqs_min",
+     .default_value = 0,
+     .lower = 1.0,
+     .upper = 65536.0,
+     .sigma_rel = 0,
+     .sigma_abs = 0,
+     .unit = "count",
+     .meaning = "smallest request bucket: LM head and sampling rows are padded to "
+                "the next power of two >= max(sequences, this)",
+     .when = When::kPositive},
+    {.name = "device_step_us",
+     .default_value = 300,
+     .lower = 0.0,
+     .upper = 50000,
+     .sigma_rel = 0.5,
+     .sigma_abs = 1.0,
+     .unit = "us",
+     .meaning = "fixed device time per step (graph launch, synchronisation, small "
+                "kernels)",
+     .when = When::kAlways},
+    {.name = "moe_routing_us",
+     .default_value = 20,
+     .lower = 0.0,
+     .upper = 5000,
+     .sigma_rel = 0.5,
+     .sigma_abs = 1.0,
+     .unit = "us",
+     .meaning = "per MoE layer per step: routing, permute and unpermute",
+     .when = When::kMoe},
+};
+
+}  // namespace
+
+std::span<const StepParameterSpec> StepParameterTable() { return kStepParameters; }
+
+const StepParameterSpec* FindStepParameter(std::string_view name) {
+  for (const StepParameterSpec& p : kStepParameters) {
+    if (name == p.name) return &p;
+  }
+  return nullptr;
+}
+
 ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& model,
                                  const WeightFormat& format) {
   auto prior = [&](const std::string& key, double def) {
@@ -100,7 +325,7 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
     return it == device.param_priors().end() ? def : it->second;
   };
   // Where a prior comes from: the device file when it sets the key, else the
-  // default written here.
+  // default written in the table.
   const std::string device_file =
       device.origin().empty()
           ? absl::StrCat("hwmodels/devices/", device.id(), ".textproto")
@@ -112,113 +337,40 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
                               " not set in ", device_file, ")");
   };
   std::vector<Parameter> ps;
-  auto frac = [&](const std::string& name, double def, double lo,
-                  const std::string& meaning) {
-    const double v = prior(name, def);
-    ps.push_back({name, v, lo, 1.0, v, 0.15, 0, "fraction", meaning, source(name)});
-  };
-  auto time = [&](const std::string& name, double def, double hi,
-                  const std::string& meaning) {
-    const double v = prior(name, def);
-    ps.push_back(
-        {name, v, 0.0, hi, v, std::max(0.5 * v, 1.0), 0, "us", meaning, source(name)});
-  };
-  frac("bw_eff_weights", 0.8, 0.05,
-       "achieved fraction of peak bandwidth streaming weights (GEMM/GEMV), embeddings, "
-       "sampling");
-  frac("flops_eff_gemm", 0.6, 0.02, "achieved fraction of peak FLOP/s in weight GEMMs");
-  frac("bw_eff_attention", 0.4, 0.01,
-       "achieved fraction of peak bandwidth reading the KV cache");
-  frac("flops_eff_attention", 0.35, 0.01,
-       "achieved fraction of peak FLOP/s in attention");
-  if (format.weight_bits < 16) {
-    const std::string key = absl::StrCat("quant_kernel_eff.", format.kernel);
-    const double v = prior(key, 0.8);
-    ps.push_back(
-        {"quant_kernel_eff", v, 0.02, 1.0, v, 0.2, 0, "fraction",
-         absl::StrCat("efficiency of the ", format.kernel, " kernel (", format.id,
-                      ") relative to 16-bit GEMM, multiplies bw and FLOP efficiency"),
-         absl::StrCat(source(key), " (", key, ")")});
-  }
-  // Decode attention kernels without split-KV (Triton unified attention on
-  // ROCm and on the Turing-patched T4) give each (sequence, KV head) pair one
-  // work unit that streams its context alone: with few sequences and one or
-  // two KV heads most compute units idle and the time grows with context at
-  // one unit's bandwidth, hidden by the full-device roofline only once
-  // sequences x KV heads fill the device. Only where the device file gives
-  // a prior (0 or absent: the backend splits the KV, e.g. FlashAttention).
-  if (const double gbs = prior("attn_unit_gbs", 0); gbs > 0) {
-    ps.push_back({"attn_unit_gbs", gbs, 1.0, device.bandwidth_bytes_per_s() / 1e9, gbs,
-                  0.5 * gbs, 0, "GB/s",
-                  "KV-read bandwidth of one (sequence, KV head) work unit of the decode "
-                  "attention kernel; limits decode attention while sequences x KV heads "
-                  "< attn_units",
-                  source("attn_unit_gbs")});
-    const double units = prior("attn_units", 1);
-    ps.push_back({"attn_units", units, 1.0, 1e6, units, 0, 0, "count",
-                  "parallel units of the device (compute units / SMs) that decode "
-                  "attention work units spread over",
-                  source("attn_units")});
-  }
-  time("host_step_us", 2000, 100000,
-       "host time per step (scheduler, input prep, output processing)");
-  time("host_seq_us", 30, 5000, "host time per scheduled sequence per step");
-  // Weakly informative: the serving stack's per-request cost per step
-  // differs by an order of magnitude between builds (tens of us on the
-  // CUDA/ROCm builds, ~0.4-0.6 ms on the TPU builds' chat server), so the
-  // prior only keeps it positive and sub-ms where no cell informs it.
-  ps.back().prior_sigma = std::max(2.0 * ps.back().prior, 200.0);
-  time("host_token_us", 0.5, 200, "host time per scheduled token per step");
-  time("kernel_launch_us", 5, 200,
-       "cost per kernel launched outside a captured graph (x eager kernels per step)");
-  {
-    const double e = prior("gemm_rows_exp", 0);
-    ps.push_back({"gemm_rows_exp", e, 0.0, 0.6, e, 0.15, 0, "exponent",
-                  "GEMM FLOP efficiency grows as rows^exp up to gemm_rows_sat rows",
-                  source("gemm_rows_exp")});
-    const double r = prior("gemm_rows_sat", 16384);
-    ps.push_back({"gemm_rows_sat", r, 16.0, 1e6, r, 0.5 * r, 0, "rows",
-                  "rows (tokens) from which GEMMs reach flops_eff_gemm",
-                  source("gemm_rows_sat")});
-    const double f = prior("gemm_rows_floor", 512);
-    ps.push_back({"gemm_rows_floor", f, 1.0, 1e6, f, 0.5 * f, 0, "rows",
-                  "rows below which the rows factor stops falling (decode batches: "
-                  "their GEMMs stream weights, bandwidth bound)",
-                  source("gemm_rows_floor")});
-    // Shape law (docs/step_model.md): a GEMM whose weight matrix gives each
-    // compute unit few elements (few output tiles per unit, short
-    // reductions) spends a larger share of its time in tile prologue and
-    // epilogue. 0: no shape dependence.
-    // Only where the device file sets it (other devices keep their formula).
-    const double w = prior("gemm_w_half", 0);
-    if (device.param_priors().contains("gemm_w_half"))
-      ps.push_back({"gemm_w_half", w, 0.0, 1e7, w, 5e5, 0, "elements/unit",
-                    "weight-matrix elements (N x K) per compute unit at which a GEMM "
-                    "reaches half of flops_eff_gemm",
-                    source("gemm_w_half")});
-  }
-  // XLA runs static shapes: the vLLM TPU model runner pads each step's
-  // token count to the next power of two from pad_tokens_min and its
-  // request count (logits, sampling) to the next power of two from
-  // pad_seqs_min (tpu_model_runner: _get_token_paddings with padding gap 0,
-  // _get_req_paddings). 0: no padding (CUDA/ROCm builds). Not fitted.
-  for (const char* key : {"pad_tokens_min", "pad_seqs_min"}) {
-    const double v = prior(key, 0);
-    if (v <= 0) continue;
-    ps.push_back(
-        {key, v, 1.0, 65536.0, v, 0, 0, "count",
-         std::string(key) == "pad_tokens_min"
-             ? "smallest token bucket: GEMM rows are padded to the next power of "
-               "two >= max(tokens, this)"
-             : "smallest request bucket: LM head and sampling rows are padded to "
-               "the next power of two >= max(sequences, this)",
-         source(key)});
-  }
-  time("device_step_us", 300, 50000,
-       "fixed device time per step (graph launch, synchronisation, small kernels)");
-  if (model.num_experts > 0) {
-    time("moe_routing_us", 20, 5000,
-         "per MoE layer per step: routing, permute and unpermute");
+  bool unit_gbs = false;
+  for (const StepParameterSpec& spec : kStepParameters) {
+    std::string key = spec.name;
+    std::string meaning = spec.meaning;
+    switch (spec.when) {
+      case When::kAlways:
+      case When::kPositive:
+      case When::kWithUnitGbs:
+        break;
+      case When::kQuantized:
+        if (format.weight_bits >= 16) continue;
+        key = absl::StrCat(spec.name, ".", format.kernel);
+        meaning = absl::StrCat("efficiency of the ", format.kernel, " kernel (",
+                               format.id, ") ", spec.meaning);
+        break;
+      case When::kDeviceFileSets:
+        if (!device.param_priors().contains(key)) continue;
+        break;
+      case When::kMoe:
+        if (model.num_experts <= 0) continue;
+        break;
+    }
+    if (spec.when == When::kWithUnitGbs && !unit_gbs) continue;
+    const double v = prior(key, spec.default_value);
+    if (spec.when == When::kPositive && v <= 0) continue;
+    if (std::string_view(spec.name) == "attn_unit_gbs") unit_gbs = true;
+    const double upper =
+        spec.upper == kInf ? device.bandwidth_bytes_per_s() / 1e9 : spec.upper;
+    const double sigma = spec.sigma_rel > 0 ? std::max(spec.sigma_rel * v, spec.sigma_abs)
+                                            : spec.sigma_abs;
+    std::string src = source(key);
+    if (spec.when == When::kQuantized) absl::StrAppend(&src, " (", key, ")");
+    ps.push_back({spec.name, v, spec.lower, upper, v, sigma, 0, spec.unit,
+                  std::move(meaning), std::move(src)});
   }
   return ParameterSet(std::move(ps));
 }
@@ -228,9 +380,10 @@ ParameterSet PriorStepParameters(const proto::Device& device, const ModelArch& m
 
 namespace {
 
-double ParamOr(const ParameterSet& p, const char* name, double def) {
-  const Parameter* x = p.Find(name);
-  return x == nullptr ? def : x->value;
+// The set's value of `name`, else the table's default.
+double ParamOr(const ParameterSet& p, const char* name) {
+  if (const Parameter* x = p.Find(name); x != nullptr) return x->value;
+  return FindStepParameter(name)->default_value;
 }
 double Clamp01(double v) { return std::clamp(v, 1e-3, 1.0); }
 
@@ -324,32 +477,30 @@ std::shared_ptr<const RooflineStepModel> RooflineStepModel::Compile(
   m->window_ = g.window();
   m->num_experts_ = g.num_experts();
   m->k_log_miss_ = KLogMiss(g.num_experts(), g.top_k());
-  m->eff_bw_w_ = Clamp01(ParamOr(params, "bw_eff_weights", 0.8));
-  m->eff_fl_w_ = Clamp01(ParamOr(params, "flops_eff_gemm", 0.6));
-  m->eff_bw_a_ = Clamp01(ParamOr(params, "bw_eff_attention", 0.4));
-  m->eff_fl_a_ = Clamp01(ParamOr(params, "flops_eff_attention", 0.35));
-  m->quant_eff_ = Clamp01(ParamOr(params, "quant_kernel_eff", 1.0));
-  m->attn_unit_bw_ = std::max(0.0, ParamOr(params, "attn_unit_gbs", 0)) * 1e9;
-  m->attn_units_ = std::max(1.0, ParamOr(params, "attn_units", 1));
-  auto us = [&](const char* n, double def) {
-    return std::max(0.0, ParamOr(params, n, def)) * 1e3;
-  };
-  m->host_step_ns_ = us("host_step_us", 2000);
-  m->host_seq_ns_ = us("host_seq_us", 30);
-  m->host_token_ns_ = us("host_token_us", 0.5);
-  m->device_step_ns_ = us("device_step_us", 300);
-  m->pad_tokens_min_ = std::max(0.0, ParamOr(params, "pad_tokens_min", 0));
-  m->pad_seqs_min_ = std::max(0.0, ParamOr(params, "pad_seqs_min", 0));
+  m->eff_bw_w_ = Clamp01(ParamOr(params, "bw_eff_weights"));
+  m->eff_fl_w_ = Clamp01(ParamOr(params, "flops_eff_gemm"));
+  m->eff_bw_a_ = Clamp01(ParamOr(params, "bw_eff_attention"));
+  m->eff_fl_a_ = Clamp01(ParamOr(params, "flops_eff_attention"));
+  m->quant_eff_ = Clamp01(ParamOr(params, "quant_kernel_eff"));
+  m->attn_unit_bw_ = std::max(0.0, ParamOr(params, "attn_unit_gbs")) * 1e9;
+  m->attn_units_ = std::max(1.0, ParamOr(params, "attn_units"));
+  auto us = [&](const char* n) { return std::max(0.0, ParamOr(params, n)) * 1e3; };
+  m->host_step_ns_ = us("host_step_us");
+  m->host_seq_ns_ = us("host_seq_us");
+  m->host_token_ns_ = us("host_token_us");
+  m->device_step_ns_ = us("device_step_us");
+  m->pad_tokens_min_ = std::max(0.0, ParamOr(params, "pad_tokens_min"));
+  m->pad_seqs_min_ = std::max(0.0, ParamOr(params, "pad_seqs_min"));
   // The per-unit coefficients below are taken at full GEMM efficiency; the
   // rows factor is applied per step (gemm_lines_, MaxTerm::rows_idx).
   // gemm_exp_ stays 0 (no factor in OpNs) until the coefficients are taken:
   // it is set after the operator loop below.
-  const double gemm_exp = std::max(0.0, ParamOr(params, "gemm_rows_exp", 0));
-  m->gemm_sat_ = std::max(1.0, ParamOr(params, "gemm_rows_sat", 16384));
-  m->gemm_floor_ = std::clamp(ParamOr(params, "gemm_rows_floor", 512), 1.0, m->gemm_sat_);
-  m->gemm_w_half_ = std::max(0.0, ParamOr(params, "gemm_w_half", 0));
-  m->launch_ns_ = us("kernel_launch_us", 5);
-  m->moe_routing_ns_ = us("moe_routing_us", 20) * g.num_moe_layers();
+  const double gemm_exp = std::max(0.0, ParamOr(params, "gemm_rows_exp"));
+  m->gemm_sat_ = std::max(1.0, ParamOr(params, "gemm_rows_sat"));
+  m->gemm_floor_ = std::clamp(ParamOr(params, "gemm_rows_floor"), 1.0, m->gemm_sat_);
+  m->gemm_w_half_ = std::max(0.0, ParamOr(params, "gemm_w_half"));
+  m->launch_ns_ = us("kernel_launch_us");
+  m->moe_routing_ns_ = us("moe_routing_us") * g.num_moe_layers();
   m->eager_kernels_full_graph_ =
       g.graph_capture() ? 0 : kKernelsPerLayer * g.num_layers() + 4;
   m->eager_kernels_piecewise_ =

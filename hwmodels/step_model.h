@@ -20,7 +20,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -76,13 +78,13 @@ struct Operator {
   // per context token (K and V of one head), and the KV heads per layer.
   // While sequences x KV heads are fewer than the device's parallel units
   // and the kernel does not split the KV, the op cannot use the whole
-  // bandwidth: see attn_unit_gbs in PriorStepParameters.
+  // bandwidth: see attn_unit_gbs in StepParameterTable().
   double unit_bytes_per_ctx = 0;
   double kv_heads = 0;
   // Weight GEMMs only: the kernels the operator stands for (a fused QKV is
   // one, the FFN two: gate_up and down), each as (share of the operator's
   // FLOPs, weight-matrix elements N x K). The shape factor of
-  // gemm_w_half (PriorStepParameters) reads them; empty: no shape factor.
+  // gemm_w_half (StepParameterTable()) reads them; empty: no shape factor.
   std::vector<std::pair<double, double>> gemm_kernels;
 };
 
@@ -130,15 +132,52 @@ class CompiledStepGraph {
   std::string description_;
 };
 
-// The parameters RooflineStepModel reads (names of ParameterSet entries).
-// Priors come from the device file (param_priors), else the defaults
-// written in PriorStepParameters (step_model.cc), with bounds and meaning.
+// Which deployments a step parameter exists for.
+enum class StepParameterWhen {
+  kAlways,
+  kQuantized,       // weight formats below 16 bits (key "<name>.<kernel>")
+  kPositive,        // where its prior (device file, else default) is > 0
+  kWithUnitGbs,     // with attn_unit_gbs
+  kDeviceFileSets,  // where the device file sets it
+  kMoe,             // models with routed experts
+};
+
+// One parameter RooflineStepModel reads: the one place its default,
+// bounds, prior sigma, unit and meaning are written. Both
+// PriorStepParameters (the prior set) and RooflineStepModel::Compile (the
+// value of a parameter missing from the set) read it.
+struct StepParameterSpec {
+  const char* name;
+  // The prior where the device file does not set the key; for kPositive
+  // entries 0 means off (the parameter is then not in the set).
+  double default_value;
+  double lower;
+  double upper;  // +inf: the device's bandwidth in GB/s (attn_unit_gbs)
+  // prior sigma = max(sigma_rel x prior, sigma_abs), or sigma_abs when
+  // sigma_rel is 0; a sigma of 0: no prior (not fitted).
+  double sigma_rel;
+  double sigma_abs;
+  const char* unit;
+  const char* meaning;
+  StepParameterWhen when;
+};
+
+// Every step parameter, in the order PriorStepParameters lists them.
+std::span<const StepParameterSpec> StepParameterTable();
+
+// The table entry named `name`; nullptr if none.
+const StepParameterSpec* FindStepParameter(std::string_view name);
+
+// The parameters RooflineStepModel reads (names of ParameterSet entries)
+// for this deployment, in StepParameterTable() order. Priors come from the
+// device file (param_priors), else the table's defaults.
 ParameterSet PriorStepParameters(const servesim::proto::Device& device,
                                  const ModelArch& model, const WeightFormat& format);
 
 class RooflineStepModel final : public StepTimeModel {
  public:
-  // Missing parameters take their prior; efficiencies are clamped to
+  // Missing parameters take their StepParameterTable() default (not a
+  // device file's prior); efficiencies are clamped to
   // [1e-3, 1], times to >= 0. Cost: O(number of operators x log).
   static std::shared_ptr<const RooflineStepModel> Compile(
       std::shared_ptr<const CompiledStepGraph> graph, const ParameterSet& params);

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <map>
 #include <random>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -430,6 +432,61 @@ TEST(StepModelTest, FewDecodesReadTheirContextAtOneUnitsBandwidth) {
 
 // With the priors, single-stream decode lands near the published figures
 // (calibration fits them exactly later): within 50%.
+// The step-parameter table is the one place a default, bounds, sigma,
+// unit and meaning are written: each entry has a unit and a meaning, and
+// bounds that hold its default (a kPositive entry's default is 0: off).
+TEST(StepParameterTableTest, EveryParameterHasAUnitAMeaningAndBoundsHoldingItsDefault) {
+  std::set<std::string> names;
+  for (const StepParameterSpec& p : StepParameterTable()) {
+    SCOPED_TRACE(p.name);
+    EXPECT_TRUE(names.insert(p.name).second) << "declared twice";
+    EXPECT_EQ(FindStepParameter(p.name), &p);
+    EXPECT_STRNE(p.unit, "");
+    EXPECT_STRNE(p.meaning, "");
+    EXPECT_LT(p.lower, p.upper);
+    EXPECT_GE(p.sigma_rel, 0);
+    EXPECT_GE(p.sigma_abs, 0);
+    if (p.when == StepParameterWhen::kPositive) {
+      EXPECT_EQ(p.default_value, 0) << "a kPositive parameter is off by default";
+    } else {
+      EXPECT_GE(p.default_value, p.lower);
+      EXPECT_LE(p.default_value, p.upper);
+    }
+  }
+  EXPECT_EQ(FindStepParameter("no_such_parameter"), nullptr);
+}
+
+// PriorStepParameters and Compile read the same defaults: a device file
+// that sets no prior gives the table's values, and compiling an empty set
+// (every parameter missing) costs the same steps as compiling those priors
+// (a quantized MoE model, so quant_kernel_eff and moe_routing_us count).
+TEST(StepParameterTableTest, CompileOfAnEmptySetEqualsThePriorsOfADeviceWithoutPriors) {
+  Built b = Build("l4", "gemma-4-26b-a4b", "w4a16");
+  proto::Device bare = b.d.device;
+  bare.clear_param_priors();
+  const ParameterSet priors = PriorStepParameters(bare, b.d.model, b.d.format);
+  ASSERT_NE(priors.Find("quant_kernel_eff"), nullptr);
+  ASSERT_NE(priors.Find("moe_routing_us"), nullptr);
+  for (const Parameter& p : priors.params()) {
+    const StepParameterSpec* spec = FindStepParameter(p.name);
+    ASSERT_NE(spec, nullptr) << p.name;
+    EXPECT_EQ(p.value, spec->default_value) << p.name;
+    EXPECT_EQ(p.unit, spec->unit) << p.name;
+  }
+  auto from_priors = RooflineStepModel::Compile(b.d.graph, priors);
+  auto from_nothing = RooflineStepModel::Compile(b.d.graph, ParameterSet());
+  for (const int n : {1, 8, 64}) {
+    const StepCost a = DecodeCost(*from_priors, n, 1000);
+    const StepCost c = DecodeCost(*from_nothing, n, 1000);
+    EXPECT_EQ(a.device_ns, c.device_ns) << n;
+    EXPECT_EQ(a.host_ns, c.host_ns) << n;
+  }
+  const std::vector<PrefillChunk> chunk = {
+      PrefillChunk{.num_tokens = 2048, .num_computed_before = 0}};
+  const StepBatch prefill{chunk, {}};
+  EXPECT_EQ(from_priors->Cost(prefill).device_ns, from_nothing->Cost(prefill).device_ns);
+}
+
 TEST(StepModelTest, PriorsGiveBallparkSingleStreamDecode) {
   auto tpot_ms = [](const Built& b, int32_t ctx) {
     const StepCost c = DecodeCost(*b.model, 1, ctx);

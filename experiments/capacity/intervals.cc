@@ -21,7 +21,7 @@
 #include "sim/base/parallel.h"
 #include "sim/base/random.h"
 #include "sim/base/status_macros.h"
-#include "sim/router.h"
+#include "sim/simulation.h"
 
 namespace servesim {
 namespace {
@@ -184,13 +184,16 @@ absl::StatusOr<RunResult> RunSample(const proto::ExperimentConfig& config,
   }
   proto::ClientConfig cl = config.client();
   if (client_seed >= 0) cl.set_seed(static_cast<uint64_t>(client_seed));
-  ASSIGN_OR_RETURN(std::unique_ptr<Router> router, MakeRouter(config.fleet().router()));
-  ClientConfig client = ToClientConfig(cl);
-  client.client_overhead_ns += static_cast<TimeNs>(api_ms * 1e6);
+  // The pipeline RunExperiment runs (sim/simulation.h): its router default
+  // and its API-overhead rounding.
+  SimulationSpec spec;
+  spec.replicas = std::move(replicas);
+  spec.router = FleetRouterName(config, point.fleet);
+  spec.client = ToClientConfig(cl);
+  spec.api_overhead_ms = api_ms;
   ASSIGN_OR_RETURN(std::unique_ptr<RequestSource> source, OpenRequestSource(cl));
   ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
-                   Engine::Create(std::move(replicas), std::move(router), client));
-  RETURN_IF_ERROR(engine->Run(source.get()));
+                   Simulate(std::move(spec), source.get()));
   return engine->Result();
 }
 

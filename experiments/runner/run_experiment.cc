@@ -122,6 +122,16 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenRequestSource(
                    "`servesim trace convert --loop-to N`)"));
 }
 
+std::string FleetRouterName(const proto::ExperimentConfig& config, const Fleet& fleet) {
+  if (!config.fleet().router().empty()) return config.fleet().router();
+  // Without a router named, data-parallel engines are balanced as vLLM's DP
+  // load balancer does.
+  for (const Deployment& d : fleet.deployments) {
+    if (d.data_parallel_size > 1) return "vllm-dp";
+  }
+  return "";
+}
+
 absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
                                             const EngineOptions& options,
                                             EngineObserver* observer) {
@@ -151,14 +161,7 @@ absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
       return absl::OutOfRangeError(st.message());
     }
   }
-  // Without a router named, data-parallel engines are balanced as vLLM's DP
-  // load balancer does.
-  std::string router_name = config.fleet().router();
-  if (router_name.empty()) {
-    for (const Deployment& d : run.fleet.deployments) {
-      if (d.data_parallel_size > 1) router_name = "vllm-dp";
-    }
-  }
+  const std::string router_name = FleetRouterName(config, run.fleet);
   // A bad --router fails before the trace is opened.
   RETURN_IF_ERROR(MakeRouter(router_name).status());
   SimulationSpec spec;

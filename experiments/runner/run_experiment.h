@@ -60,6 +60,12 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenRequestSource(
 // prediction carries their error (not the calibrated devices' validate error).
 std::vector<std::string> UncalibratedWarnings(const std::vector<Deployment>& deployments);
 
+// The router name Simulate gets for `fleet`: config.fleet().router() when
+// set; otherwise "vllm-dp" (vLLM's DP load balancer) when a deployment is
+// data parallel, else "" (round-robin). RunExperiment and the interval
+// re-simulations (experiments/capacity/intervals.cc) both use it.
+std::string FleetRouterName(const proto::ExperimentConfig& config, const Fleet& fleet);
+
 struct ExperimentRun {
   Fleet fleet;
   ClientConfig client;  // as the engine ran it: API overhead included
