@@ -54,7 +54,7 @@ inline constexpr char kPooledRefitPasses[] = "refit_passes";
 inline constexpr int kMinMetricErrors = 5;
 
 // A coverage target: an interval at `level` should cover a fraction in
-// [lo, hi] of the held-out predictions (issue 17).
+// [lo, hi] of the held-out predictions.
 struct CoverageTarget {
   double level, lo, hi;
 };

@@ -58,7 +58,7 @@ TEST(CoverageTest, FiftyAndNinetyPercentBandsAreTheConformalQuantiles) {
   EXPECT_DOUBLE_EQ(c.metrics[0].coverage_90, 5.0 / 6);
 }
 
-// The regression of issue 17: an rms-sized band (z x rms) let one large
+// The regression: an rms-sized band (z x rms) let one large
 // miss widen the 50% band past most errors; the quantile band does not.
 TEST(CoverageTest, OneLargeMissDoesNotWidenTheFiftyPercentBand) {
   ValidationReport r;
@@ -141,7 +141,7 @@ TEST(CoverageTest, DeviceOutBandComesFromTheOtherDevices) {
   EXPECT_DOUBLE_EQ(c.metrics[0].coverage_50, 0.5);
 }
 
-// Issue 17, decode_rate: a metric with too few errors of its own on a
+// decode_rate: a metric with too few errors of its own on a
 // device borrowed its family's, there other metrics' (output throughput
 // under load, errors 5x larger), and its 50% band covered 94%. Now the
 // same metric's refit errors on the other devices join its own first.

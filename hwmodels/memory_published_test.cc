@@ -1,5 +1,5 @@
 // Memory plans checked against vLLM KV-cache figures published outside the
-// write-ups (issue 15): each test quotes its source and log lines, runs the
+// write-ups: each test quotes its source and log lines, runs the
 // planner with the logged settings on the shipped datasheet device file and
 // the model's public config.json (data/models/, sources in data/README.md),
 // and compares the pieces the log gives.

@@ -1,4 +1,4 @@
-// Prediction intervals for every metric `simulate` reports (issue 17):
+// Prediction intervals for every metric `simulate` reports:
 // how sure a prediction is, from three sources, each computed and reported
 // apart and then combined.
 //  (a) parameters: K parameter vectors drawn from the calibration

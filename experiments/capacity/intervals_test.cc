@@ -202,7 +202,7 @@ TEST(IntervalsTest, ByteIdenticalWhateverTheThreadCountAndCoverThePoint) {
   EXPECT_NE(IntervalsJson(*one), IntervalsJson(*other));
 }
 
-// "Widen for a datasheet-only device" (issue 17): the same device and
+// "Widen for a datasheet-only device": the same device and
 // workload predicted without its profile (an edited copy of its device
 // file: priors by rule, no parameter draws) gets a wider interval than
 // with it on every throughput-family metric. tpu-v6e: its profile holds a
