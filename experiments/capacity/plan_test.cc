@@ -226,6 +226,38 @@ TEST(RunPlanTest, SaturatedRowsAreMarked) {
   EXPECT_THAT(FormatPlanJson(o, *r), HasSubstr("\"saturated\": true"));
 }
 
+// request_throughput counts the drain: 120 requests at 12 req/s arrive in
+// 10 s, and a fleet that keeps up (p99 queueing 0.2 s) but whose last
+// answer ends 6 s later reads 7.5 req/s. It is not saturated; one whose
+// queue grows (p99 queueing 3 s > 10 s / 9) is.
+TEST(RunPlanTest, ADrainTailIsNotSaturationAGrowingQueueIs) {
+  std::vector<std::string> names = kNames;
+  names.emplace_back("request_throughput");
+  names.emplace_back("p99_queueing_ms");
+  PointRunner runner;
+  runner.metric_names = names;
+  runner.run =
+      [](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+    int replicas = 0;
+    for (const auto& rep : c.fleet().replicas()) replicas += rep.count();
+    if (c.client().max_concurrency() == 1)
+      return std::vector<double>{100, 1100, 100, 50, 20, 12, 0};
+    // One replica: its queue grows and p99 TTFT misses; two keep up.
+    if (replicas < 2) return std::vector<double>{750, 8250, 5000, 100, 20, 7.5, 3000};
+    return std::vector<double>{750, 8250, 300, 100, 20, 7.5, 200};
+  };
+  PlanOptions o = Options(false);
+  o.devices.resize(1);  // a only
+  o.base.mutable_client()->set_request_rate(12);
+  o.base.mutable_client()->set_num_prompts(120);
+  auto r = RunPlan(o, runner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_GE(r->candidates.size(), 2u);
+  EXPECT_TRUE(r->candidates[0].saturated);
+  EXPECT_FALSE(r->candidates[1].saturated);
+  EXPECT_EQ(r->candidates[r->groups[0].chosen].label, "2 x a");
+}
+
 // Tensor parallel sizes of one device: TP 1 does not fit, TP 4 (capacity
 // 10 per replica) needs 2 replicas at $8/h, so TP 8 ($9/h for one replica)
 // cannot be cheaper and is not searched; each candidate runs at its TP.
