@@ -625,17 +625,16 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
     std::string hash;
     int64_t other = 0;
     for (std::string& line : jl) {
-      bool matched = false;
       if (ParseRowKey(line, true, &id, &hash) && id >= 0 &&
           id < static_cast<int64_t>(num) && owned(id)) {
         absl::StatusOr<SweepPoint> p = points.Point(id);
         RETURN_IF_ERROR(p.status());
         if (hash == p->config_hash) {
           jmap[id] = {hash, std::move(line)};
-          matched = true;
+          continue;
         }
       }
-      if (!matched && !line.empty()) ++other;
+      if (!line.empty()) ++other;
     }
     jl = std::vector<std::string>();
     // Results of another grid entirely (no point in common) are not
