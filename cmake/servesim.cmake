@@ -18,19 +18,24 @@ function(servesim_warnings target)
   endif()
 endfunction()
 
-# servesim_test(NAME SOURCES... LIBS ...): one GoogleTest binary, registered
-# with CTest. Tests run with the repository root as working directory so
-# they can read the repository's data/ folder through SERVESIM_DATA_DIR.
+# servesim_test(NAME SOURCES... LIBS ... [TIMEOUT S]): one GoogleTest
+# binary, registered with CTest. Tests run with the repository root as
+# working directory so they can read the repository's data/ folder through
+# SERVESIM_DATA_DIR. TIMEOUT overrides ctest's --timeout for its tests.
 function(servesim_test name)
-  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   servesim_warnings(${name})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   target_compile_definitions(${name} PRIVATE
     SERVESIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     SERVESIM_DATA_DIR="${PROJECT_SOURCE_DIR}/data")
+  set(props "")
+  if(T_TIMEOUT)
+    set(props PROPERTIES TIMEOUT ${T_TIMEOUT})
+  endif()
   gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                       DISCOVERY_TIMEOUT 60)
+                       DISCOVERY_TIMEOUT 60 ${props})
 endfunction()
 
 # servesim_benchmark(NAME SOURCES... LIBS ...): a Google Benchmark program.
