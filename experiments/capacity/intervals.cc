@@ -94,20 +94,49 @@ void SetBounds(const Parameter& p, int i, ParameterSampler* s) {
   s->upper[i] = p.lower < p.upper ? p.upper : HUGE_VAL;
 }
 
+// Every shipped profile, parsed once per process (embedded, immutable;
+// each interval metric reads them). Thread-safe (static initialisation).
+const std::vector<servesim::proto::CalibrationProfile>& ShippedProfiles() {
+  static const auto* const kProfiles = [] {
+    auto* v = new std::vector<servesim::proto::CalibrationProfile>();
+    for (const std::string& name : ShippedProfileNames()) {
+      absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile(name, "");
+      if (rp.ok() && rp->found) v->push_back(std::move(rp->profile));
+    }
+    return v;
+  }();
+  return *kProfiles;
+}
+
+// Each shipped device's own profile with the device's vendor, parsed once
+// per process as above.
+struct VendorProfile {
+  std::string vendor;
+  servesim::proto::CalibrationProfile profile;
+};
+const std::vector<VendorProfile>& DeviceProfiles() {
+  static const auto* const kProfiles = [] {
+    auto* v = new std::vector<VendorProfile>();
+    for (const proto::Device& dev : EmbeddedDevices()) {
+      absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile("", dev.id());
+      if (rp.ok() && rp->found) v->push_back({dev.vendor(), std::move(rp->profile)});
+    }
+    return v;
+  }();
+  return *kProfiles;
+}
+
 // The largest fitted std error of each parameter over the calibrated
 // devices the priors-by-rule average (hwmodels/catalog_priors.h: the
 // shipped devices of `vendor` with a profile, all of them when the vendor
 // has none); a parameter no profile fits with one is absent.
-absl::StatusOr<std::map<std::string, double>> ClassFittedStdErrors(
-    const std::string& vendor) {
+std::map<std::string, double> ClassFittedStdErrors(const std::string& vendor) {
   std::map<std::string, double> same, all;
-  for (const proto::Device& dev : EmbeddedDevices()) {
-    ASSIGN_OR_RETURN(ResolvedProfile rp, ResolveCalibrationProfile("", dev.id()));
-    if (!rp.found) continue;
-    for (const auto& pp : rp.profile.parameters()) {
+  for (const VendorProfile& vp : DeviceProfiles()) {
+    for (const auto& pp : vp.profile.parameters()) {
       if (!(pp.std_error() > 0)) continue;
       all[pp.name()] = std::max(all[pp.name()], pp.std_error());
-      if (dev.vendor() == vendor)
+      if (vp.vendor == vendor)
         same[pp.name()] = std::max(same[pp.name()], pp.std_error());
     }
   }
@@ -122,13 +151,13 @@ absl::StatusOr<std::map<std::string, double>> ClassFittedStdErrors(
 // does not know a parameter better than those devices know their fitted
 // values (the fit's s2 = max(1, chi2 / (n - p)) scales the prior rows too,
 // so a fitted std error can exceed the prior sigma it started from).
-absl::StatusOr<ParameterSampler> PriorSampler(const Deployment& d) {
+ParameterSampler PriorSampler(const Deployment& d) {
   ParameterSampler s;
   std::vector<const Parameter*> keep;
   for (const Parameter& p : d.params.params()) {
     if (p.prior_sigma > 0) keep.push_back(&p);
   }
-  ASSIGN_OR_RETURN(const auto fitted_se, ClassFittedStdErrors(d.device.vendor()));
+  const std::map<std::string, double> fitted_se = ClassFittedStdErrors(d.device.vendor());
   const int n = static_cast<int>(keep.size());
   if (n == 0) return s;
   s.mean.resize(n);
@@ -529,23 +558,21 @@ double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
   // is the conformal quantile of the shipped profiles' leave_one_device_out
   // errors of the family, pooled (validate's coverage scores its
   // device-out predictions the same way, from the other devices).
-  std::vector<servesim::proto::CalibrationProfile> shipped, own;
-  for (const std::string& name : ShippedProfileNames()) {
-    absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile(name, "");
-    if (!rp.ok() || !rp->found) continue;
+  std::vector<const servesim::proto::CalibrationProfile*> shipped, own;
+  for (const servesim::proto::CalibrationProfile& p : ShippedProfiles()) {
     // The other devices' errors, as validate bands a device-out prediction;
     // a datasheet copy of a shipped device keeps its own apart (the floor
     // below).
     const std::string& self = profile != nullptr ? profile->device() : datasheet_device;
-    if (!self.empty() && rp->profile.device() == self) {
-      if (profile == nullptr) own.push_back(std::move(rp->profile));
+    if (!self.empty() && p.device() == self) {
+      if (profile == nullptr) own.push_back(&p);
       continue;
     }
-    shipped.push_back(std::move(rp->profile));
+    shipped.push_back(&p);
   }
   std::vector<const servesim::proto::StructuralError*> entries;
-  for (const auto& p : shipped) {
-    for (const auto& se : p.structural_errors()) entries.push_back(&se);
+  for (const auto* p : shipped) {
+    for (const auto& se : p->structural_errors()) entries.push_back(&se);
   }
   const std::vector<double> pooled = PooledDeviceOutErrors(entries, family);
   const char* lead = profile != nullptr ? "profile holds no block error for it; "
@@ -564,8 +591,8 @@ double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
   // A datasheet-only copy of a shipped device: that device's own error when
   // predicted from the others' priors is a floor.
   if (profile == nullptr) {
-    for (const auto& p : own) {
-      for (const auto& se : p.structural_errors()) {
+    for (const auto* p : own) {
+      for (const auto& se : p->structural_errors()) {
         if (se.pass() != kLeaveOneDeviceOut || se.family() != family ||
             !se.metric().empty() || se.num_points() == 0) {
           continue;
