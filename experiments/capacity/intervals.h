@@ -1,6 +1,6 @@
 // Prediction intervals for every metric `simulate` reports:
-// how sure a prediction is, from three sources, each computed and reported
-// apart and then combined.
+// how sure a prediction is, from the sources below, each computed and
+// reported apart and then combined.
 //  (a) parameters: K parameter vectors drawn from the calibration
 //      profile's fitted joint normal (ParameterCovariance; the diagonal of
 //      std_error when a profile has no covariance), truncated to the
@@ -14,8 +14,8 @@
 //      fitted for the parameter on the calibrated devices its prior by rule
 //      averages (same vendor, else all) when that is larger (a device
 //      without data knows a parameter no better than they know their
-//      fitted values), truncated to the bounds the same way,
-//      with the same common random numbers. Its own source
+//      fitted values), truncated to the bounds the same way, with the same
+//      common random numbers. Its own source
 //      ("prior_parameters"), with its own K runs: a fleet mixing both kinds
 //      runs 3K + 1 simulations.
 //  (b) workload: K more runs with other seeds of the arrival and length
