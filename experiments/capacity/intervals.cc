@@ -17,6 +17,7 @@
 #include "experiments/capacity/cost.h"
 #include "experiments/runner/config.h"
 #include "hwmodels/calibration_profile.h"
+#include "hwmodels/catalog.h"
 #include "sim/base/hash.h"
 #include "sim/base/parallel.h"
 #include "sim/base/random.h"
@@ -79,10 +80,107 @@ struct ParameterSampler {
 
 constexpr int kMaxTries = 100;
 
-// nullopt-like: names empty when the deployment has nothing to draw.
-absl::StatusOr<ParameterSampler> MakeSampler(const Deployment& d) {
+// Which deployments DrawParameterSets draws.
+struct DrawKinds {
+  bool fitted = true;  // those with a calibration profile
+  bool prior = true;   // datasheet-only ones
+};
+// Mixed into the draw seed of a prior-only draw set ("prior" in ASCII).
+constexpr uint64_t kPriorDrawTag = 0x7072696f72;
+
+// The bounds of parameter `p` for the rejection step (none when unset).
+void SetBounds(const Parameter& p, int i, ParameterSampler* s) {
+  s->lower[i] = p.lower < p.upper ? p.lower : -HUGE_VAL;
+  s->upper[i] = p.lower < p.upper ? p.upper : HUGE_VAL;
+}
+
+// Every shipped profile, parsed once per process (embedded, immutable;
+// each interval metric reads them). Thread-safe (static initialisation).
+const std::vector<servesim::proto::CalibrationProfile>& ShippedProfiles() {
+  static const auto* const kProfiles = [] {
+    auto* v = new std::vector<servesim::proto::CalibrationProfile>();
+    for (const std::string& name : ShippedProfileNames()) {
+      absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile(name, "");
+      if (rp.ok() && rp->found) v->push_back(std::move(rp->profile));
+    }
+    return v;
+  }();
+  return *kProfiles;
+}
+
+// Each shipped device's own profile with the device's vendor, parsed once
+// per process as above.
+struct VendorProfile {
+  std::string vendor;
+  servesim::proto::CalibrationProfile profile;
+};
+const std::vector<VendorProfile>& DeviceProfiles() {
+  static const auto* const kProfiles = [] {
+    auto* v = new std::vector<VendorProfile>();
+    for (const proto::Device& dev : EmbeddedDevices()) {
+      absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile("", dev.id());
+      if (rp.ok() && rp->found) v->push_back({dev.vendor(), std::move(rp->profile)});
+    }
+    return v;
+  }();
+  return *kProfiles;
+}
+
+// The largest fitted std error of each parameter over the calibrated
+// devices the priors-by-rule average (hwmodels/catalog_priors.h: the
+// shipped devices of `vendor` with a profile, all of them when the vendor
+// has none); a parameter no profile fits with one is absent.
+std::map<std::string, double> ClassFittedStdErrors(const std::string& vendor) {
+  std::map<std::string, double> same, all;
+  for (const VendorProfile& vp : DeviceProfiles()) {
+    for (const auto& pp : vp.profile.parameters()) {
+      if (!(pp.std_error() > 0)) continue;
+      all[pp.name()] = std::max(all[pp.name()], pp.std_error());
+      if (vp.vendor == vendor)
+        same[pp.name()] = std::max(same[pp.name()], pp.std_error());
+    }
+  }
+  return same.empty() ? all : same;
+}
+
+// A datasheet-only deployment's priors as a joint normal: mean the prior
+// value, covariance diagonal (StepParameterTable: every parameter with a
+// prior sigma, as the fitter would free it). Each sigma is the prior's, or
+// the largest std error fitted for that parameter on the calibrated devices
+// its prior by rule averages when that is larger: a device nobody measured
+// does not know a parameter better than those devices know their fitted
+// values (the fit's s2 = max(1, chi2 / (n - p)) scales the prior rows too,
+// so a fitted std error can exceed the prior sigma it started from).
+ParameterSampler PriorSampler(const Deployment& d) {
   ParameterSampler s;
-  if (!d.calibrated) return s;
+  std::vector<const Parameter*> keep;
+  for (const Parameter& p : d.params.params()) {
+    if (p.prior_sigma > 0) keep.push_back(&p);
+  }
+  const std::map<std::string, double> fitted_se = ClassFittedStdErrors(d.device.vendor());
+  const int n = static_cast<int>(keep.size());
+  if (n == 0) return s;
+  s.mean.resize(n);
+  s.lower.resize(n);
+  s.upper.resize(n);
+  s.a = Eigen::MatrixXd::Zero(n, n);
+  for (int i = 0; i < n; ++i) {
+    s.names.push_back(keep[i]->name);
+    s.mean[i] = keep[i]->value;
+    SetBounds(*keep[i], i, &s);
+    auto it = fitted_se.find(keep[i]->name);
+    s.a(i, i) = std::max(keep[i]->prior_sigma, it == fitted_se.end() ? 0.0 : it->second);
+  }
+  return s;
+}
+
+// nullopt-like: names empty when the deployment has nothing to draw. A
+// calibrated deployment draws from its profile's fit (`prior` false), a
+// datasheet-only one from its priors (`prior` true).
+absl::StatusOr<ParameterSampler> MakeSampler(const Deployment& d, bool* prior) {
+  ParameterSampler s;
+  *prior = !d.calibrated;
+  if (!d.calibrated) return PriorSampler(d);
   ASSIGN_OR_RETURN(ResolvedProfile rp,
                    ResolveCalibrationProfile(d.spec.calibration_profile, d.device.id()));
   if (!rp.found) return s;
@@ -124,8 +222,7 @@ absl::StatusOr<ParameterSampler> MakeSampler(const Deployment& d) {
     const Parameter* p = d.params.Find(names[keep[i]]);
     s.names.push_back(p->name);
     s.mean[i] = p->value;
-    s.lower[i] = p->lower < p->upper ? p->lower : -HUGE_VAL;
-    s.upper[i] = p->lower < p->upper ? p->upper : HUGE_VAL;
+    SetBounds(*p, i, &s);
     for (int j = 0; j < n; ++j) c(i, j) = cov[keep[i] * names.size() + keep[j]];
   }
   // Symmetric square root by eigen-decomposition (a rank-deficient
@@ -231,7 +328,7 @@ absl::StatusOr<std::vector<std::pair<double, std::string>>> FleetSigmas(
     for (size_t i = 0; i < deps.size(); ++i) {
       std::string why;
       const double s = StructuralSigma(profiles[i] ? &*profiles[i] : nullptr, m.family,
-                                       m.name, level, &why);
+                                       m.name, level, &why, deps[i].device.id());
       best = std::max(best, s);
       whys.push_back(absl::StrFormat("%s %.3g (%s)", deps[i].device.id(), s, why));
     }
@@ -240,24 +337,39 @@ absl::StatusOr<std::vector<std::pair<double, std::string>>> FleetSigmas(
   return sigma;
 }
 
-// K parameter sets per deployment (none when no deployment has a profile
-// to draw from), and what was drawn.
+// K parameter sets per deployment, each deployment drawn from its own
+// distribution when `kinds` asks for its kind (fitted: a profile's joint
+// normal; prior: a datasheet-only deployment's priors), the others at
+// their point values; none when no deployment has a distribution of those
+// kinds. What was drawn is appended to `drawn`. Draw i of a seed is the
+// same vector whatever K.
 absl::StatusOr<std::vector<std::vector<ParameterSet>>> DrawParameterSets(
-    const std::vector<Deployment>& deps, int k, uint64_t seed,
+    const std::vector<Deployment>& deps, int k, uint64_t seed, DrawKinds kinds,
     std::vector<std::string>* drawn) {
   std::vector<ParameterSampler> samplers;
   bool any = false;
   for (const Deployment& d : deps) {
-    ASSIGN_OR_RETURN(ParameterSampler s, MakeSampler(d));
+    bool prior = false;
+    ASSIGN_OR_RETURN(ParameterSampler s, MakeSampler(d, &prior));
+    if (!(prior ? kinds.prior : kinds.fitted)) s = ParameterSampler{};
     any |= !s.names.empty();
     if (!s.names.empty()) {
-      drawn->push_back(absl::StrCat(d.device.id(), ": ", absl::StrJoin(s.names, ", ")));
+      drawn->push_back(absl::StrCat(d.device.id(), prior ? " (priors): " : ": ",
+                                    absl::StrJoin(s.names, ", ")));
     }
     samplers.push_back(std::move(s));
   }
+  // A mixed fleet's prior draws, a source apart from its fitted draws, use
+  // their own stream (independent sources); a fleet of one kind draws from
+  // the same stream either way (a device with and without its profile is
+  // compared on the same normal draws).
+  bool has_fitted = false, has_prior = false;
+  for (const Deployment& d : deps) (d.calibrated ? has_fitted : has_prior) = true;
+  const bool prior_only = has_fitted && has_prior && kinds.prior && !kinds.fitted;
   std::vector<std::vector<ParameterSet>> sets(any ? k : 0);
   for (int i = 0; i < static_cast<int>(sets.size()); ++i) {
-    Rng rng(SampleSeed(seed, RngStream::kIntervalParameters, i));
+    const uint64_t draw_seed = SampleSeed(seed, RngStream::kIntervalParameters, i);
+    Rng rng(prior_only ? HashCombine(draw_seed, kPriorDrawTag) >> 1 : draw_seed);
     for (size_t j = 0; j < deps.size(); ++j) {
       ParameterSet ps = deps[j].params;
       if (!samplers[j].names.empty()) {
@@ -343,8 +455,10 @@ SourceBand SampleBand(double point, const std::vector<double>& samples, double z
 
 void CombineSources(double z, MetricInterval* m) {
   // The workload's mean is left out (the point is itself one draw of it).
-  const double mean = m->parameters.mean_log + m->structural.mean_log;
+  const double mean =
+      m->parameters.mean_log + m->prior_parameters.mean_log + m->structural.mean_log;
   const double var = m->parameters.sd_log * m->parameters.sd_log +
+                     m->prior_parameters.sd_log * m->prior_parameters.sd_log +
                      m->workload.sd_log * m->workload.sd_log +
                      m->structural.sd_log * m->structural.sd_log;
   m->lo = m->point * std::exp(mean - z * std::sqrt(var));
@@ -431,7 +545,7 @@ const servesim::proto::StructuralError* OwnEntry(
 
 double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
                        const std::string& family, const std::string& metric, double level,
-                       std::string* why) {
+                       std::string* why, const std::string& datasheet_device) {
   const std::string graded = GradedMetric(metric);
   if (profile != nullptr) {
     if (const auto* use = OwnEntry(*profile, family, graded)) {
@@ -444,29 +558,57 @@ double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
   // is the conformal quantile of the shipped profiles' leave_one_device_out
   // errors of the family, pooled (validate's coverage scores its
   // device-out predictions the same way, from the other devices).
-  std::vector<servesim::proto::CalibrationProfile> shipped;
-  for (const std::string& name : ShippedProfileNames()) {
-    absl::StatusOr<ResolvedProfile> rp = ResolveCalibrationProfile(name, "");
-    if (!rp.ok() || !rp->found) continue;
-    if (profile != nullptr && rp->profile.device() == profile->device()) continue;
-    shipped.push_back(std::move(rp->profile));
+  std::vector<const servesim::proto::CalibrationProfile*> shipped, own;
+  for (const servesim::proto::CalibrationProfile& p : ShippedProfiles()) {
+    // The other devices' errors, as validate bands a device-out prediction;
+    // a datasheet copy of a shipped device keeps its own apart (the floor
+    // below).
+    const std::string& self = profile != nullptr ? profile->device() : datasheet_device;
+    if (!self.empty() && p.device() == self) {
+      if (profile == nullptr) own.push_back(&p);
+      continue;
+    }
+    shipped.push_back(&p);
   }
   std::vector<const servesim::proto::StructuralError*> entries;
-  for (const auto& p : shipped) {
-    for (const auto& se : p.structural_errors()) entries.push_back(&se);
+  for (const auto* p : shipped) {
+    for (const auto& se : p->structural_errors()) entries.push_back(&se);
   }
   const std::vector<double> pooled = PooledDeviceOutErrors(entries, family);
   const char* lead = profile != nullptr ? "profile holds no block error for it; "
                                         : "no calibration profile; ";
+  double sigma = kFallbackStructuralSigma;
   if (!pooled.empty()) {
     *why = absl::StrFormat(
         "%sthe pooled leave-one-device-out errors of %d shipped profiles (%d errors)",
         lead, static_cast<int>(shipped.size()), static_cast<int>(pooled.size()));
-    return ConformalQuantile(pooled, level) / NormalQuantile(0.5 + level / 2);
+    sigma = ConformalQuantile(pooled, level) / NormalQuantile(0.5 + level / 2);
+  } else {
+    *why =
+        absl::StrFormat("%sno shipped profile has device-out errors: fallback sigma %g",
+                        lead, kFallbackStructuralSigma);
   }
-  *why = absl::StrFormat("%sno shipped profile has device-out errors: fallback sigma %g",
-                         lead, kFallbackStructuralSigma);
-  return kFallbackStructuralSigma;
+  // A datasheet-only copy of a shipped device: that device's own error when
+  // predicted from the others' priors is a floor.
+  if (profile == nullptr) {
+    for (const auto* p : own) {
+      for (const auto& se : p->structural_errors()) {
+        if (se.pass() != kLeaveOneDeviceOut || se.family() != family ||
+            !se.metric().empty() || se.num_points() == 0) {
+          continue;
+        }
+        const double own_sigma = EntrySigma(se, level);
+        if (own_sigma > sigma) {
+          sigma = own_sigma;
+          *why = absl::StrFormat(
+              "no calibration profile; %s's own %s (wider than the "
+              "pooled device-out band)",
+              datasheet_device, EntryName(se));
+        }
+      }
+    }
+  }
+  return sigma;
 }
 
 absl::Status ValidateIntervalOptions(const IntervalOptions& o) {
@@ -497,25 +639,34 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
   report.level = options.level;
   report.metrics = IntervalMetrics(point.engine->Result(), ctx.costs);
 
-  // (a) parameter draws.
-  std::vector<std::string> drawn;
+  // (a) parameter draws: fitted (profiles) and priors (datasheet-only
+  // deployments), each its own source and its own K runs.
+  std::vector<std::string> drawn, drawn_priors;
   const int k = options.num_samples;
   ASSIGN_OR_RETURN(std::vector<std::vector<ParameterSet>> param_sets,
-                   DrawParameterSets(deps, k, seed, &drawn));
-  const bool any_sampler = !param_sets.empty();
-  report.num_parameter_samples = any_sampler ? k : 0;
+                   DrawParameterSets(deps, k, seed, DrawKinds{true, false}, &drawn));
+  ASSIGN_OR_RETURN(
+      std::vector<std::vector<ParameterSet>> prior_sets,
+      DrawParameterSets(deps, k, seed, DrawKinds{false, true}, &drawn_priors));
+  report.num_parameter_samples = static_cast<int>(param_sets.size());
+  report.num_prior_samples = static_cast<int>(prior_sets.size());
   const bool workload = cfg.client().trace().empty();
   report.num_workload_seeds = workload ? k : 0;
-  // Runs: parameter draws first, then workload seeds; one slot each.
+  // Runs: fitted draws, then prior draws, then workload seeds; one slot
+  // each.
   const int num_param_runs = static_cast<int>(param_sets.size());
-  const int num_runs = num_param_runs + report.num_workload_seeds;
+  const int num_prior_runs = static_cast<int>(prior_sets.size());
+  const int num_drawn_runs = num_param_runs + num_prior_runs;
+  const int num_runs = num_drawn_runs + report.num_workload_seeds;
   std::vector<absl::StatusOr<RunResult>> runs(num_runs);
   ParallelFor(num_runs, options.jobs, [&](int i) {
     try {
       if (i < num_param_runs) {
         runs[i] = RunSample(cfg, point, param_sets[i], -1);
+      } else if (i < num_drawn_runs) {
+        runs[i] = RunSample(cfg, point, prior_sets[i - num_param_runs], -1);
       } else {
-        const int w = i - num_param_runs;
+        const int w = i - num_drawn_runs;
         runs[i] = RunSample(
             cfg, point, {},
             static_cast<int64_t>(SampleSeed(seed, RngStream::kIntervalWorkload, w)));
@@ -540,11 +691,15 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
 
   for (size_t j = 0; j < report.metrics.size(); ++j) {
     MetricInterval& m = report.metrics[j];
-    std::vector<double> ps, ws;
+    std::vector<double> ps, qs, ws;
     for (int i = 0; i < num_runs; ++i) {
-      (i < num_param_runs ? ps : ws).push_back(values[i][j].point);
+      (i < num_param_runs   ? ps
+       : i < num_drawn_runs ? qs
+                            : ws)
+          .push_back(values[i][j].point);
     }
     m.parameters = SampleBand(m.point, ps, z);
+    m.prior_parameters = SampleBand(m.point, qs, z);
     m.workload = SampleBand(m.point, ws, z);
     if (!(m.point > 0)) {
       m.structural = SourceBand{m.point, m.point, 0, 0, false};
@@ -555,14 +710,25 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
   }
 
   report.notes.push_back(
-      any_sampler
+      num_param_runs > 0
           ? absl::StrFormat(
                 "parameters: %d draws from each profile's fitted joint normal "
                 "(covariance), truncated to the fit bounds, common random numbers "
                 "(the point's workload seed); drawn: %s",
                 k, absl::StrJoin(drawn, "; "))
-          : "parameters: none drawn (no calibration profile with fitted "
-            "uncertainties; the priors' error is in the structural band)");
+          : "parameters: none drawn (no deployment has a calibration profile)");
+  report.notes.push_back(
+      num_prior_runs > 0
+          ? absl::StrFormat(
+                "prior_parameters: %d draws from the datasheet-only deployments' "
+                "priors (independent normals, mean the prior, sigma the larger of the "
+                "prior sigma of hwmodels/step_model.cc's table and the largest std "
+                "error fitted for it on the calibrated devices of its vendor), "
+                "truncated to the bounds, "
+                "common random numbers; drawn: %s",
+                k, absl::StrJoin(drawn_priors, "; "))
+          : "prior_parameters: none drawn (every deployment has a calibration "
+            "profile)");
   report.notes.push_back(
       workload ? absl::StrFormat(
                      "workload: %d other seeds of the arrival and length draws (at the "
@@ -620,8 +786,9 @@ absl::StatusOr<double> SloProbability(const proto::ExperimentConfig& config,
   }
   const std::vector<Deployment>& deps = point.fleet.deployments;
   std::vector<std::string> drawn;
-  ASSIGN_OR_RETURN(std::vector<std::vector<ParameterSet>> sets,
-                   DrawParameterSets(deps, options.num_samples, seed, &drawn));
+  ASSIGN_OR_RETURN(
+      std::vector<std::vector<ParameterSet>> sets,
+      DrawParameterSets(deps, options.num_samples, seed, DrawKinds{}, &drawn));
   // One term is met with probability >= C exactly when its threshold lies
   // outside the one-sided C band: the two-sided band of level 2C - 1.
   ASSIGN_OR_RETURN(const auto sigma,
@@ -707,6 +874,7 @@ void WriteIntervalsJson(const IntervalReport& report, JsonWriter& w) {
     w.KV("lo", m.lo).KV("hi", m.hi).KV("level", report.level).KV("point", m.point);
     w.Key("sources").BeginObject();
     band("parameters", m.parameters);
+    band("prior_parameters", m.prior_parameters);
     band("workload", m.workload);
     band("structural", m.structural);
     w.EndObject().EndObject();
@@ -715,6 +883,7 @@ void WriteIntervalsJson(const IntervalReport& report, JsonWriter& w) {
   w.Key("interval_method").BeginObject();
   w.KV("level", report.level)
       .KV("num_parameter_samples", static_cast<int64_t>(report.num_parameter_samples))
+      .KV("num_prior_samples", static_cast<int64_t>(report.num_prior_samples))
       .KV("num_workload_seeds", static_cast<int64_t>(report.num_workload_seeds));
   w.Key("notes").BeginArray();
   for (const std::string& n : report.notes) w.String(n);
@@ -723,11 +892,12 @@ void WriteIntervalsJson(const IntervalReport& report, JsonWriter& w) {
 
 std::string IntervalsText(const IntervalReport& report) {
   std::string out;
-  absl::StrAppend(
-      &out, absl::StrFormat("%.0f%% intervals (%d parameter draws, %d workload "
-                            "seeds): combined [parameters | workload | structural]\n",
-                            100 * report.level, report.num_parameter_samples,
-                            report.num_workload_seeds));
+  absl::StrAppend(&out,
+                  absl::StrFormat("%.0f%% intervals (%d parameter draws, %d prior draws, "
+                                  "%d workload seeds): combined [parameters | "
+                                  "prior_parameters | workload | structural]\n",
+                                  100 * report.level, report.num_parameter_samples,
+                                  report.num_prior_samples, report.num_workload_seeds));
   auto br = [](const SourceBand& b) {
     if (!b.applicable) return std::string("-");
     return absl::StrCat(Num(b.lo), ", ", Num(b.hi));
@@ -735,7 +905,8 @@ std::string IntervalsText(const IntervalReport& report) {
   for (const MetricInterval& m : report.metrics) {
     absl::StrAppend(&out, m.label, " ", Num(m.point), m.unit.empty() ? "" : " ", m.unit,
                     " [", Num(m.lo), ", ", Num(m.hi), "]  (", br(m.parameters), " | ",
-                    br(m.workload), " | ", br(m.structural), ")\n");
+                    br(m.prior_parameters), " | ", br(m.workload), " | ",
+                    br(m.structural), ")\n");
   }
   for (const std::string& n : report.notes) absl::StrAppend(&out, "note: ", n, "\n");
   return out;

@@ -1,14 +1,23 @@
 // Prediction intervals for every metric `simulate` reports:
-// how sure a prediction is, from three sources, each computed and reported
-// apart and then combined.
+// how sure a prediction is, from the sources below, each computed and
+// reported apart and then combined.
 //  (a) parameters: K parameter vectors drawn from the calibration
 //      profile's fitted joint normal (ParameterCovariance; the diagonal of
 //      std_error when a profile has no covariance), truncated to the
 //      parameters' fit bounds by rejection, each re-simulated with common
 //      random numbers (the point run's workload seed) on step models
 //      rebuilt over the compiled graph (RebuildStepModel: no graph work).
-//      A device without a profile draws nothing here: its prior error is
-//      in the structural band (leave-one-device-out).
+//  (a') prior parameters: a datasheet-only deployment (no profile: priors
+//      by rule) draws K vectors of its step parameters from their priors,
+//      independent normals of mean the prior and sigma the prior sigma of
+//      StepParameterTable (hwmodels/step_model.h), or the largest std error
+//      fitted for the parameter on the calibrated devices its prior by rule
+//      averages (same vendor, else all) when that is larger (a device
+//      without data knows a parameter no better than they know their
+//      fitted values), truncated to the bounds the same way, with the same
+//      common random numbers. Its own source
+//      ("prior_parameters"), with its own K runs: a fleet mixing both kinds
+//      runs 3K + 1 simulations.
 //  (b) workload: K more runs with other seeds of the arrival and length
 //      draws (at the point's parameters). A trace replays fixed times and
 //      lengths: no workload randomness, the band is the point.
@@ -23,11 +32,14 @@
 //      when the profile has one, else of the metric's family; with neither,
 //      the profile's leave-one-device-out entry of the family. A device with
 //      no profile (or a family its profile has no error for) takes the
-//      largest sigma at L of the shipped profiles' leave-one-device-out
-//      entries of the family (a device predicted from priors, as that pass
-//      predicts one) and of the entry each shipped profile takes for the
-//      metric (a device without data is never banded narrower than one
-//      measured), and kFallbackStructuralSigma when no profile has one.
+//      conformal quantile at L of the shipped profiles' leave-one-device-out
+//      errors of the family, pooled (a device predicted from priors, as that
+//      pass predicts one), and kFallbackStructuralSigma when no profile has
+//      one. A datasheet-only device whose id has a shipped profile (a copy
+//      of a shipped device file) pools the other devices' errors (as
+//      validate bands that device's device-out predictions) and takes at
+//      least its own profile's leave-one-device-out band (its measured
+//      error when predicted from priors).
 // Each source is summarised on the log scale: for the samples x_k of a
 // metric with point value x0, m = mean(log(x_k / x0)) and s = their sample
 // standard deviation (the structural source: m = 0, s = sigma). The band of
@@ -41,7 +53,8 @@
 // kIntervalParameters), workload seeds from StreamSeed(seed,
 // kIntervalWorkload); every run writes its own slot, so the report is
 // byte-identical whatever `jobs`.
-// Cost: 2K simulations beside the point run (K = 4 by default: 9 runs).
+// Cost: 2K simulations beside the point run (K = 4 by default: 9 runs);
+// 3K for a fleet mixing calibrated and datasheet-only deployments.
 #ifndef SERVESIM_EXPERIMENTS_CAPACITY_INTERVALS_H_
 #define SERVESIM_EXPERIMENTS_CAPACITY_INTERVALS_H_
 
@@ -85,12 +98,13 @@ struct MetricInterval {
   std::string family;  // throughput | ttft | tpot (the structural band's)
   double point = 0;
   double lo = 0, hi = 0;
-  SourceBand parameters, workload, structural;
+  SourceBand parameters, prior_parameters, workload, structural;
 };
 
 struct IntervalReport {
   double level = 0;
   int num_parameter_samples = 0;  // 0: no profile covariance to draw from
+  int num_prior_samples = 0;      // 0: no datasheet-only deployment
   int num_workload_seeds = 0;     // 0: a replayed trace
   std::vector<MetricInterval> metrics;
   // How each source was sized, one line each.
@@ -118,11 +132,13 @@ std::vector<MetricInterval> IntervalMetrics(
 
 // The structural log sigma at `level` of the interval metric `metric`
 // (an IntervalMetrics name) of `family` for a device: from its profile when
-// `profile` is non-null, else the widest shipped band (see the file
-// comment); `why` names the entry.
+// `profile` is non-null, else the pooled shipped device-out band (see the
+// file comment), at least the leave-one-device-out band of the shipped
+// profile of `datasheet_device` when that id has one; `why` names the
+// entry.
 double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
                        const std::string& family, const std::string& metric, double level,
-                       std::string* why);
+                       std::string* why, const std::string& datasheet_device = "");
 
 // Checks --interval / --interval-samples; errors name the flag.
 absl::Status ValidateIntervalOptions(const IntervalOptions& options);
@@ -145,7 +161,7 @@ struct SloBound {
 
 // The probability that the fleet of `config` meets every term: the mean
 // over K parameter draws (as ComputeIntervals draws them, common random
-// numbers; a fleet without a profile: the point alone) of the product over
+// numbers; fitted and prior draws in the same K runs) of the product over
 // the terms of P(value x exp(e) meets the term), e ~ N(0, sigma^2) with the
 // metric's structural sigma at level 2C - 1, C = options.level (one term
 // alone is then met with probability >= C exactly when its threshold lies

@@ -599,8 +599,8 @@ TEST(SimulateIntervalCliTest, JsonIntervalsOnEveryMetricByteIdenticalWhateverJob
   for (const char* key :
        {"\"intervals\"", "\"p99_ttft_ms\": {", "\"output_throughput\": {",
         "\"kv_occupancy_mean\": {", "\"usd_per_m_output_tokens_on-demand\": {",
-        "\"sources\"", "\"parameters\"", "\"workload\"", "\"structural\"",
-        "\"level\": 0.9", "\"interval_method\""}) {
+        "\"sources\"", "\"parameters\"", "\"prior_parameters\"", "\"workload\"",
+        "\"structural\"", "\"level\": 0.9", "\"interval_method\""}) {
     EXPECT_THAT(one.out, HasSubstr(key)) << key;
   }
   // vLLM's keys stay the point values: the same as without --interval.
@@ -626,6 +626,29 @@ TEST(SimulateIntervalCliTest, TextShowsBracketsAndATraceHasNoWorkloadSource) {
   ASSERT_EQ(trace.exit_code, 0) << trace.err;
   EXPECT_THAT(trace.out,
               HasSubstr("workload: none (a trace replays fixed arrival times"));
+}
+
+// A device with no profile (priors by rule) draws its step parameters from
+// their priors: a source of its own, byte-identical whatever the threads.
+TEST(SimulateIntervalCliTest, DatasheetOnlyDeviceDrawsItsPriorsWhateverJobs) {
+  const std::string cmd =
+      "simulate --device h100-sxm --model gemma-4-e2b --num-prompts 40 "
+      "--random-input-len 256 --random-output-len 32 --random-range-ratio 0.5 "
+      "--max-concurrency 4 --seed 3 --date 20260101-000000 --no-progress --json "
+      "--interval 0.9";
+  CliRun one = Servesim(cmd + " -j 1");
+  CliRun two = Servesim(cmd + " -j 2");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out, two.out);
+  EXPECT_THAT(one.out, HasSubstr("\"num_parameter_samples\": 0"));
+  EXPECT_THAT(one.out, HasSubstr("\"num_prior_samples\": 4"));
+  EXPECT_THAT(one.out, HasSubstr("prior_parameters: 4 draws from the datasheet-only"));
+  // The TTFT's prior band is not the point.
+  const std::regex band(
+      R"re("mean_ttft_ms": \{[\s\S]*?"prior_parameters": \{\s*"lo": ([0-9.e+-]+),\s*"hi": ([0-9.e+-]+))re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(one.out, m, band)) << one.out.substr(0, 3000);
+  EXPECT_LT(std::stod(m[1]), std::stod(m[2]));
 }
 
 TEST(SimulateIntervalCliTest, RefusesLevelsOutOfRangeNamingTheFlag) {
