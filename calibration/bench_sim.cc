@@ -100,38 +100,6 @@ absl::Status ValidateBenchCell(const BenchCell& cell) {
 
 namespace {
 
-double NsToMs(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
-
-// Recomputes the request-level metrics of `r` (TTFT, TPOT, E2E latency,
-// token throughputs) over the measured requests only, with the
-// definitions of ComputeRunResult; the duration and the inter-token
-// latencies stay (the unmeasured requests still load the server, and as
-// one-token requests add no ITL).
-void LeaveOutUnmeasured(const std::vector<RequestRecord>& records,
-                        const std::vector<int32_t>& unmeasured, RunResult& r) {
-  std::vector<double> ttft, tpot, e2el;
-  int64_t in_tokens = 0, out_tokens = 0;
-  for (const RequestRecord& rec : records) {
-    if (!rec.ok() || std::binary_search(unmeasured.begin(), unmeasured.end(), rec.id)) {
-      continue;
-    }
-    in_tokens += rec.input_tokens;
-    out_tokens += rec.output_tokens;
-    const double t = NsToMs(rec.first_token_ns - rec.send_ns);
-    const double lat = NsToMs(rec.finish_ns - rec.send_ns);
-    ttft.push_back(t);
-    e2el.push_back(lat);
-    if (rec.output_tokens > 1) tpot.push_back((lat - t) / (rec.output_tokens - 1));
-  }
-  if (r.duration_s > 0) {
-    r.output_throughput = static_cast<double>(out_tokens) / r.duration_s;
-    r.total_token_throughput = static_cast<double>(in_tokens + out_tokens) / r.duration_s;
-  }
-  r.ttft = Summarize(ttft);
-  r.tpot = Summarize(tpot);
-  r.e2el = Summarize(e2el);
-}
-
 absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
                                   const KvCacheSpec& kv_cache, const StepTimeModel& model,
                                   const BenchCell& cell, uint64_t seed) {
@@ -153,6 +121,9 @@ absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
         reqs[i].arrival_ns =
             static_cast<TimeNs>(std::llround(cell.send_times_s[i] * 1e9));
     }
+    // Unmeasured requests load the server and are in no metric: the
+    // engine's ComputeRunResult leaves them out (RequestSpec::unmeasured).
+    for (const int32_t i : cell.unmeasured) reqs[i].unmeasured = true;
     source = std::make_unique<VectorSource>(std::move(reqs), "measured lengths");
   }
 
@@ -175,9 +146,7 @@ absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
   spec.options.itl_exact_cap = 1 << 20;
   ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                    Simulate(std::move(spec), source.get()));
-  RunResult r = engine->Result();
-  if (!cell.unmeasured.empty()) LeaveOutUnmeasured(engine->records(), cell.unmeasured, r);
-  return r;
+  return engine->Result();
 }
 
 }  // namespace

@@ -7,8 +7,11 @@
 # A folder may include its own layer and any lower one; traces and hwmodels
 # are siblings and may not include each other. tests/ holds test support
 # (any layer's tests may include it) and cross-library tests (may include
-# anything). target_link_libraries enforces the same arrows at link time;
-# this check also catches a header-only include that would link anyway.
+# anything). It checks the same arrows on the targets: a library target
+# (add_library) of a layer's CMakeLists.txt may link (target_link_libraries)
+# only servesim_* libraries of its own layer or a lower one, so an upward
+# link fails here before it could hide an upward include. The include check
+# also catches a header-only include that would link anyway.
 if(NOT DEFINED ROOT)
   message(FATAL_ERROR "check_layers.cmake: give -DROOT=<source dir>")
 endif()
@@ -96,12 +99,92 @@ foreach(src ${sources})
     endif()
   endforeach()
 endforeach()
+# The layer of a servesim library target; "" for a target of no layer.
+function(layer_of_target target out_name out_rank)
+  set(dir "")
+  if(target MATCHES "^servesim_(base|version)$")
+    set(dir sim/base/)
+  elseif(target STREQUAL "servesim_proto")
+    set(dir proto/)
+  elseif(target MATCHES "^servesim_(sim|model_check)$")
+    set(dir sim/)
+  elseif(target STREQUAL "servesim_traces")
+    set(dir traces/)
+  elseif(target STREQUAL "servesim_hwmodels")
+    set(dir hwmodels/)
+  elseif(target STREQUAL "servesim_calibration")
+    set(dir calibration/)
+  elseif(target STREQUAL "servesim_runner")
+    set(dir experiments/runner/)
+  elseif(target STREQUAL "servesim_capacity")
+    set(dir experiments/capacity/)
+  elseif(target MATCHES "^servesim(_cli)?$")
+    set(dir experiments/cli/)
+  elseif(target STREQUAL "servesim_python")
+    set(dir experiments/python/)
+  endif()
+  if(dir STREQUAL "")
+    set(${out_name} "" PARENT_SCOPE)
+    set(${out_rank} -1 PARENT_SCOPE)
+  else()
+    layer_of(${dir} name rank)
+    set(${out_name} "${name}" PARENT_SCOPE)
+    set(${out_rank} ${rank} PARENT_SCOPE)
+  endif()
+endfunction()
+
+file(GLOB_RECURSE cmake_lists RELATIVE ${ROOT}
+     ${ROOT}/sim/CMakeLists.txt ${ROOT}/proto/CMakeLists.txt ${ROOT}/traces/CMakeLists.txt
+     ${ROOT}/hwmodels/CMakeLists.txt ${ROOT}/calibration/CMakeLists.txt
+     ${ROOT}/experiments/CMakeLists.txt)
+list(SORT cmake_lists)
+set(nlinks 0)
+foreach(cml ${cmake_lists})
+  layer_of(${cml} dir_layer dir_rank)
+  file(READ ${ROOT}/${cml} text)
+  # One call per match, its arguments up to the closing parenthesis.
+  string(REGEX MATCHALL "target_link_libraries\\([^)]*\\)" calls "${text}")
+  foreach(call IN LISTS calls)
+    string(REGEX REPLACE "^target_link_libraries\\([ \t\n]*([A-Za-z0-9_]+)(.*)\\)$"
+           "\\1;\\2" parts "${call}")
+    list(LENGTH parts nparts)
+    if(nparts LESS 2)
+      continue()  # a target named by a variable (a helper function's)
+    endif()
+    list(GET parts 0 target)
+    list(GET parts 1 args)
+    layer_of_target(${target} t_layer t_rank)
+    if(t_layer STREQUAL "")
+      continue()  # a test or tool target: it may link anything
+    endif()
+    if(NOT t_layer STREQUAL dir_layer)
+      string(APPEND bad "  ${cml}: target ${target} (layer ${t_layer}) is defined in "
+             "the ${dir_layer} folder\n")
+      math(EXPR nbad "${nbad} + 1")
+    endif()
+    string(REGEX MATCHALL "servesim[A-Za-z0-9_]*" deps "${args}")
+    foreach(dep IN LISTS deps)
+      layer_of_target(${dep} d_layer d_rank)
+      math(EXPR nlinks "${nlinks} + 1")
+      if(d_layer STREQUAL "" OR d_layer STREQUAL t_layer)
+        continue()
+      endif()
+      if(d_rank GREATER_EQUAL t_rank)
+        string(APPEND bad "  ${cml}: ${target} (layer ${t_layer}) links ${dep} "
+               "(layer ${d_layer}, not below ${t_layer})\n")
+        math(EXPR nbad "${nbad} + 1")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
 if(nfiles EQUAL 0)
   message(FATAL_ERROR "check_layers: no sources under ${ROOT}")
 endif()
 if(nbad GREATER 0)
-  message(FATAL_ERROR "check_layers: ${nbad} include(s) against the layer arrows "
+  message(FATAL_ERROR "check_layers: ${nbad} include(s) or link(s) against the layer arrows "
           "(base <- sim <- {traces, hwmodels} <- calibration <- runner <- capacity "
           "<- cli):\n${bad}")
 endif()
-message(STATUS "check_layers: ${nfiles} sources, every include points down")
+message(STATUS "check_layers: ${nfiles} sources and ${nlinks} library links, every "
+        "include and link points down")

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -17,6 +19,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "hwmodels/embedded_data.h"
 #include "hwmodels/model_arch.h"
+#include "hwmodels/step_model.h"
 #include "proto/text_format.h"
 #include "sim/base/hash.h"
 #include "sim/base/status_macros.h"
@@ -88,15 +91,8 @@ const char* const kNoFp8Architectures[] = {"volta",   "turing",  "ampere",
 const char* const kArchitectures[] = {
     "volta", "turing", "ampere", "ada",     "hopper",  "blackwell", "cdna1",  "cdna2",
     "cdna3", "cdna4",  "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e",   "tpu-v7", "other"};
-// Step-model parameters a device file may give a prior for
-// (hwmodels/step_model.cc kStepParameters); "quant_kernel_eff.<kernel>"
-// per weight-format kernel.
-const char* const kPriorKeys[] = {
-    "bw_eff_weights", "flops_eff_gemm",   "bw_eff_attention", "flops_eff_attention",
-    "attn_unit_gbs",  "attn_units",       "host_step_us",     "host_seq_us",
-    "host_token_us",  "kernel_launch_us", "device_step_us",   "moe_routing_us",
-    "gemm_rows_exp",  "gemm_rows_sat",    "gemm_rows_floor",  "pad_tokens_min",
-    "pad_seqs_min",   "gemm_w_half"};
+// Kernels a quantized weight format runs (WeightFormat::kernel), each with
+// its own "quant_kernel_eff.<kernel>" prior.
 const char* const kQuantKernels[] = {"marlin", "fp8", "int8"};
 
 template <size_t N>
@@ -108,6 +104,34 @@ bool In(const char* const (&set)[N], std::string_view v) {
 template <size_t N>
 std::string Join(const char* const (&set)[N]) {
   return absl::StrJoin(set, ", ");
+}
+
+// The step parameter a param_priors key sets: the key is a name of the
+// step-parameter table (StepParameterTable), or for a per-kernel entry
+// (StepParameterWhen::kQuantized) "<name>.<kernel>". nullptr if none.
+const StepParameterSpec* PriorKeyParameter(std::string_view key) {
+  for (const StepParameterSpec& p : StepParameterTable()) {
+    const std::string_view name = p.name;
+    if (p.when != StepParameterWhen::kQuantized) {
+      if (key == name) return &p;
+    } else if (key.size() > name.size() + 1 && key.substr(0, name.size()) == name &&
+               key[name.size()] == '.' &&
+               In(kQuantKernels, key.substr(name.size() + 1))) {
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+// The keys PriorKeyParameter accepts, for an error message.
+std::string AllowedPriorKeys() {
+  std::vector<std::string> keys;
+  for (const StepParameterSpec& p : StepParameterTable()) {
+    keys.push_back(p.when == StepParameterWhen::kQuantized
+                       ? absl::StrCat(p.name, ".{", Join(kQuantKernels), "}")
+                       : std::string(p.name));
+  }
+  return absl::StrJoin(keys, ", ");
 }
 
 }  // namespace
@@ -322,13 +346,12 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
     std::sort(keys.begin(), keys.end());  // the first bad key is the same every run
     for (const std::string& k : keys) {
       const double v = d.param_priors().at(k);
-      const bool quant = absl::StartsWith(k, "quant_kernel_eff.");
-      if (!In(kPriorKeys, k) && !(quant && In(kQuantKernels, k.substr(17)))) {
-        return bad("param_priors",
-                   absl::StrCat("unknown key '", k, "' (allowed: ", Join(kPriorKeys),
-                                ", quant_kernel_eff.{", Join(kQuantKernels), "})"));
+      const StepParameterSpec* spec = PriorKeyParameter(k);
+      if (spec == nullptr) {
+        return bad("param_priors", absl::StrCat("unknown key '", k,
+                                                "' (allowed: ", AllowedPriorKeys(), ")"));
       }
-      const bool fraction = quant || absl::StrContains(k, "_eff");
+      const bool fraction = std::string_view(spec->unit) == "fraction";
       if (!(std::isfinite(v) && v >= 0 && (!fraction || v <= 1))) {
         return bad(
             "param_priors",

@@ -14,6 +14,7 @@
 #include "hwmodels/catalog_priors.h"
 #include "hwmodels/memory_planner.h"
 #include "hwmodels/model_arch.h"
+#include "hwmodels/step_model.h"
 
 namespace servesim {
 namespace {
@@ -146,6 +147,32 @@ TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
     auto d = ParseDeviceText(text, "x.textproto");
     ASSERT_FALSE(d.ok());
     EXPECT_THAT(d.status().message(), HasSubstr("field content_hash"));
+  }
+}
+
+// The keys a device file may give a prior for are the step-parameter
+// table's names (one list): every entry is accepted, with a kernel suffix
+// for the per-kernel one, and an unknown key's error lists them all.
+TEST(CatalogTest, PriorKeysAreTheStepParameterTable) {
+  const std::string from = "param_priors { key: \"bw_eff_weights\" value: 0.86 }";
+  for (const StepParameterSpec& p : StepParameterTable()) {
+    const std::string key = p.when == StepParameterWhen::kQuantized
+                                ? absl::StrCat(p.name, ".marlin")
+                                : std::string(p.name);
+    const std::string text = DeviceTextWith(
+        "l4", from, absl::StrCat("param_priors { key: \"", key, "\" value: 0.5 }"));
+    auto d = ParseDeviceText(text, "l4.textproto");
+    EXPECT_TRUE(d.ok()) << key << ": " << d.status();
+  }
+  for (const std::string bad :
+       {"bw_eff_weight", "quant_kernel_eff", "quant_kernel_eff.dense"}) {
+    const std::string text = DeviceTextWith(
+        "l4", from, absl::StrCat("param_priors { key: \"", bad, "\" value: 0.5 }"));
+    auto d = ParseDeviceText(text, "l4.textproto");
+    ASSERT_FALSE(d.ok()) << bad;
+    EXPECT_THAT(d.status().message(), HasSubstr(absl::StrCat("unknown key '", bad, "'")));
+    for (const StepParameterSpec& p : StepParameterTable())
+      EXPECT_THAT(d.status().message(), HasSubstr(p.name));
   }
 }
 

@@ -12,9 +12,12 @@
 // Typical use:
 //   ASSIGN_OR_RETURN(Deployment d, BuildDeployment(spec));
 //   if (!d.memory.fits) { ...print d.memory.reason... }
-//   std::vector<ReplicaConfig> r = {{d.scheduler, d.kv_cache, d.step_model.get()}};
-//   ASSIGN_OR_RETURN(auto engine, Engine::Create(std::move(r), router, client));
-//   RETURN_IF_ERROR(engine->Run(&source));  // sim/engine.h
+//   SimulationSpec s;  // sim/simulation.h, the one pipeline
+//   s.replicas.push_back({.scheduler = d.scheduler, .kv_cache = d.kv_cache,
+//                         .step_model = d.step_model.get()});
+//   s.client = client;
+//   ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Simulate(std::move(s), &source));
+//   RunResult r = engine->Result();
 //
 // Calibration (the fitter) builds once, then re-prices thousands of times:
 //   ASSIGN_OR_RETURN(Deployment d, BuildDeployment(spec));

@@ -93,7 +93,9 @@ std::string SummaryText(const RunResult& result, const ReportContext& ctx);
 // are dropped and the trace's metadata says so.
 class ChromeTraceRecorder : public EngineObserver {
  public:
-  explicit ChromeTraceRecorder(int64_t max_steps = 200'000) : max_steps_(max_steps) {}
+  static constexpr int64_t kDefaultMaxSteps = 200'000;
+  explicit ChromeTraceRecorder(int64_t max_steps = kDefaultMaxSteps)
+      : max_steps_(max_steps) {}
   void OnStep(int32_t replica, TimeNs start_ns, TimeNs duration_ns, const Scheduler& s,
               const StepCost& cost) override;
   void OnRequestDone(const RequestRecord& record) override;

@@ -187,7 +187,7 @@ case "$MODE" in
     echo "== build (GCC, Release, warnings as errors) and test"
     configure_and_build "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSERVESIM_WERROR=ON
     run_tests "$BUILD_DIR"
-    # --- PYTHON step (issue 18): the Python module's pytest suite ran above
+    # --- Python step: the Python module's pytest suite ran above
     # as the CTest entry python_module_test; here a real one-node Slurm
     # cluster runs a sharded sweep (tools/slurm_ci.sh, needs root).
     echo "== Slurm: 4-task job array of a 500-point sweep, requeue, merge, compare"

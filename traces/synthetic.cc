@@ -35,8 +35,6 @@ absl::Status RangeError(std::string_view field, double v, std::string_view allow
 
 }  // namespace
 
-uint64_t SeedFor(uint64_t seed, uint64_t stream) { return Mix64(Mix64(seed) ^ stream); }
-
 // ------------------------------------------------------------ arrivals
 
 absl::Status ValidateArrivalSpec(const ArrivalSpec& spec) {
@@ -91,7 +89,7 @@ absl::StatusOr<std::unique_ptr<ArrivalProcess>> ArrivalProcess::Create(
     const ArrivalSpec& spec, uint64_t seed) {
   RETURN_IF_ERROR(ValidateArrivalSpec(spec));
   std::unique_ptr<ArrivalProcess> p(
-      new ArrivalProcess(spec, SeedFor(seed, kStreamArrivals)));
+      new ArrivalProcess(spec, StreamSeed(seed, RngStream::kTraceArrivals)));
   if (spec.kind == ArrivalSpec::Kind::kSchedule) {
     p->phases_ = spec.schedule;
   } else if (spec.kind == ArrivalSpec::Kind::kSpikes) {
@@ -225,7 +223,7 @@ absl::Status ValidateLengthSpec(const LengthSpec& spec) {
 absl::StatusOr<std::vector<std::pair<int32_t, int32_t>>> SampleEmpiricalLengths(
     RequestSource& source, int64_t max_samples, uint64_t seed) {
   if (max_samples < 1) return RangeError("max_samples", max_samples, "[1, inf)");
-  Rng sampler(SeedFor(seed, kStreamEmpirical));
+  Rng sampler(StreamSeed(seed, RngStream::kEmpiricalLengths));
   // Reservoir of (position, pair), sorted back into source order at the end.
   std::vector<std::pair<int64_t, std::pair<int32_t, int32_t>>> reservoir;
   RequestSpec spec;
@@ -283,9 +281,9 @@ class SyntheticSource : public RequestSource {
   SyntheticSource(SyntheticOptions opts, std::unique_ptr<ArrivalProcess> arrivals)
       : opts_(std::move(opts)),
         arrivals_(std::move(arrivals)),
-        lengths_(SeedFor(opts_.seed, kStreamLengths)),
-        sessions_(SeedFor(opts_.seed, kStreamSessions)),
-        think_(SeedFor(opts_.seed, kStreamThinkTime)),
+        lengths_(StreamSeed(opts_.seed, RngStream::kSyntheticLengths)),
+        sessions_(StreamSeed(opts_.seed, RngStream::kSyntheticSessions)),
+        think_(StreamSeed(opts_.seed, RngStream::kSyntheticThinkTime)),
         session_salt_(Mix64(opts_.seed ^ 0x5E55'1011ULL)) {
     multi_turn_ = opts_.sessions.max_turns > 1;
     next_start_ns_ = arrivals_->Next();

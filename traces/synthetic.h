@@ -3,9 +3,9 @@
 //
 // Determinism: every random draw comes from std::mt19937_64 through the
 // samplers below (never std::*_distribution); each purpose (arrivals,
-// lengths, sessions, think times) has its own stream seeded from the
-// user's seed and a fixed stream id, so changing one knob does not
-// reshuffle the others.
+// lengths, sessions, think times) has its own stream,
+// StreamSeed(seed, RngStream::k...) of sim/base/random.h, so changing one
+// knob does not reshuffle the others.
 #ifndef SERVESIM_TRACES_SYNTHETIC_H_
 #define SERVESIM_TRACES_SYNTHETIC_H_
 
@@ -23,17 +23,6 @@
 #include "sim/request_source.h"
 
 namespace servesim {
-
-// Stream ids: SeedFor(seed, kStreamArrivals) etc.
-enum RandomStream : uint64_t {
-  kStreamArrivals = 1,
-  kStreamLengths = 2,
-  kStreamSessions = 3,
-  kStreamThinkTime = 4,
-  kStreamSampling = 5,
-  kStreamEmpirical = 6,
-};
-uint64_t SeedFor(uint64_t seed, uint64_t stream);
 
 // ------------------------------------------------------------ arrivals
 

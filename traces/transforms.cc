@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "sim/base/random.h"
 #include "sim/base/status_macros.h"
 #include "traces/prefix_hash.h"
 #include "traces/trace_reader.h"
@@ -136,7 +137,7 @@ class SampleSource : public Wrapper {
       : Wrapper(std::move(s)),
         fraction_(fraction),
         seed_(seed),
-        sampler_(SeedFor(seed, kStreamSampling)) {}
+        sampler_(StreamSeed(seed, RngStream::kTraceSampling)) {}
   std::string Describe() const override {
     return absl::StrCat(source_->Describe(), " | sample ", fraction_, " seed ", seed_);
   }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 
 namespace servesim::cli {
 
@@ -51,6 +52,15 @@ constexpr int kExitDoesNotFit = 4;
 inline int DefaultJobs() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
+
+// A flag's help: "<text> (default <value>)", `value` read from the one home
+// of that default (a struct's initialiser, a named constant), so a changed
+// default changes its help. OnOff spells a bool default.
+template <typename T>
+std::string WithDefault(const std::string& text, const T& value) {
+  return absl::StrCat(text, text.empty() ? "" : " ", "(default ", value, ")");
+}
+inline const char* OnOff(bool on) { return on ? "on" : "off"; }
 
 // CLI11's parse error `e` of `app` in the form every subcommand's errors
 // take: "servesim <subcommand>: error: <what>" (plain "servesim: error:"

@@ -59,7 +59,7 @@ struct PlanFlags {
   std::string router = "least-outstanding";
   bool no_mixed = false;
   int jobs = 1;
-  int busy_hours = 24;
+  int busy_hours = PlanOptions{}.busy_hours_per_day;
   bool json = false;
   int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
   // --confidence C (0 < C < 1; 0: off) and its parameter draws.
@@ -448,15 +448,18 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-replicas", f->max_replicas, "largest fleet to try")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--router", f->router,
-                  "round-robin|least-outstanding|kv-aware|prefix-aware (default "
-                  "least-outstanding; simulate's default is round-robin)");
+                  absl::StrCat("round-robin|least-outstanding|kv-aware|prefix-aware "
+                               "(default ",
+                               f->router, "; simulate's default is round-robin)"));
   cmd->add_flag("--no-mixed", f->no_mixed, "do not try mixed pairs of devices");
   cmd->add_option("--jobs,-j", f->jobs, "devices searched in parallel")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--busy-hours", f->busy_hours,
-                  "hours a day the workload runs (1-24, default 24); below 24 each\n"
-                  "chosen fleet's daily bill is shown always on, stopped and deleted\n"
-                  "when idle (start-up time billed)")
+  cmd->add_option(
+         "--busy-hours", f->busy_hours,
+         absl::StrCat("hours a day the workload runs, 1-24 (default ", f->busy_hours,
+                      "); below 24 each\n"
+                      "chosen fleet's daily bill is shown always on, stopped "
+                      "and deleted\nwhen idle (start-up time billed)"))
       ->check(CLI::Range(1, 24));
   CLI::Option* confidence = cmd->add_option(
       "--confidence", f->confidence,
@@ -464,7 +467,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       "every term (over calibration parameter draws, with the device's validate\n"
       "errors as a log-normal band) is at least C; the table shows the probability");
   cmd->add_option("--confidence-samples", f->confidence_samples,
-                  "parameter draws per candidate for --confidence (default 4)");
+                  WithDefault("parameter draws per candidate for --confidence",
+                              kDefaultIntervalSamples));
   cmd->add_flag("--json", f->json, "print everything as JSON");
   AddProgressFlags(cmd, &f->progress);
   cmd->callback([f, exit_code, confidence] {

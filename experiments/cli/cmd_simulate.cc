@@ -35,6 +35,7 @@
 #include "sim/base/status_macros.h"
 #include "sim/base/version.h"
 #include "sim/engine.h"
+#include "sim/random_source.h"
 #include "sim/report.h"
 #include "traces/bench_result.h"
 #include "traces/open_trace.h"
@@ -55,7 +56,7 @@ struct SimulateArgs {
   bool save_detailed = false;
   std::string requests_csv;
   std::string chrome_trace;
-  int64_t chrome_trace_max_steps = 200'000;
+  int64_t chrome_trace_max_steps = ChromeTraceRecorder::kDefaultMaxSteps;
   std::string date;  // empty: now (local time, as vLLM names its files)
   bool force = false;
   int progress = -1;  // 1: always, 0: never, -1: when stderr is a terminal
@@ -112,14 +113,18 @@ constexpr double kInFlightBytes = 1300;
 // config sends (0 when it replays a whole trace: bounded by the file).
 double EstimateRunBytes(const proto::ExperimentConfig& c, bool detailed) {
   const proto::ClientConfig& cl = c.client();
+  const RandomDatasetConfig kData;  // ApplyDefaults' defaults, for an unset field
   const double n =
-      cl.num_prompts() > 0 ? cl.num_prompts() : (cl.trace().empty() ? 1000.0 : 0.0);
+      cl.num_prompts() > 0
+          ? cl.num_prompts()
+          : (cl.trace().empty() ? static_cast<double>(kData.num_prompts) : 0.0);
   const bool all_at_once = !(cl.request_rate() > 0 && std::isfinite(cl.request_rate())) &&
                            cl.max_concurrency() <= 0 && cl.trace().empty();
   double bytes = n * kRecordBytes + (all_at_once ? n * kInFlightBytes : 0);
   if (detailed && cl.trace().empty()) {
-    bytes +=
-        n * 4.0 * std::max(1, cl.random_output_len() > 0 ? cl.random_output_len() : 128);
+    bytes += n * 4.0 *
+             std::max(1, cl.random_output_len() > 0 ? cl.random_output_len()
+                                                    : kData.output_len);
   }
   return bytes;
 }
@@ -446,8 +451,9 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--chrome-trace", args->chrome_trace,
                   "Chrome/Perfetto trace of steps and requests");
   cmd->add_option("--chrome-trace-max-steps", args->chrome_trace_max_steps,
-                  "steps kept in the --chrome-trace (default 200000; later ones are "
-                  "dropped, with a note on stderr)")
+                  absl::StrCat("steps kept in the --chrome-trace (default ",
+                               ChromeTraceRecorder::kDefaultMaxSteps,
+                               "; later ones are dropped, with a note on stderr)"))
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
   cmd->add_option("--date", args->date,
                   "date-time YYYYMMDD-HHMMSS of the JSON \"date\" key and the default\n"
@@ -461,7 +467,8 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       "combined (servesim.intervals in the JSON; 2K more simulations)");
   cmd->add_option(
       "--interval-samples", args->interval_samples,
-      "K: parameter draws, and workload seeds, per --interval run (default 4)");
+      WithDefault("K: parameter draws, and workload seeds, per --interval run",
+                  kDefaultIntervalSamples));
   cmd->add_option("--jobs,-j", args->jobs,
                   "threads for the --interval re-simulations (the output is "
                   "byte-identical whatever the count)")

@@ -125,7 +125,8 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       "add <metric>_lo / <metric>_hi columns: prediction intervals at this level\n"
       "(0 < LEVEL < 1) as simulate --interval makes them (2K + 1 more runs a point)");
   cmd->add_option("--interval-samples", flags->interval_samples,
-                  "K for --interval: parameter draws and workload seeds (default 4)");
+                  WithDefault("K for --interval: parameter draws and workload seeds",
+                              kDefaultIntervalSamples));
   cmd->callback([flags, exit_code, merge, grid_opt, out_opt, interval_opt] {
     if (merge->parsed()) return;  // `sweep merge` ran
     for (const CLI::Option* o : {grid_opt, out_opt}) {

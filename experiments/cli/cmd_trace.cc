@@ -121,7 +121,8 @@ void AddTraceFlags(CLI::App* cmd, TraceFlags* f) {
   cmd->add_flag("!--loop-keep-hashes", f->opts.loop_distinct_hashes,
                 "looped passes reuse the prefix hashes (they hit the cache)");
   cmd->add_option("--max-requests", f->opts.max_requests, "stop after N requests");
-  cmd->add_option("--seed", f->seed, "seed for sampling and arrivals (default 0)");
+  cmd->add_option("--seed", f->seed,
+                  WithDefault("seed for sampling and arrivals", TraceOptions{}.seed));
   cmd->add_option("--arrival", f->arrival,
                   "arrivals for files without timestamps: all|poisson|gamma|constant");
   cmd->add_option("--request-rate", f->request_rate, "rate of --arrival (req/s)");
@@ -400,7 +401,7 @@ struct GenerateFlags {
   std::string out, to;
   SyntheticOptions syn;
   std::string arrival = "poisson";
-  double request_rate = 1.0;
+  double request_rate = ArrivalSpec{}.rate_per_s;
   std::string schedule;
   std::string lengths_from;
   std::string lengths_from_format;
@@ -484,43 +485,51 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
       ->required();
   cmd->add_flag("--overwrite", g->overwrite, "replace an existing output file");
   cmd->add_option("--to", g->to, "binary|csv|jsonl (default: by the output's extension)");
+  // The defaults' one home: the initialisers of SyntheticOptions.
+  const SyntheticOptions kSyn;
   cmd->add_option("--num-prompts", g->syn.num_requests,
-                  "requests to generate, 1..2147483647 (default 1000)");
-  cmd->add_option("--seed", g->seed, "random seed (default 0)");
+                  WithDefault("requests to generate, 1..2147483647", kSyn.num_requests));
+  cmd->add_option("--seed", g->seed, WithDefault("random seed", kSyn.seed));
   cmd->add_flag("--json", g->json,
                 "print one JSON object (output, format, requests, time span) on stdout");
   g->arrival_opt = cmd->add_option(
       "--arrival", g->arrival,
-      "poisson|gamma|weibull|constant|all|schedule|spikes (default poisson, or gamma "
-      "when --burstiness is not 1)");
+      absl::StrCat("poisson|gamma|weibull|constant|all|schedule|spikes (default ",
+                   g->arrival, ", or gamma when --burstiness is not 1)"));
   cmd->add_option("--request-rate", g->request_rate,
-                  "mean requests (or sessions) per second, (0, 1e9] (default 1)");
-  g->burstiness_opt = cmd->add_option("--burstiness", g->syn.arrival.shape,
-                                      "Gamma/Weibull shape, [0.001, 1000] (default 1)");
+                  WithDefault("mean requests (or sessions) per second, (0, 1e9]",
+                              kSyn.arrival.rate_per_s));
+  g->burstiness_opt = cmd->add_option(
+      "--burstiness", g->syn.arrival.shape,
+      WithDefault("Gamma/Weibull shape, [0.001, 1000]", kSyn.arrival.shape));
   cmd->add_option("--schedule", g->schedule, "schedule phases: DURATION_S:RATE,...");
   cmd->add_option("--spike-period-s", g->syn.arrival.spike_period_s);
   cmd->add_option("--spike-duration-s", g->syn.arrival.spike_duration_s);
   cmd->add_option("--spike-multiplier", g->syn.arrival.spike_multiplier);
-  cmd->add_option("--random-input-len", g->syn.lengths.input_len, "default 1024");
-  cmd->add_option("--random-output-len", g->syn.lengths.output_len, "default 128");
+  cmd->add_option("--random-input-len", g->syn.lengths.input_len,
+                  WithDefault("", kSyn.lengths.input_len));
+  cmd->add_option("--random-output-len", g->syn.lengths.output_len,
+                  WithDefault("", kSyn.lengths.output_len));
   cmd->add_option("--random-range-ratio", g->syn.lengths.range_ratio,
                   "uniform lengths within +-ratio (vLLM random dataset)");
   cmd->add_option("--lengths-from", g->lengths_from,
                   "draw (input, output) pairs from this trace's empirical distribution");
   cmd->add_option("--lengths-from-format", g->lengths_from_format);
-  g->min_turns_opt = cmd->add_option("--min-turns", g->syn.sessions.min_turns,
-                                     "turns per session (default 1)");
-  g->max_turns_opt = cmd->add_option(
-      "--max-turns", g->syn.sessions.max_turns,
-      "turns per session (default 1, or --min-turns when only that is given)");
+  g->min_turns_opt =
+      cmd->add_option("--min-turns", g->syn.sessions.min_turns,
+                      WithDefault("turns per session", kSyn.sessions.min_turns));
+  g->max_turns_opt =
+      cmd->add_option("--max-turns", g->syn.sessions.max_turns,
+                      absl::StrCat("turns per session (default ", kSyn.sessions.max_turns,
+                                   ", or --min-turns when only that is given)"));
   cmd->add_option("--think-time-s", g->syn.sessions.think_time_s,
-                  "mean gap between turns");
+                  WithDefault("mean gap between turns, s", kSyn.sessions.think_time_s));
   cmd->add_option("--shared-prefix", g->syn.sessions.shared_prefix_tokens,
                   "system-prompt tokens shared by every request");
   cmd->add_option("--max-input-tokens", g->syn.sessions.max_input_tokens,
                   "end a session before its prompt exceeds this");
   cmd->add_option("--hash-block", g->syn.hash_block_tokens,
-                  "tokens per prefix hash (16)");
+                  WithDefault("tokens per prefix hash", kSyn.hash_block_tokens));
   cmd->callback([g, exit_code] {
     auto kind = ArrivalKind(g->arrival);
     if (!kind.ok()) {

@@ -7,10 +7,18 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "experiments/capacity/intervals.h"
+#include "experiments/capacity/plan.h"
 #include "experiments/cli/server_flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hwmodels/server_spec.h"
+#include "sim/client.h"
+#include "sim/random_source.h"
+#include "sim/report.h"
 #include "tests/cli_run.h"
+#include "traces/synthetic.h"
 
 namespace servesim::cli {
 namespace {
@@ -72,6 +80,78 @@ TEST(FlagVocabularyTest, SameDefaultsEverywhere) {
   ASSERT_EQ(mem.exit_code, 0) << mem.err;
   EXPECT_THAT(mem.out, ::testing::HasSubstr("\"async_scheduling\": false"));
   EXPECT_THAT(mem.out, ::testing::HasSubstr("\"gpu_memory_utilization\": 0.9"));
+}
+
+// The help text of `flag` in a subcommand's --help: its option line (the
+// first word names it, as "--seed" or "-q,--quantization") and the
+// continuation lines below it, up to the next option's.
+std::string HelpOf(const std::string& help, const std::string& flag) {
+  std::istringstream in(help);
+  std::string line, out;
+  bool in_flag = false;
+  while (std::getline(in, line)) {
+    const size_t first = line.find_first_not_of(' ');
+    const bool option_line = first != std::string::npos && line[first] == '-';
+    if (option_line) {
+      if (in_flag) break;
+      std::istringstream words(line.substr(first));
+      std::string name;
+      words >> name;
+      std::istringstream parts(name);
+      std::string part;
+      while (std::getline(parts, part, ','))
+        if (part.substr(0, part.find('{')) == flag) in_flag = true;
+    }
+    if (in_flag) out += line + "\n";
+  }
+  return out;
+}
+
+// A help that states a default reads it from the default's one home (the
+// struct whose initialiser ApplyDefaults / the readers use), so changing a
+// default changes its help.
+TEST(FlagVocabularyTest, HelpShowsTheDefaultFromItsHome) {
+  const RandomDatasetConfig data;
+  const ClientConfig client;
+  const ServerSpec server;
+  const SyntheticOptions syn;
+  auto def = [](const auto& v) { return absl::StrCat("(default ", v); };
+  const struct {
+    const char* sub;
+    const char* flag;
+    std::string expected;
+  } cases[] = {
+      {"simulate", "--num-prompts", def(data.num_prompts)},
+      {"simulate", "--random-input-len", def(data.input_len)},
+      {"simulate", "--random-output-len", def(data.output_len)},
+      {"simulate", "--random-range-ratio", def(data.range_ratio)},
+      {"simulate", "--seed", def(client.seed)},
+      {"simulate", "--burstiness", def(client.burstiness)},
+      {"simulate", "--request-rate", def(client.request_rate)},
+      {"simulate", "--gpu-memory-utilization", def(server.gpu_memory_utilization)},
+      {"simulate", "--block-size", def(server.block_size)},
+      {"simulate", "--tensor-parallel-size", def(server.tensor_parallel_size)},
+      {"simulate", "--dtype", def(server.dtype)},
+      {"simulate", "--quantization", def(server.quantization)},
+      {"simulate", "--interval-samples", def(kDefaultIntervalSamples)},
+      {"simulate", "--chrome-trace-max-steps",
+       def(ChromeTraceRecorder::kDefaultMaxSteps)},
+      {"sweep", "--interval-samples", def(kDefaultIntervalSamples)},
+      {"plan", "--confidence-samples", def(kDefaultIntervalSamples)},
+      {"plan", "--busy-hours", def(PlanOptions{}.busy_hours_per_day)},
+      {"trace generate", "--num-prompts", def(syn.num_requests)},
+      {"trace generate", "--random-input-len", def(syn.lengths.input_len)},
+      {"trace generate", "--random-output-len", def(syn.lengths.output_len)},
+      {"trace generate", "--request-rate", def(syn.arrival.rate_per_s)},
+      {"trace generate", "--hash-block", def(syn.hash_block_tokens)},
+  };
+  for (const auto& c : cases) {
+    CliRun r = Servesim(absl::StrCat(c.sub, " --help"));
+    ASSERT_EQ(r.exit_code, 0) << c.sub << ": " << r.err;
+    const std::string text = HelpOf(r.out, c.flag);
+    ASSERT_FALSE(text.empty()) << c.sub << " --help lacks " << c.flag;
+    EXPECT_THAT(text, ::testing::HasSubstr(c.expected)) << c.sub << " " << c.flag;
+  }
 }
 
 }  // namespace

@@ -12,11 +12,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "experiments/cli/cli.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "hwmodels/parallelism.h"
+#include "hwmodels/server_spec.h"
 #include "proto/text_format.h"
 #include "sim/base/status_macros.h"
+#include "sim/client.h"
+#include "sim/random_source.h"
 
 namespace servesim::cli {
 namespace {
@@ -31,6 +35,7 @@ absl::Status MergeText(const std::string& text, const std::string& where,
 }  // namespace
 
 void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
+  const ServerSpec kServer;  // the one home of the server defaults
   device_ =
       cmd->add_option("--device", device_v_,
                       "an id of `servesim devices` (t4, l4, mi300x, h100-sxm, ...) or a "
@@ -41,33 +46,44 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
       "Hugging Face id, or a config.json path");
   quantization_ =
       cmd->add_option("--quantization,-q", quantization_v_,
-                      "none | fp8 | w8a8 | w4a16 | w4a16-emb4 | mxfp4 (default none: "
-                      "the checkpoint's own format when its config.json declares one)");
+                      absl::StrCat("none | fp8 | w8a8 | w4a16 | w4a16-emb4 | mxfp4 "
+                                   "(default ",
+                                   kServer.quantization,
+                                   "; none: the checkpoint's own format when its "
+                                   "config.json declares one)"));
   dtype_ = cmd->add_option("--dtype", dtype_v_,
-                           "auto | bf16 | fp16 (default auto: the device's, fp16 on t4)");
+                           absl::StrCat("auto | bf16 | fp16 (default ", kServer.dtype,
+                                        "; auto: the device's, fp16 on t4)"));
   max_model_len_ = cmd->add_option("--max-model-len", max_model_len_v_,
                                    "context length (default: the model's limit)");
-  gpu_mem_ =
-      cmd->add_option("--gpu-memory-utilization", gpu_mem_v_, "(0, 1], default 0.90");
+  gpu_mem_ = cmd->add_option("--gpu-memory-utilization", gpu_mem_v_,
+                             WithDefault("(0, 1]", kServer.gpu_memory_utilization));
   max_num_seqs_ = cmd->add_option("--max-num-seqs", max_num_seqs_v_,
                                   "default: vLLM's default for the device");
   max_num_batched_tokens_ =
       cmd->add_option("--max-num-batched-tokens", max_num_batched_tokens_v_,
                       "default: vLLM's default for the device");
-  block_size_ =
-      cmd->add_option("--block-size", block_size_v_, "KV block size, default 16");
-  prefix_caching_ = cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching",
-                                  prefix_caching_v_, "prefix caching (default on)");
-  async_ = cmd->add_flag("--async-scheduling,!--no-async-scheduling", async_v_,
-                         "async scheduling (default on)");
-  tp_ = cmd->add_option("--tensor-parallel-size", tp_v_,
-                        "chips one replica is split over (default 1)");
-  pp_ = cmd->add_option("--pipeline-parallel-size", pp_v_,
-                        "pipeline stages (default 1; above 1 not modelled yet)");
+  block_size_ = cmd->add_option("--block-size", block_size_v_,
+                                WithDefault("KV block size", kServer.block_size));
+  prefix_caching_ = cmd->add_flag(
+      "--enable-prefix-caching,!--no-enable-prefix-caching", prefix_caching_v_,
+      WithDefault("prefix caching", OnOff(kServer.enable_prefix_caching)));
+  async_ =
+      cmd->add_flag("--async-scheduling,!--no-async-scheduling", async_v_,
+                    WithDefault("async scheduling", OnOff(kServer.async_scheduling)));
+  tp_ = cmd->add_option(
+      "--tensor-parallel-size", tp_v_,
+      WithDefault("chips one replica is split over", kServer.tensor_parallel_size));
+  pp_ = cmd->add_option(
+      "--pipeline-parallel-size", pp_v_,
+      absl::StrCat("pipeline stages (default ", kServer.pipeline_parallel_size,
+                   "; above 1 not modelled yet)"));
   dp_ = cmd->add_option("--data-parallel-size", dp_v_,
-                        "engines behind vLLM's DP load balancer, each of\n"
-                        "--tensor-parallel-size chips (default 1; MoE: with\n"
-                        "--enable-expert-parallel, in lock-step)");
+                        absl::StrCat("engines behind vLLM's DP load balancer, each of\n"
+                                     "--tensor-parallel-size chips (default ",
+                                     kServer.data_parallel_size,
+                                     "; MoE: with\n"
+                                     "--enable-expert-parallel, in lock-step)"));
   ep_ = cmd->add_flag("--enable-expert-parallel", ep_v_,
                       "expert parallelism for MoE: whole experts spread\n"
                       "over the TP x DP ranks");
@@ -177,20 +193,27 @@ absl::Status ServerFlags::ApplyTo(proto::ServerConfig& s) const {
 }
 
 void ExperimentFlags::RegisterClientFlags(CLI::App* cmd) {
-  num_prompts_ =
-      cmd->add_option("--num-prompts", num_prompts_v_, "requests to send (1000)");
+  // The one home of the client defaults (ApplyDefaults reads the same).
+  const RandomDatasetConfig kData;
+  const ClientConfig kClient;
+  num_prompts_ = cmd->add_option("--num-prompts", num_prompts_v_,
+                                 WithDefault("requests to send", kData.num_prompts));
   request_rate_ =
       cmd->add_option("--request-rate", request_rate_v_,
-                      "requests/s or inf (default inf; with --trace: replay)");
+                      absl::StrCat("requests/s or inf (default ", kClient.request_rate,
+                                   "; with --trace: replay)"));
   burstiness_ =
-      cmd->add_option("--burstiness", burstiness_v_, "Gamma shape, 1 = Poisson");
+      cmd->add_option("--burstiness", burstiness_v_,
+                      WithDefault("Gamma shape, 1 = Poisson", kClient.burstiness));
   max_concurrency_ = cmd->add_option("--max-concurrency", max_concurrency_v_,
                                      "requests in flight at most (default unlimited)");
-  input_len_ = cmd->add_option("--random-input-len", input_len_v_, "default 1024");
-  output_len_ = cmd->add_option("--random-output-len", output_len_v_, "default 128");
-  range_ratio_ =
-      cmd->add_option("--random-range-ratio", range_ratio_v_, "[0, 1), default 0");
-  seed_ = cmd->add_option("--seed", seed_v_, "random seed (default 0)");
+  input_len_ = cmd->add_option("--random-input-len", input_len_v_,
+                               WithDefault("", kData.input_len));
+  output_len_ = cmd->add_option("--random-output-len", output_len_v_,
+                                WithDefault("", kData.output_len));
+  range_ratio_ = cmd->add_option("--random-range-ratio", range_ratio_v_,
+                                 WithDefault("[0, 1)", kData.range_ratio));
+  seed_ = cmd->add_option("--seed", seed_v_, WithDefault("random seed", kClient.seed));
   ignore_eos_ = cmd->add_flag("--ignore-eos", ignore_eos_v_,
                               "outputs have exactly the asked length (always so here)");
   overhead_ =

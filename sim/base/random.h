@@ -11,17 +11,28 @@
 
 namespace servesim {
 
-// Stream ids for the purposes that draw random numbers.
+// The project's one list of stream ids, one per purpose that draws random
+// numbers. A value is part of every result drawn from it: never renumber
+// one, and never give two purposes the same value (3 is retired).
 enum class RngStream : uint64_t {
+  // The vLLM-style client (sim/client.h, sim/random_source.h).
   kDatasetLengths = 1,
   kArrivals = 2,
-  kDatasetContent = 3,
   // simulate --interval: parameter draws and workload seeds.
   kIntervalParameters = 4,
   kIntervalWorkload = 5,
+  // Trace workloads (traces/synthetic.h, traces/transforms.h).
+  kTraceArrivals = 6,
+  kSyntheticLengths = 7,
+  kSyntheticSessions = 8,
+  kSyntheticThinkTime = 9,
+  kTraceSampling = 10,
+  kEmpiricalLengths = 11,
 };
 
-// Mixes the user's seed with a stream id (splitmix64).
+// The one seed derivation: the user's seed and a stream id mixed into the
+// seed of that purpose's Rng (SplitMix64 at state seed + (stream + 1) x
+// its increment), so changing one knob does not reshuffle the others.
 uint64_t StreamSeed(uint64_t seed, RngStream stream);
 
 class Rng {
