@@ -85,8 +85,6 @@ struct DrawKinds {
   bool fitted = true;  // those with a calibration profile
   bool prior = true;   // datasheet-only ones
 };
-// Mixed into the draw seed of a prior-only draw set ("prior" in ASCII).
-constexpr uint64_t kPriorDrawTag = 0x7072696f72;
 
 // The bounds of parameter `p` for the rejection step (none when unset).
 void SetBounds(const Parameter& p, int i, ParameterSampler* s) {
@@ -359,17 +357,11 @@ absl::StatusOr<std::vector<std::vector<ParameterSet>>> DrawParameterSets(
     }
     samplers.push_back(std::move(s));
   }
-  // A mixed fleet's prior draws, a source apart from its fitted draws, use
-  // their own stream (independent sources); a fleet of one kind draws from
-  // the same stream either way (a device with and without its profile is
-  // compared on the same normal draws).
-  bool has_fitted = false, has_prior = false;
-  for (const Deployment& d : deps) (d.calibrated ? has_fitted : has_prior) = true;
-  const bool prior_only = has_fitted && has_prior && kinds.prior && !kinds.fitted;
+  // One stream whatever the kinds: a device with and without its profile
+  // is compared on the same normal draws.
   std::vector<std::vector<ParameterSet>> sets(any ? k : 0);
   for (int i = 0; i < static_cast<int>(sets.size()); ++i) {
-    const uint64_t draw_seed = SampleSeed(seed, RngStream::kIntervalParameters, i);
-    Rng rng(prior_only ? HashCombine(draw_seed, kPriorDrawTag) >> 1 : draw_seed);
+    Rng rng(SampleSeed(seed, RngStream::kIntervalParameters, i));
     for (size_t j = 0; j < deps.size(); ++j) {
       ParameterSet ps = deps[j].params;
       if (!samplers[j].names.empty()) {
@@ -640,14 +632,21 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
   report.metrics = IntervalMetrics(point.engine->Result(), ctx.costs);
 
   // (a) parameter draws: fitted (profiles) and priors (datasheet-only
-  // deployments), each its own source and its own K runs.
+  // deployments), each its own source and its own K runs; a fleet mixing
+  // both kinds draws them together in one set of K runs, reported as
+  // "parameters" (2K + 1 runs in all, as for a fleet of one kind).
+  bool has_fitted = false, has_prior = false;
+  for (const Deployment& d : deps) (d.calibrated ? has_fitted : has_prior) = true;
+  const bool mixed = has_fitted && has_prior;
   std::vector<std::string> drawn, drawn_priors;
   const int k = options.num_samples;
   ASSIGN_OR_RETURN(std::vector<std::vector<ParameterSet>> param_sets,
-                   DrawParameterSets(deps, k, seed, DrawKinds{true, false}, &drawn));
-  ASSIGN_OR_RETURN(
-      std::vector<std::vector<ParameterSet>> prior_sets,
-      DrawParameterSets(deps, k, seed, DrawKinds{false, true}, &drawn_priors));
+                   DrawParameterSets(deps, k, seed, DrawKinds{true, mixed}, &drawn));
+  std::vector<std::vector<ParameterSet>> prior_sets;
+  if (!mixed) {
+    ASSIGN_OR_RETURN(prior_sets, DrawParameterSets(deps, k, seed, DrawKinds{false, true},
+                                                   &drawn_priors));
+  }
   report.num_parameter_samples = static_cast<int>(param_sets.size());
   report.num_prior_samples = static_cast<int>(prior_sets.size());
   const bool workload = cfg.client().trace().empty();
@@ -714,8 +713,12 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
           ? absl::StrFormat(
                 "parameters: %d draws from each profile's fitted joint normal "
                 "(covariance), truncated to the fit bounds, common random numbers "
-                "(the point's workload seed); drawn: %s",
-                k, absl::StrJoin(drawn, "; "))
+                "(the point's workload seed)%s; drawn: %s",
+                k,
+                mixed ? ", with the datasheet-only deployments' priors drawn in the "
+                        "same runs (a mixed fleet)"
+                      : "",
+                absl::StrJoin(drawn, "; "))
           : "parameters: none drawn (no deployment has a calibration profile)");
   report.notes.push_back(
       num_prior_runs > 0
@@ -727,8 +730,9 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
                 "truncated to the bounds, "
                 "common random numbers; drawn: %s",
                 k, absl::StrJoin(drawn_priors, "; "))
-          : "prior_parameters: none drawn (every deployment has a calibration "
-            "profile)");
+      : mixed ? "prior_parameters: drawn with parameters (a mixed fleet)"
+              : "prior_parameters: none drawn (every deployment has a calibration "
+                "profile)");
   report.notes.push_back(
       workload ? absl::StrFormat(
                      "workload: %d other seeds of the arrival and length draws (at the "

@@ -16,8 +16,9 @@
 //      without data knows a parameter no better than they know their
 //      fitted values), truncated to the bounds the same way, with the same
 //      common random numbers. Its own source
-//      ("prior_parameters"), with its own K runs: a fleet mixing both kinds
-//      runs 3K + 1 simulations.
+//      ("prior_parameters"), with its own K runs; a fleet mixing both kinds
+//      draws fitted and prior parameters together in the K runs of (a)
+//      (reported as "parameters"), so it too runs 2K + 1 simulations.
 //  (b) workload: K more runs with other seeds of the arrival and length
 //      draws (at the point's parameters). A trace replays fixed times and
 //      lengths: no workload randomness, the band is the point.
@@ -53,8 +54,8 @@
 // kIntervalParameters), workload seeds from StreamSeed(seed,
 // kIntervalWorkload); every run writes its own slot, so the report is
 // byte-identical whatever `jobs`.
-// Cost: 2K simulations beside the point run (K = 4 by default: 9 runs);
-// 3K for a fleet mixing calibrated and datasheet-only deployments.
+// Cost: 2K simulations beside the point run (K = 4 by default: 9 runs),
+// a fleet mixing calibrated and datasheet-only deployments included.
 #ifndef SERVESIM_EXPERIMENTS_CAPACITY_INTERVALS_H_
 #define SERVESIM_EXPERIMENTS_CAPACITY_INTERVALS_H_
 

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "calibration/coverage.h"
 #include "calibration/measurements.h"
@@ -281,6 +282,57 @@ TEST(IntervalsTest, DatasheetOnlyPredictionIsWiderOnEveryMetric) {
     // The priors move the step time: a band of their own on throughput.
     EXPECT_GT(datasheet.metrics[1].prior_parameters.sd_log, 0) << device;
   }
+}
+
+// A fleet mixing a calibrated and a datasheet-only deployment draws both
+// kinds of parameters in the same K runs (reported as "parameters"), so it
+// runs 2K + 1 simulations like a fleet of one kind, not 3K + 1 (the 10x
+// cost bound). The mixed fleet's parameter band is at least as wide as the
+// same fleet's with both deployments calibrated: the datasheet copy's
+// priors are drawn in it.
+TEST(IntervalsTest, MixedFleetDrawsFittedAndPriorParametersInTheSameRuns) {
+  absl::StatusOr<std::string> text = DeviceFileText("l4");
+  ASSERT_TRUE(text.ok()) << text.status();
+  const std::string path = ::testing::TempDir() + "/l4-mixed-datasheet.textproto";
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << *text << "\n# a copy: not the shipped file, so no profile\n";
+  }
+  auto intervals = [](const std::string& second) {
+    proto::ExperimentConfig c = SmallT4();
+    c.clear_server();
+    for (const std::string& dev : {std::string("l4"), second}) {
+      proto::ServerConfig* s = c.mutable_fleet()->add_replicas()->mutable_server();
+      s->set_device(dev);
+      s->set_model("gemma-4-e2b");
+      s->set_max_model_len(2048);
+    }
+    absl::StatusOr<ExperimentRun> run = RunExperiment(c);
+    EXPECT_TRUE(run.ok()) << run.status();
+    const ReportContext ctx = SimulateReportContext(c, *run, "20260101-000000");
+    IntervalOptions o;
+    o.level = 0.9;
+    o.num_samples = 4;
+    absl::StatusOr<IntervalReport> r = ComputeIntervals(c, *run, ctx, o, 7);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : IntervalReport{};
+  };
+  const IntervalReport mixed = intervals(path);
+  EXPECT_EQ(mixed.num_parameter_samples, 4);
+  EXPECT_EQ(mixed.num_prior_samples, 0);
+  EXPECT_EQ(mixed.num_workload_seeds, 4);
+  const IntervalReport both = intervals("l4");
+  ASSERT_EQ(mixed.metrics.size(), both.metrics.size());
+  // Output throughput (index 1): the priors of the datasheet copy widen it.
+  EXPECT_GT(mixed.metrics[1].parameters.sd_log, both.metrics[1].parameters.sd_log);
+  for (const MetricInterval& m : mixed.metrics) {
+    EXPECT_FALSE(m.prior_parameters.applicable) << m.name;
+  }
+  bool named = false;
+  for (const std::string& n : mixed.notes) {
+    named |= absl::StrContains(n, "(priors)") && absl::StrContains(n, "a mixed fleet");
+  }
+  EXPECT_TRUE(named);
 }
 
 // A tpu-v5e profile fitted here (not the shipped one) on the write-up's
