@@ -96,7 +96,10 @@ class Scheduler {
   // kNone when the request can run on this replica.
   RejectReason CheckFits(const RequestSpec& spec) const;
   // Queues the request at the back of the waiting queue and returns its
-  // slot. REQUIRES: CheckFits(spec) == kNone.
+  // slot. Under async scheduling a request added between Schedule() and
+  // Complete() (while a step runs) is left out of the next Schedule()
+  // unless that batch would otherwise be empty. REQUIRES:
+  // CheckFits(spec) == kNone.
   int32_t Add(RequestSpec spec, TimeNs now_ns, int64_t cookie);
 
   // Builds the next step's batch; false (and nothing scheduled) when no
