@@ -87,6 +87,11 @@ int32_t Scheduler::Add(RequestSpec spec, TimeNs now_ns, int64_t cookie) {
   r.spec = std::move(spec);
   r.cookie = cookie;
   r.arrival_ns = now_ns;
+  // vLLM's engine core schedules step n + 1 right after launching step n
+  // (batch queue of two), so an arrival during step n first joins n + 2.
+  r.visible_from_step = config_.async_scheduling && step_in_flight_
+                            ? num_steps_started_ + 1
+                            : num_steps_started_;
   r.active = true;
   waiting_.push_back(slot);
   ++num_active_;
@@ -154,32 +159,46 @@ bool Scheduler::Schedule(TimeNs now_ns) {
     ++i;
   }
 
-  // 2. Waiting requests, only if nothing was preempted in this step.
+  // 2. Waiting requests, only if nothing was preempted in this step. When
+  // the async batch built at the last launch would have been empty, vLLM
+  // schedules again once that step ends: every arrival is then visible.
   if (step_preemptions_ == 0) {
-    while (!waiting_.empty() && budget > 0) {
-      if (static_cast<int32_t>(running_.size()) >= config_.max_num_seqs) break;
-      const int32_t slot = waiting_.front();
-      SchedRequest& r = slots_[slot];
-      SERVESIM_CHECK(r.num_computed == 0);
-      const int32_t hit =
-          kv_->FindPrefixHit(View(r), r.num_tokens(), r.num_preemptions > 0);
-      int32_t tokens = r.num_tokens() - hit;
-      if (!config_.enable_chunked_prefill && tokens > budget) break;
-      tokens = std::min(tokens, budget);
-      if (!kv_->Allocate(slot, View(r), hit, tokens, /*use_hit=*/true)) break;
-      waiting_.pop_front();
-      r.num_computed = hit;
-      if (r.admit_seq < 0) r.prefix_hit_tokens = hit;
-      r.admit_seq = next_admit_seq_++;
-      running_.push_back(slot);
-      Schedule(slot, tokens, now_ns);
-      budget -= tokens;
-    }
+    ScheduleWaiting(budget, now_ns, /*respect_visibility=*/true);
+    if (sched_slots_.empty())
+      ScheduleWaiting(budget, now_ns, /*respect_visibility=*/false);
   }
-  return !sched_slots_.empty();
+  if (sched_slots_.empty()) return false;
+  ++num_steps_started_;
+  step_in_flight_ = true;
+  return true;
+}
+
+void Scheduler::ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_visibility) {
+  while (!waiting_.empty() && budget > 0) {
+    if (static_cast<int32_t>(running_.size()) >= config_.max_num_seqs) break;
+    const int32_t slot = waiting_.front();
+    SchedRequest& r = slots_[slot];
+    // Arrivals queue in order, so every later one is invisible too.
+    if (respect_visibility && r.visible_from_step > num_steps_started_) break;
+    SERVESIM_CHECK(r.num_computed == 0);
+    const int32_t hit =
+        kv_->FindPrefixHit(View(r), r.num_tokens(), r.num_preemptions > 0);
+    int32_t tokens = r.num_tokens() - hit;
+    if (!config_.enable_chunked_prefill && tokens > budget) break;
+    tokens = std::min(tokens, budget);
+    if (!kv_->Allocate(slot, View(r), hit, tokens, /*use_hit=*/true)) break;
+    waiting_.pop_front();
+    r.num_computed = hit;
+    if (r.admit_seq < 0) r.prefix_hit_tokens = hit;
+    r.admit_seq = next_admit_seq_++;
+    running_.push_back(slot);
+    Schedule(slot, tokens, now_ns);
+    budget -= tokens;
+  }
 }
 
 void Scheduler::Complete(TimeNs now_ns, StepListener& listener) {
+  step_in_flight_ = false;
   bool any_finished = false;
   for (size_t k = 0; k < sched_slots_.size(); ++k) {
     const int32_t slot = sched_slots_[k];

@@ -67,6 +67,10 @@ struct alignas(64) SchedRequest {
   int32_t prefix_hit_tokens = 0;  // hit at first admission
   int32_t num_preemptions = 0;
   int64_t admit_seq = -1;
+  // The first step (count of steps started) whose batch may admit it:
+  // under async scheduling a request that arrives while a step runs
+  // missed the next batch, built when that step was launched.
+  int64_t visible_from_step = 0;
   int32_t num_tokens() const { return spec.input_tokens + num_output; }
 };
 
@@ -92,7 +96,10 @@ class Scheduler {
   // kNone when the request can run on this replica.
   RejectReason CheckFits(const RequestSpec& spec) const;
   // Queues the request at the back of the waiting queue and returns its
-  // slot. REQUIRES: CheckFits(spec) == kNone.
+  // slot. Under async scheduling a request added between Schedule() and
+  // Complete() (while a step runs) is left out of the next Schedule()
+  // unless that batch would otherwise be empty. REQUIRES:
+  // CheckFits(spec) == kNone.
   int32_t Add(RequestSpec spec, TimeNs now_ns, int64_t cookie);
 
   // Builds the next step's batch; false (and nothing scheduled) when no
@@ -124,6 +131,9 @@ class Scheduler {
   KvRequestView View(const SchedRequest& r) const;
   void Preempt(int32_t slot);
   void Schedule(int32_t slot, int32_t tokens, TimeNs now_ns);
+  // Admits waiting requests into the step; with `respect_visibility`,
+  // stops at the first one the async scheduler could not yet see.
+  void ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_visibility);
 
   SchedulerConfig config_;
   std::unique_ptr<KvCache> kv_;
@@ -142,6 +152,8 @@ class Scheduler {
   std::vector<int32_t> decode_ctx_;
   int32_t batch_tokens_ = 0;
   int32_t step_preemptions_ = 0;
+  int64_t num_steps_started_ = 0;
+  bool step_in_flight_ = false;
 };
 
 }  // namespace servesim

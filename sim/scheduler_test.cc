@@ -94,6 +94,44 @@ TEST(SchedulerTest, RunningRequestsComeFirstAndShareTheBudget) {
   EXPECT_EQ(s->batch().prefills[0].num_tokens, 99);
 }
 
+// vLLM's engine core launches step n, then at once schedules step n + 1
+// (a batch queue of two): a request that arrives while step n runs is
+// first seen by the batch of step n + 2. An engine with nothing else to run
+// schedules it as soon as step n ends.
+TEST(SchedulerTest, AsyncSchedulingAdmitsAnArrivalDuringAStepOneStepLater) {
+  for (const bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async" : "sync");
+    SchedulerConfig cfg = Cfg(1000);
+    cfg.async_scheduling = async;
+    auto s = Scheduler::Create(cfg, Pool(1000)).value();
+    Recorder rec;
+    s->Add(Req(0, 10, 5), 0, 0);
+    ASSERT_TRUE(s->Schedule(0));  // step 1: request 0's prompt
+    s->Add(Req(1, 10, 5), 5, 1);  // arrives while step 1 runs
+    s->Complete(10, rec);
+    ASSERT_TRUE(s->Schedule(10));  // step 2
+    EXPECT_EQ(s->batch_num_prefills(), async ? 0 : 1);
+    EXPECT_EQ(s->batch_num_tokens(), async ? 1 : 11);
+    s->Complete(20, rec);
+    ASSERT_TRUE(s->Schedule(20));  // step 3
+    if (async) {
+      EXPECT_EQ(s->batch_num_prefills(), 1);
+    }
+    s->Complete(30, rec);
+  }
+  // Nothing else to run: no step is lost.
+  SchedulerConfig cfg = Cfg(1000);
+  cfg.async_scheduling = true;
+  auto s = Scheduler::Create(cfg, Pool(1000)).value();
+  Recorder rec;
+  s->Add(Req(0, 10, 1), 0, 0);
+  ASSERT_TRUE(s->Schedule(0));
+  s->Add(Req(1, 10, 1), 5, 1);
+  s->Complete(10, rec);  // request 0 finishes
+  ASSERT_TRUE(s->Schedule(10));
+  EXPECT_EQ(s->batch_num_prefills(), 1);
+}
+
 TEST(SchedulerTest, PreemptsTheLastAdmittedRequestWhichRestartsFromZero) {
   // 6 blocks of 16 tokens. A and B: 32-token prompts (2 blocks each).
   auto s = Scheduler::Create(Cfg(1000), Pool(6)).value();

@@ -550,16 +550,17 @@ TEST(SweepCliTest, EveryKindOfBadGridValueIsExitTwo) {
 }
 
 // plan --confidence on the Azure conversation trace: the point estimate
-// picks 2 x tpu-v6e (p99 TTFT 306 ms <= 400 ms), but with the device's
+// picks 2 x tpu-v6e (p99 TTFT 417 ms <= 450 ms), but with the device's
 // structural band and parameter draws 2 replicas meet it with probability
-// 0.68; the chosen fleet (3) meets 0.9 and the one-fewer fleet is shown
+// 0.54; the chosen fleet (3) meets 0.9 and the one-fewer fleet is shown
 // failing. The test asks only that the sure fleet be larger than the point
-// estimate's.
+// estimate's. (The SLO was 400 ms until the async arrival rule moved the
+// 2-replica p99 from 306 to 417 ms: then both picks were 3.)
 TEST(PlanCliTest, ConfidenceChoosesAFleetMeetingItAndShowsTheSmallerOneFailing) {
   const std::string base =
       std::string("plan --devices tpu-v6e --trace ") + SERVESIM_DATA_DIR +
       "/traces/AzureLLMInferenceTrace_conv.csv.gz --num-prompts 600 "
-      "--rate 30 --slo 'ttft_p99<=400ms' --no-mixed --max-replicas 8 "
+      "--rate 30 --slo 'ttft_p99<=450ms' --no-mixed --max-replicas 8 "
       "--no-progress";
   CliRun point = Servesim(base);
   CliRun sure = Servesim(base + " --confidence 0.9");
