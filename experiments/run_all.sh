@@ -217,12 +217,13 @@ done
 # priors alone: for the H100 (no shipped profile) the datasheet numbers.
 # Both servers are vLLM 0.6.3 (the V0 engine, which servesim's V1 scheduler
 # approximates), the MI300X one with 15-step multi-step scheduling, so its
-# TPOT / ITL come in 15-token chunks that servesim does not model.
+# TPOT / ITL come in 15-token chunks that servesim does not model. V0 has
+# no async scheduling (no batch queue): --no-async-scheduling.
 for pair in h100-sxm:h100x8 mi300x:mi300x8; do
   dev=${pair%%:*} file=${pair#*:}
   echo "== dstack 405B: $dev TP8" >&2
   "$BIN" calibrate --device "$dev" --model data/models/llama-3.1-405b-fp8/config.json \
-    --quantization fp8 --tensor-parallel-size 8 --software-build vllm-0.6.3 \
+    --quantization fp8 --tensor-parallel-size 8 --software-build vllm-0.6.3 --no-async-scheduling \
     --bench "data/bench/dstack-llama405b/$file-16qps.json.gz" \
     --out "$OUT/dstack_405b_$dev.profile.textproto" --overwrite --jobs "$JOBS" --no-progress \
     > "$OUT/dstack_405b_$dev.txt" || [ $? = 3 ]  # 3: points miss their tolerance
