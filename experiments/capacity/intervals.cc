@@ -581,9 +581,20 @@ double StructuralSigma(const servesim::proto::CalibrationProfile* profile,
                         lead, kFallbackStructuralSigma);
   }
   // A datasheet-only copy of a shipped device: that device's own error when
-  // predicted from the others' priors is a floor.
+  // predicted from the others' priors is a floor, and so is its calibrated
+  // band (without its profile it is known no better than with it).
   if (profile == nullptr) {
     for (const auto* p : own) {
+      if (const auto* use = OwnEntry(*p, family, graded)) {
+        const double own_sigma = EntrySigma(*use, level);
+        if (own_sigma > sigma) {
+          sigma = own_sigma;
+          *why = absl::StrFormat(
+              "no calibration profile; %s's calibrated %s (wider than the "
+              "pooled device-out band)",
+              datasheet_device, EntryName(*use));
+        }
+      }
       for (const auto& se : p->structural_errors()) {
         if (se.pass() != kLeaveOneDeviceOut || se.family() != family ||
             !se.metric().empty() || se.num_points() == 0) {
