@@ -62,8 +62,9 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
                          "async scheduling (default on)");
   tp_ = cmd->add_option("--tensor-parallel-size", tp_v_,
                         "chips one replica is split over (default 1)");
-  pp_ = cmd->add_option("--pipeline-parallel-size", pp_v_,
-                        "pipeline stages (default 1; above 1 not modelled yet)");
+  pp_ = cmd->add_option(
+      "--pipeline-parallel-size", pp_v_,
+      "pipeline stages, each of --tensor-parallel-size chips (default 1)");
   dp_ = cmd->add_option("--data-parallel-size", dp_v_,
                         "engines behind vLLM's DP load balancer, each of\n"
                         "--tensor-parallel-size chips (default 1; MoE: with\n"
