@@ -506,6 +506,11 @@ TEST(PipelineStageTest, Gemma31bPp2WeightsAndKvPerStage) {
     total += bytes;
     EXPECT_EQ(PipelineStageBlockLayers(m, 10, st, 2), 10);
   }
+  // A middle stage (PP 3) runs neither end but still holds Gemma 4's
+  // table; another family's middle stage does not (next test).
+  EXPECT_TRUE(PipelineStage(m, 1, 3).holds_embedding);
+  EXPECT_EQ(ComputeWeightBytes(PipelineStage(m, 1, 3), *f, 2).embedding,
+            262144.0 * 5376 * 2);
   // The stages together hold one embedding more than the whole model.
   EXPECT_EQ(total - RankWeightBytes(m, 1), 262144.0 * 5376 * 2);
   auto layout = PlanKvLayout(m, 2, 16);
