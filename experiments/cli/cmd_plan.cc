@@ -348,7 +348,7 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
         absl::StatusOr<PriceOffer> offer = SelectOfferForDevices(
             offers, dev.id(), f.price, tp * pp, &pd.price_note, filter);
         if (!offer.ok()) {
-          if (tp > 1 && !tp_given) continue;  // no such instance at this tier
+          if (tp * pp > 1 && !tp_given) continue;  // no such instance at this tier
           return absl::NotFoundError(absl::StrCat("--price ", f.price, ": ",
                                                   offer.status().message(),
                                                   "; give --price-usd-per-hour ", id,

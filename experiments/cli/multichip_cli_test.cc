@@ -244,5 +244,19 @@ TEST(MultichipCliTest, PipelineParallelMemoryAndSimulateOnL4) {
       << sim4.out;
 }
 
+// plan keeps a given --pipeline-parallel-size (PP is not searched) and
+// prices TP x PP chips: 12B at PP 2 has no 2-chip L4 instance, so TP 1 is
+// skipped and TP 2 x PP 2 is priced at the 4-chip g6.12xlarge.
+TEST(MultichipCliTest, PlanKeepsAGivenPipelineParallelSize) {
+  CliRun r = Servesim(
+      "plan --devices l4 --model gemma-4-12b --max-model-len 8192 "
+      "--pipeline-parallel-size 2 --rate 0.5 --num-prompts 8 --random-input-len 256 "
+      "--random-output-len 16 --max-replicas 1 --slo 'ttft_p99<=60s' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("\"tensor_parallel_size\": 2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"tensor_parallel_size\": 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("g6.12xlarge"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace servesim::cli
