@@ -346,12 +346,11 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
                     d.collective_link, ", datasheet figures, not calibrated)");
   }
   if (pp > 1) {
-    absl::StrAppend(
-        &d.provenance, "; pipeline parallel size ", pp,
-        " (layers per stage by vLLM's get_pp_indices; memory per stage, the "
-        "KV pool the fewest blocks over stages; one batch in flight: the step "
-        "is the sum of the stages + transfers over ",
-        d.collective_link, ", an upper bound on vLLM's batch-queue latency)");
+    absl::StrAppend(&d.provenance, "; pipeline parallel size ", pp,
+                    " (layers per stage by vLLM's get_pp_indices; memory per stage, the "
+                    "KV pool the fewest blocks over stages; vLLM's batch queue, up to ",
+                    pp, " batches in flight, stages and transfers over ",
+                    d.collective_link, ")");
   }
   if (d.expert_parallel_size > 1) {
     absl::StrAppend(

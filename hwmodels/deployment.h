@@ -118,7 +118,7 @@ struct Deployment {
   // or the first that does not fit), stage_memory every stage's (its own
   // num_blocks, before the minimum), stage_layers their [begin, end) layers,
   // stage_graphs their compiled graphs (graph stays the whole rank's), and
-  // step_model a PipelineStepModel (one batch in flight: a bound).
+  // step_model a PipelineStepModel (the engine runs vLLM's batch queue).
   int32_t pipeline_parallel_size = 1;
   std::vector<MemoryPlan> stage_memory;
   std::vector<std::pair<int32_t, int32_t>> stage_layers;

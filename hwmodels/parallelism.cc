@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/base/int_math.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 
@@ -468,6 +469,19 @@ StepCost PipelineStepModel::Cost(const StepBatch& batch) const {
   return out;
 }
 
+StepTimeModel::PipelineCost PipelineStepModel::PipelineStageCosts(
+    const StepBatch& batch, std::span<TimeNs> stage_device_ns) const {
+  SERVESIM_CHECK(stage_device_ns.size() == stages_.size());
+  PipelineCost out;
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    const StepCost c = stages_[s]->Cost(batch);
+    if (s == 0) out.host_ns = c.host_ns;
+    stage_device_ns[s] = c.device_ns;
+  }
+  out.transfer_ns = static_cast<TimeNs>(std::llround(TransferNs(batch)));
+  return out;
+}
+
 std::vector<StepCost> PipelineStepModel::StageCosts(const StepBatch& batch) const {
   std::vector<StepCost> out;
   out.reserve(stages_.size());
@@ -477,8 +491,8 @@ std::vector<StepCost> PipelineStepModel::StageCosts(const StepBatch& batch) cons
 
 std::string PipelineStepModel::Describe() const {
   std::string out = absl::StrCat(
-      "pipeline of ", stages_.size(),
-      " stages, one batch in flight (step = sum of stages + ", stages_.size() - 1,
+      "pipeline of ", stages_.size(), " stages, up to ", stages_.size(),
+      " batches in flight (a batch alone: sum of stages + ", stages_.size() - 1,
       " transfers of ",
       absl::StrFormat("%.4g ns + %.4g ns/token", transfer_.step_ns, transfer_.token_ns),
       ")");

@@ -45,6 +45,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -234,20 +235,23 @@ std::vector<double> PipelineFinishTimes(const std::vector<double>& stage_ns,
                                         double transfer_ns,
                                         const std::vector<double>& ready_ns);
 
-// One PP replica's step, as the engine runs it: ONE batch in flight, its
-// step = the sum of the stages' device times + (PP - 1) transfers, host
-// time once (the first stage's: the scheduler runs once). An explicit
-// bound: vLLM V1 keeps up to PP batches in flight (EngineCore's batch
-// queue), so requests arriving during a step could start in stage 0 once
-// it is free; here they wait for the whole pass. Latency per token of a
-// lone batch is exact; throughput under load is a lower bound (the next
-// batch could enter one max-stage time later, PipelineFinishTimes).
+// One PP replica's step model. The engine runs vLLM V1's batch queue on it
+// (sim/engine.h: up to PP batches in flight, each stage one batch at a
+// time, as PipelineFinishTimes) from PipelineStageCosts: each stage's
+// device time, host time once (the first stage's: the scheduler runs
+// once) and one transfer a hop. Cost is one batch's whole pass, the sum of
+// the stages + (PP - 1) transfers: the time of a batch alone.
 class PipelineStepModel final : public StepTimeModel {
  public:
   PipelineStepModel(std::vector<std::shared_ptr<const StepTimeModel>> stages,
                     PipelineTransfer transfer);
   StepCost Cost(const StepBatch& batch) const override;
   std::string Describe() const override;
+  int32_t num_pipeline_stages() const override { return num_stages(); }
+  // Per stage device times, the first stage's host time and one hop
+  // (TransferNs rounded to ns): the engine's batch queue (sim/engine.h).
+  PipelineCost PipelineStageCosts(const StepBatch& batch,
+                                  std::span<TimeNs> stage_device_ns) const override;
   // Each stage's cost of `batch` (device_ns as Cost adds them).
   std::vector<StepCost> StageCosts(const StepBatch& batch) const;
   double TransferNs(const StepBatch& batch) const;

@@ -560,8 +560,8 @@ TEST(PipelineBubbleTest, TwoStagesOneBatchAndAStream) {
   EXPECT_EQ(PipelineFinishTimes({3, 5}, 1, {0, 100}), (std::vector<double>{9, 109}));
 }
 
-// Gemma 4 31B at TP 2 x PP 2 on L4: the replica's step (one batch in
-// flight, the engine's bound) is stage 0 + stage 1 + one transfer; the
+// Gemma 4 31B at TP 2 x PP 2 on L4: one batch's pass (Cost) is stage 0 +
+// stage 1 + one transfer; the
 // transfer of 8 decode tokens over PCIe through the host (32e9 B/s, 20 us)
 // is 2 x 20 us (send, then the TP all-gather) + 8 x 5376 x 2 B / 32e9 B/s
 // = 40,000 + 8 x 336 ns = 42,688 ns.
@@ -603,8 +603,17 @@ TEST(PipelineStepModelTest, Gemma31bTp2Pp2OnL4IsTheSumOfStagesPlusTransfer) {
   // Each stage runs half the layers: about half of the whole pass, and
   // the first stage (no LM head) is the faster.
   EXPECT_LT(stages[0].device_ns, stages[1].device_ns);
-  // The batch queue's stream would pace at the slower stage (+ nothing:
-  // each hop is its own link), the engine's bound at the sum.
+  // What the engine's batch queue reads (sim/engine.h): the same stages,
+  // the first stage's host time and one hop in whole ns.
+  EXPECT_EQ(pipe->num_pipeline_stages(), 2);
+  std::vector<TimeNs> stage_ns(2, -1);
+  const StepTimeModel::PipelineCost pc = pipe->PipelineStageCosts(batch, stage_ns);
+  EXPECT_EQ(stage_ns[0], stages[0].device_ns);
+  EXPECT_EQ(stage_ns[1], stages[1].device_ns);
+  EXPECT_EQ(pc.host_ns, stages[0].host_ns);
+  EXPECT_EQ(pc.transfer_ns, 42688);
+  // A stream of batches paces at the slower stage (+ nothing: each hop is
+  // its own link); one batch alone takes the sum.
   const auto finish = PipelineFinishTimes({static_cast<double>(stages[0].device_ns),
                                            static_cast<double>(stages[1].device_ns)},
                                           42688.0, {0, 0, 0});
