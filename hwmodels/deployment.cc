@@ -200,12 +200,31 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   d.expert_parallel_size = ExpertParallelSize(d.model, spec);
   const ModelArch rank = TensorParallelRank(d.model, d.tensor_parallel_size,
                                             d.expert_parallel_size, d.data_parallel_size);
-  if (d.tensor_parallel_size > 1 ||
+  d.pipeline_parallel_size = spec.pipeline_parallel_size;
+  const int32_t pp = d.pipeline_parallel_size;
+  if (d.tensor_parallel_size > 1 || pp > 1 ||
       (d.data_parallel_size > 1 && d.expert_parallel_size > 1)) {
     ASSIGN_OR_RETURN(const CollectiveLink link, TensorParallelLink(d.device));
-    d.collectives = CompileCollectives(d.model, d.tensor_parallel_size, link, dtype_bytes,
-                                       d.data_parallel_size, d.expert_parallel_size);
+    if (d.tensor_parallel_size > 1 ||
+        (d.data_parallel_size > 1 && d.expert_parallel_size > 1)) {
+      d.collectives =
+          CompileCollectives(d.model, d.tensor_parallel_size, link, dtype_bytes,
+                             d.data_parallel_size, d.expert_parallel_size);
+    }
     d.collective_link = link.description;
+    if (pp > 1) {
+      d.stage_layers =
+          PipelineStageLayers(static_cast<int32_t>(d.model.layers.size()), pp);
+      for (int32_t st = 0; st < pp; ++st) {
+        d.stage_collectives.push_back(
+            d.tensor_parallel_size > 1
+                ? CompileCollectives(PipelineStage(d.model, st, pp),
+                                     d.tensor_parallel_size, link, dtype_bytes)
+                : TensorParallelCollectives{});
+      }
+      d.pipeline_transfer =
+          CompilePipelineTransfer(d.model, d.tensor_parallel_size, link, dtype_bytes);
+    }
   }
 
   ASSIGN_OR_RETURN(KvLayout layout, PlanKvLayout(rank, dtype_bytes, spec.block_size));
@@ -215,11 +234,43 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   if (UsesTpuAccounting(d.device)) {
     for (KvGroupSpec& g : layout.spec.groups) g.sliding_window = 0;
   }
-  d.memory = PlanMemory(d.device, rank, d.format, dtype_bytes, s, spec, layout);
+  if (pp == 1) {
+    d.memory = PlanMemory(d.device, rank, d.format, dtype_bytes, s, spec, layout);
+  } else {
+    // Each stage profiles its own memory; the engine takes the fewest
+    // blocks over the workers (vLLM get_kv_cache_configs).
+    int32_t limiting = -1;
+    for (int32_t st = 0; st < pp; ++st) {
+      KvLayout stage_layout = layout;
+      stage_layout.block_bytes =
+          layout.page_bytes *
+          PipelineStageBlockLayers(rank, layout.layers_per_group, st, pp);
+      d.stage_memory.push_back(PlanMemory(d.device, PipelineStage(rank, st, pp), d.format,
+                                          dtype_bytes, s, spec, stage_layout));
+      const MemoryPlan& m = d.stage_memory.back();
+      if (limiting >= 0 && !d.stage_memory[limiting].fits) continue;
+      if (limiting < 0 || !m.fits || m.num_blocks < d.stage_memory[limiting].num_blocks) {
+        limiting = st;
+      }
+    }
+    d.memory = d.stage_memory[limiting];
+    if (!d.memory.fits) {
+      d.memory.reason =
+          absl::StrCat("pipeline stage ", limiting, " of ", pp, " (layers ",
+                       d.stage_layers[limiting].first, "-",
+                       d.stage_layers[limiting].second - 1, "): ", d.memory.reason);
+    }
+  }
   d.kv_cache = layout.spec;
   d.kv_cache.num_blocks = d.memory.num_blocks;
 
   ASSIGN_OR_RETURN(d.graph, CompiledStepGraph::Build(d.device, rank, d.format, d.dtype));
+  for (int32_t st = 0; pp > 1 && st < pp; ++st) {
+    ASSIGN_OR_RETURN(
+        auto g, CompiledStepGraph::Build(d.device, PipelineStage(rank, st, pp), d.format,
+                                         d.dtype));
+    d.stage_graphs.push_back(std::move(g));
+  }
   d.params = PriorStepParameters(d.device, rank, d.format);
   std::string param_source = "priors";
   if (params_override != nullptr) {
@@ -275,7 +326,7 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       }
     }
   }
-  d.step_model = WithCollectives(d, RooflineStepModel::Compile(d.graph, d.params));
+  d.step_model = RebuildStepModel(d, d.params);
 
   const WeightBytes wb = ComputeWeightBytes(rank, d.format, dtype_bytes);
   d.provenance = absl::StrCat(
@@ -294,6 +345,13 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
                     " (weights, memory and step per rank; collectives over ",
                     d.collective_link, ", datasheet figures, not calibrated)");
   }
+  if (pp > 1) {
+    absl::StrAppend(&d.provenance, "; pipeline parallel size ", pp,
+                    " (layers per stage by vLLM's get_pp_indices; memory per stage, the "
+                    "KV pool the fewest blocks over stages; vLLM's batch queue, up to ",
+                    pp, " batches in flight, stages and transfers over ",
+                    d.collective_link, ")");
+  }
   if (d.expert_parallel_size > 1) {
     absl::StrAppend(
         &d.provenance, "; expert parallel size ", d.expert_parallel_size, " (",
@@ -309,7 +367,21 @@ std::shared_ptr<const StepTimeModel> RebuildStepModel(const Deployment& d,
   for (const Parameter& p : params.params()) {
     if (Parameter* q = merged.FindMutable(p.name)) q->value = p.value;
   }
-  return WithCollectives(d, RooflineStepModel::Compile(d.graph, merged));
+  if (d.pipeline_parallel_size <= 1) {
+    return WithCollectives(d, RooflineStepModel::Compile(d.graph, merged));
+  }
+  std::vector<std::shared_ptr<const StepTimeModel>> stages;
+  stages.reserve(d.stage_graphs.size());
+  for (size_t st = 0; st < d.stage_graphs.size(); ++st) {
+    std::shared_ptr<const StepTimeModel> m =
+        RooflineStepModel::Compile(d.stage_graphs[st], merged);
+    if (!d.stage_collectives[st].empty()) {
+      m = std::make_shared<TensorParallelStepModel>(std::move(m),
+                                                    d.stage_collectives[st]);
+    }
+    stages.push_back(std::move(m));
+  }
+  return std::make_shared<PipelineStepModel>(std::move(stages), d.pipeline_transfer);
 }
 
 std::shared_ptr<const StepTimeModel> WithCollectives(

@@ -29,6 +29,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "hwmodels/model_arch.h"
@@ -113,6 +115,19 @@ struct Deployment {
   int32_t expert_parallel_size = 1;
   TensorParallelCollectives collectives;
   std::string collective_link;  // CollectiveLink::description; empty at TP 1
+  // Pipeline parallelism (hwmodels/parallelism.h PipelineStage): stages of
+  // the replica; the instance holds PP x TP (x DP) chips. With PP > 1:
+  // `memory` is the plan of the stage that sets the pool (the fewest blocks,
+  // or the first that does not fit), stage_memory every stage's (its own
+  // num_blocks, before the minimum), stage_layers their [begin, end) layers,
+  // stage_graphs their compiled graphs (graph stays the whole rank's), and
+  // step_model a PipelineStepModel (the engine runs vLLM's batch queue).
+  int32_t pipeline_parallel_size = 1;
+  std::vector<MemoryPlan> stage_memory;
+  std::vector<std::pair<int32_t, int32_t>> stage_layers;
+  std::vector<std::shared_ptr<const CompiledStepGraph>> stage_graphs;
+  std::vector<TensorParallelCollectives> stage_collectives;
+  PipelineTransfer pipeline_transfer;
 };
 
 // Resolves names, plans memory and builds the step model. Errors
@@ -141,7 +156,8 @@ absl::StatusOr<ParameterSet> DefaultParameters(const ServerSpec& spec);
 std::shared_ptr<const StepTimeModel> RebuildStepModel(const Deployment& d,
                                                       const ParameterSet& params);
 
-// `rank_model` with d's TP collectives added (itself at TP 1).
+// `rank_model` with d's TP collectives added (itself at TP 1). Not for
+// PP > 1 (its stages have their own graphs: RebuildStepModel).
 std::shared_ptr<const StepTimeModel> WithCollectives(
     const Deployment& d, std::shared_ptr<const StepTimeModel> rank_model);
 

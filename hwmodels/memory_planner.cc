@@ -142,8 +142,10 @@ ActivationParts EstimateActivationParts(const proto::Device& device, const Model
     max_ffn =
         std::max<int64_t>(max_ffn, int64_t{m.experts_top_k} * m.expert_intermediate_size);
   }
-  const double sampler =
-      copies * sched.max_num_seqs * static_cast<double>(m.vocab_size) * 4.0;
+  // vLLM's profile_run warms the sampler on the last pipeline stage only.
+  const double sampler = m.runs_lm_head ? copies * sched.max_num_seqs *
+                                              static_cast<double>(m.vocab_size) * 4.0
+                                        : 0.0;
   const double forward = factor * sched.max_num_batched_tokens *
                          (2.0 * max_ffn + 4.0 * m.hidden_size) * act_dtype_bytes;
   return ActivationParts{sampler / kBytesPerGib, forward / kBytesPerGib};

@@ -371,33 +371,33 @@ TEST(PublishedKvTest, DeepSeekV2LiteMaxLenKvNeedMatchesTheVllmError) {
 //   rank 2, 3: Available KV cache memory: 11.33 GiB
 //   GPU KV cache size: 807,792 tokens
 //   Maximum concurrency for 1,024 tokens per request: 788.86x
-// servesim has no pipeline parallelism yet, so the stages are cut by hand
-// as vLLM's get_pp_indices does (27 layers: 14 + 13, the extra layer on
-// the first stage). Stage 0 holds 14 latents of 1,152 B per token, the same
-// on both TP ranks: a 16-token block is 258,048 B; 12.13 GiB is 50,473
-// blocks = 807,568 tokens (stage 1: 11.33 GiB / 239,616 B = 50,770 blocks,
-// more, so stage 0 sets the pool). Logged 807,792 (-0.03%, inside the
-// 0.005 GiB rounding of the logged line: +-21 blocks). Caching K and V of
-// 8 heads per rank (192 + 128 values) instead would be 5,120 B per layer:
-// 4.4x fewer tokens.
+// servesim's pipeline split (hwmodels/parallelism.h PipelineStageLayers,
+// vLLM's get_pp_indices: 27 layers -> 14 + 13, the extra layer on the
+// first stage) and per-stage blocks: stage 0 holds 14 latents of 1,152 B
+// per token, the same on both TP ranks: a 16-token block is 258,048 B;
+// 12.13 GiB is 50,473 blocks = 807,568 tokens (stage 1: 11.33 GiB /
+// 239,616 B = 50,770 blocks, more, so stage 0 sets the pool). Logged
+// 807,792 (-0.03%, inside the 0.005 GiB rounding of the logged line: +-21
+// blocks). Caching K and V of 8 heads per rank (192 + 128 values) instead
+// would be 5,120 B per layer: 4.4x fewer tokens.
 TEST(PublishedKvTest, DeepSeekV2LitePipelineStageKvFromTheLoggedMemory) {
   ServerSpec s = DeepSeekV2Lite();
   s.device = "l4";
   s.tensor_parallel_size = 2;
+  s.pipeline_parallel_size = 2;
   s.max_model_len = 1024;
   auto d = BuildDeployment(s);
   ASSERT_TRUE(d.ok()) << d.status();
-  ModelArch rank = TensorParallelRank(d->model, 2);
-  auto stage_blocks = [&](int first, int count, double kv_gib) {
-    ModelArch stage = rank;
-    stage.layers.assign(rank.layers.begin() + first, rank.layers.begin() + first + count);
-    auto layout = PlanKvLayout(stage, 2, 16);
-    EXPECT_TRUE(layout.ok()) << layout.status();
-    return static_cast<int64_t>(kv_gib * kBytesPerGib /
-                                static_cast<double>(layout->block_bytes));
+  ASSERT_EQ(d->stage_memory.size(), 2u);
+  EXPECT_EQ(d->stage_layers[0], (std::pair<int32_t, int32_t>{0, 14}));
+  EXPECT_EQ(d->stage_layers[1], (std::pair<int32_t, int32_t>{14, 27}));
+  auto stage_blocks = [&](int stage, double kv_gib) {
+    return static_cast<int64_t>(
+        kv_gib * kBytesPerGib /
+        static_cast<double>(d->stage_memory[stage].kv_block_bytes));
   };
-  const int64_t blocks0 = stage_blocks(0, 14, 12.13);
-  const int64_t blocks1 = stage_blocks(14, 13, 11.33);
+  const int64_t blocks0 = stage_blocks(0, 12.13);
+  const int64_t blocks1 = stage_blocks(1, 11.33);
   EXPECT_EQ(blocks0, 50473);
   EXPECT_EQ(blocks1, 50770);
   const int64_t tokens = std::min(blocks0, blocks1) * 16;

@@ -311,6 +311,13 @@ WeightBytes ComputeWeightBytes(const ModelArch& m, const WeightFormat& f,
   }
   // Encoders stay 16-bit in the quantized checkpoints.
   w.encoders = (c.vision + c.audio) * dtype_bytes;
+  // A pipeline stage holds only what its role needs (PipelineStage).
+  if (!m.holds_embedding) {
+    w.embedding = 0;
+    w.per_layer_embedding = 0;
+  }
+  if (!m.runs_lm_head) w.lm_head = 0;
+  if (!m.runs_embedding) w.encoders = 0;
   return w;
 }
 

@@ -68,6 +68,11 @@ struct ModelArch {
   // batch (set by TensorParallelRank; 1 otherwise).
   int32_t expert_token_sources = 1;
   bool tie_word_embeddings = true;
+  // Pipeline parallelism (hwmodels/parallelism.h PipelineStage): the role
+  // of the stage this model is; all true for a whole model (PP 1).
+  bool runs_embedding = true;   // first stage: embedding lookup (and encoders)
+  bool runs_lm_head = true;     // last stage: LM head and sampling
+  bool holds_embedding = true;  // the embedding table is in this stage's memory
   int64_t max_position_embeddings = 0;
   int64_t vision_encoder_params = 0;
   int64_t audio_encoder_params = 0;

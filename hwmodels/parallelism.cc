@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/base/int_math.h"
+#include "sim/base/status_macros.h"
 
 namespace servesim {
 
@@ -26,12 +27,49 @@ int64_t VocabRowsPerRank(int64_t vocab_size, int32_t tp) {
 
 absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
                               const ServerSpec& spec) {
-  if (spec.pipeline_parallel_size != 1) {
+  const int32_t pp = spec.pipeline_parallel_size;
+  const int32_t num_layers = static_cast<int32_t>(m.layers.size());
+  if (pp < 1 || pp > std::min(kMaxParallelSize, num_layers)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--pipeline-parallel-size: ", spec.pipeline_parallel_size,
-                     " is not modelled yet; allowed: 1 (use --tensor-parallel-size)"));
+        absl::StrCat("--pipeline-parallel-size: ", pp, " is out of range [1, ",
+                     std::min(kMaxParallelSize, num_layers), "] (at most the ",
+                     num_layers, " layers of ", m.id, ")"));
   }
   const int32_t dp = spec.data_parallel_size;
+  if (pp > 1) {
+    if (dp != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--pipeline-parallel-size: ", pp, " with --data-parallel-size ", dp,
+          " is not modelled; allowed: --data-parallel-size 1 with PP > 1 (or replicas "
+          "in fleet { } of --config)"));
+    }
+    if (spec.enable_expert_parallel && m.num_experts > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--pipeline-parallel-size: ", pp,
+          " with --enable-expert-parallel is not modelled; allowed: PP 1 with EP, or PP "
+          "without --enable-expert-parallel"));
+    }
+    if (m.per_layer_embedding_dim > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--pipeline-parallel-size: ", pp, " with the per-layer embeddings of ", m.id,
+          " is not modelled (every stage would hold the whole per-layer table); "
+          "allowed: 1"));
+    }
+    const int32_t chips = pp * std::max(1, spec.tensor_parallel_size);
+    const int32_t node_devices = device.interconnect().max_devices_per_node();
+    if (node_devices <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--pipeline-parallel-size: ", pp, " needs a multi-chip node, but device '",
+          device.id(), "' has no interconnect { max_devices_per_node } in its file"));
+    }
+    if (chips > node_devices) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--pipeline-parallel-size: ", pp, " x --tensor-parallel-size ",
+                       spec.tensor_parallel_size, " = ", chips, " chips exceed the ",
+                       node_devices, " ", device.id(),
+                       " devices one node holds; allowed: TP x PP <= ", node_devices));
+    }
+  }
   if (dp < 1 || dp > kMaxParallelSize) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--data-parallel-size: ", dp, " is out of range [1, ", kMaxParallelSize, "]"));
@@ -242,18 +280,22 @@ TensorParallelCollectives CompileCollectives(const ModelArch& full, int32_t tp,
   const int32_t per_layer = 2 + (full.num_experts > 0 ? 1 : 0);
   n += per_layer * static_cast<int32_t>(full.layers.size());
   token_bytes += per_layer * layers * h * act_bytes;
-  n += 1;  // vocab-parallel embedding
-  token_bytes += h * act_bytes;
-  if (full.per_layer_embedding_dim > 0) {
+  if (full.runs_embedding) {
+    n += 1;  // vocab-parallel embedding
+    token_bytes += h * act_bytes;
+  }
+  if (full.per_layer_embedding_dim > 0 && full.runs_embedding) {
     n += 1;  // vocab-parallel per-layer embedding table
     token_bytes += layers * full.per_layer_embedding_dim * act_bytes;
   }
   c.all_reduces_per_step = n;
   const double ring = 2.0 * (tp - 1) / tp / link.bytes_per_s;
-  c.step_ns = (n + 1) * link.latency_s * 1e9;  // + the logits all-gather
+  // + the logits all-gather (on the last pipeline stage only).
+  const int32_t gathers = full.runs_lm_head ? 1 : 0;
+  c.step_ns = (n + gathers) * link.latency_s * 1e9;
   c.token_ns = token_bytes * ring * 1e9;
-  c.seq_ns = static_cast<double>(VocabRowsPerRank(full.vocab_size, tp)) * tp * act_bytes *
-             (tp - 1) / tp / link.bytes_per_s * 1e9;
+  c.seq_ns = gathers * static_cast<double>(VocabRowsPerRank(full.vocab_size, tp)) * tp *
+             act_bytes * (tp - 1) / tp / link.bytes_per_s * 1e9;
   AddDataParallelExperts(full, dp, ep, link, act_bytes, &c);
   return c;
 }
@@ -266,10 +308,12 @@ std::string TensorParallelCollectives::Describe() const {
         tp, dp, all_reduces_per_step, tp > 1 ? " + 1 logits all-gather" : "",
         dp_expert_collectives_per_step, step_ns, token_ns, seq_ns);
   }
+  // A pipeline stage before the last gathers no logits (seq_ns 0).
   return absl::StrFormat(
-      "TP %d collectives: %d all-reduces + 1 logits all-gather per step = %.4g ns + "
-      "%.4g ns/token + %.4g ns/sampled sequence",
-      tp, all_reduces_per_step, step_ns, token_ns, seq_ns);
+      "TP %d collectives: %d all-reduces%s per step = %.4g ns + %.4g ns/token + %.4g "
+      "ns/sampled sequence",
+      tp, all_reduces_per_step, seq_ns > 0 ? " + 1 logits all-gather" : "", step_ns,
+      token_ns, seq_ns);
 }
 
 TensorParallelStepModel::TensorParallelStepModel(
@@ -290,6 +334,172 @@ StepCost TensorParallelStepModel::Cost(const StepBatch& batch) const {
 
 std::string TensorParallelStepModel::Describe() const {
   return absl::StrCat(rank_->Describe(), "; per rank, plus ", c_.Describe());
+}
+
+std::vector<std::pair<int32_t, int32_t>> PipelineStageLayers(int32_t num_layers,
+                                                             int32_t pp) {
+  std::vector<int32_t> parts(static_cast<size_t>(pp), num_layers / pp);
+  // get_pp_indices: partitions[-i] += 1 for i in 2 .. remaining + 1.
+  const int32_t remaining = num_layers % pp;
+  for (int32_t i = 2; i < remaining + 2; ++i) ++parts[static_cast<size_t>(pp - i)];
+  std::vector<std::pair<int32_t, int32_t>> out;
+  out.reserve(parts.size());
+  int32_t begin = 0;
+  for (const int32_t n : parts) {
+    out.emplace_back(begin, begin + n);
+    begin += n;
+  }
+  return out;
+}
+
+ModelArch PipelineStage(const ModelArch& m, int32_t stage, int32_t pp) {
+  if (pp <= 1) return m;
+  const auto [begin, end] =
+      PipelineStageLayers(static_cast<int32_t>(m.layers.size()), pp)[stage];
+  ModelArch s = m;
+  s.layers.assign(m.layers.begin() + begin, m.layers.begin() + end);
+  s.runs_embedding = stage == 0;
+  s.runs_lm_head = stage == pp - 1;
+  // Gemma 4 builds embed_tokens on every stage (its tied LM head); other
+  // models hold it on the first stage, and on the last when it is the tied
+  // LM head.
+  s.holds_embedding = m.family == "gemma4" || s.runs_embedding ||
+                      (s.runs_lm_head && m.tie_word_embeddings);
+  return s;
+}
+
+int32_t PipelineStageBlockLayers(const ModelArch& m, int32_t layers_per_group,
+                                 int32_t stage, int32_t pp) {
+  const auto [begin, end] =
+      PipelineStageLayers(static_cast<int32_t>(m.layers.size()), pp)[stage];
+  // Per attention type (as PlanKvLayout keys it), its KV layers in order,
+  // chunked into groups of layers_per_group: count this stage's per group.
+  struct Type {
+    bool sliding;
+    int32_t window;
+    int64_t bytes_per_token;
+    int32_t seen = 0;
+  };
+  std::vector<Type> types;
+  std::vector<std::pair<size_t, int32_t>> counts;  // (type, group) -> layers here
+  std::vector<int32_t> here;
+  int32_t most = 0;
+  for (int32_t i = 0; i < static_cast<int32_t>(m.layers.size()); ++i) {
+    const LayerArch& l = m.layers[static_cast<size_t>(i)];
+    if (!l.holds_kv) continue;
+    const int64_t bpt = LayerKvBytesPerToken(l, 2);
+    auto it = std::find_if(types.begin(), types.end(), [&](const Type& t) {
+      return t.sliding == l.sliding && t.window == l.window && t.bytes_per_token == bpt;
+    });
+    if (it == types.end()) {
+      types.push_back({l.sliding, l.window, bpt, 0});
+      it = types.end() - 1;
+    }
+    const std::pair<size_t, int32_t> key{static_cast<size_t>(it - types.begin()),
+                                         it->seen / std::max(1, layers_per_group)};
+    ++it->seen;
+    if (i < begin || i >= end) continue;
+    auto c = std::find(counts.begin(), counts.end(), key);
+    if (c == counts.end()) {
+      counts.push_back(key);
+      here.push_back(0);
+      c = counts.end() - 1;
+    }
+    most = std::max(most, ++here[static_cast<size_t>(c - counts.begin())]);
+  }
+  return most;
+}
+
+double PipelineTransferBytesPerToken(const ModelArch& full, int act_bytes) {
+  // Gemma 4's layers return no residual: its IntermediateTensors carry the
+  // hidden states alone (per_layer_inputs too with PLE, refused with PP).
+  const int tensors = full.family == "gemma4" ? 1 : 2;
+  return static_cast<double>(tensors) * full.hidden_size * act_bytes;
+}
+
+PipelineTransfer CompilePipelineTransfer(const ModelArch& full, int32_t tp,
+                                         const CollectiveLink& link, int act_bytes) {
+  const double bytes = PipelineTransferBytesPerToken(full, act_bytes);
+  PipelineTransfer t;
+  // Each TP rank sends bytes / tp; the next stage's TP group all-gathers
+  // the rest: (tp - 1) / tp x bytes more, one more latency.
+  t.step_ns = (tp > 1 ? 2.0 : 1.0) * link.latency_s * 1e9;
+  t.token_ns =
+      (bytes / tp + (tp > 1 ? bytes * (tp - 1) / tp : 0.0)) / link.bytes_per_s * 1e9;
+  return t;
+}
+
+std::vector<double> PipelineFinishTimes(const std::vector<double>& stage_ns,
+                                        double transfer_ns,
+                                        const std::vector<double>& ready_ns) {
+  std::vector<double> free_at(stage_ns.size(), 0.0);
+  std::vector<double> finish;
+  finish.reserve(ready_ns.size());
+  for (const double ready : ready_ns) {
+    double t = ready;
+    for (size_t s = 0; s < stage_ns.size(); ++s) {
+      if (s > 0) t += transfer_ns;
+      t = std::max(t, free_at[s]) + stage_ns[s];
+      free_at[s] = t;
+    }
+    finish.push_back(t);
+  }
+  return finish;
+}
+
+PipelineStepModel::PipelineStepModel(
+    std::vector<std::shared_ptr<const StepTimeModel>> stages, PipelineTransfer transfer)
+    : stages_(std::move(stages)), transfer_(transfer) {}
+
+double PipelineStepModel::TransferNs(const StepBatch& batch) const {
+  int64_t tokens = static_cast<int64_t>(batch.decode_context_lens.size());
+  for (const PrefillChunk& p : batch.prefills) tokens += p.num_tokens;
+  return transfer_.step_ns + transfer_.token_ns * static_cast<double>(tokens);
+}
+
+StepCost PipelineStepModel::Cost(const StepBatch& batch) const {
+  StepCost out;
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    const StepCost c = stages_[s]->Cost(batch);
+    if (s == 0) out.host_ns = c.host_ns;
+    out.device_ns += c.device_ns;
+  }
+  out.device_ns += static_cast<TimeNs>(
+      std::llround(static_cast<double>(stages_.size() - 1) * TransferNs(batch)));
+  return out;
+}
+
+StepTimeModel::PipelineCost PipelineStepModel::PipelineStageCosts(
+    const StepBatch& batch, std::span<TimeNs> stage_device_ns) const {
+  SERVESIM_CHECK(stage_device_ns.size() == stages_.size());
+  PipelineCost out;
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    const StepCost c = stages_[s]->Cost(batch);
+    if (s == 0) out.host_ns = c.host_ns;
+    stage_device_ns[s] = c.device_ns;
+  }
+  out.transfer_ns = static_cast<TimeNs>(std::llround(TransferNs(batch)));
+  return out;
+}
+
+std::vector<StepCost> PipelineStepModel::StageCosts(const StepBatch& batch) const {
+  std::vector<StepCost> out;
+  out.reserve(stages_.size());
+  for (const auto& s : stages_) out.push_back(s->Cost(batch));
+  return out;
+}
+
+std::string PipelineStepModel::Describe() const {
+  std::string out = absl::StrCat(
+      "pipeline of ", stages_.size(), " stages, up to ", stages_.size(),
+      " batches in flight (a batch alone: sum of stages + ", stages_.size() - 1,
+      " transfers of ",
+      absl::StrFormat("%.4g ns + %.4g ns/token", transfer_.step_ns, transfer_.token_ns),
+      ")");
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    absl::StrAppend(&out, "; stage ", s, ": ", stages_[s]->Describe());
+  }
+  return out;
 }
 
 }  // namespace servesim

@@ -45,7 +45,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -89,7 +92,9 @@ double AllToAllBytesPerRank(double tokens, int32_t top_k, int32_t hidden, int ac
 // run_experiment.h); an MoE model with DP > 1 needs
 // --enable-expert-parallel (DP attention + EP experts, engines in
 // lock-step). Expert parallelism: EP at most the number of experts.
-// Pipeline parallelism is refused (not modelled yet).
+// Pipeline parallelism: PP at most the model's layers, TP x PP (x DP) at
+// most the node's devices; refused with DP > 1, with expert parallelism
+// and for models with per-layer embeddings (not modelled).
 // Errors name the flag, the value and the allowed values.
 absl::Status CheckParallelism(const proto::Device& device, const ModelArch& m,
                               const ServerSpec& spec);
@@ -169,6 +174,92 @@ class TensorParallelStepModel final : public StepTimeModel {
  private:
   std::shared_ptr<const StepTimeModel> rank_;
   TensorParallelCollectives c_;
+};
+
+// Pipeline parallelism (--pipeline-parallel-size, vLLM V1):
+//   - Layers: vllm/distributed/utils.py get_pp_indices: num_layers / PP per
+//     stage; the num_layers % PP remainder layers go one each to the stages
+//     before the last, from the second-to-last backwards (the last stage
+//     runs the final norm and LM head). VLLM_PP_LAYER_PARTITION is not
+//     modelled.
+//   - Embedding and LM head: the first stage looks tokens up, the last runs
+//     the LM head and sampling. Gemma 4 (vllm/model_executor/models/
+//     gemma4.py) builds embed_tokens on every stage, the tied LM head is
+//     that table: every stage holds it. Other models hold the embedding on
+//     the first stage (PPMissingLayer elsewhere) and the LM head on the
+//     last, the tied one being the embedding table there again. Vision /
+//     audio encoders: on the first stage.
+//   - KV: each stage caches its own layers. The KV cache groups are global
+//     (over all layers, as vLLM's get_kv_cache_configs forms them); a stage
+//     allocates, per block, one page for each layer slot of its fullest
+//     projected group, so its block bytes are page x the most layers of one
+//     group it holds; each worker profiles its own memory and the engine
+//     takes the minimum number of blocks over workers.
+//   - Transfer between stages: the IntermediateTensors of the model, per
+//     token: hidden + residual (Llama, DeepSeek: both tensors) or hidden
+//     alone (Gemma 4: its layers return no residual) x activation bytes,
+//     split over the TP ranks and all-gathered in the next stage
+//     (send_tensor_dict with all_gather_group).
+// [begin, end) layer ranges of the PP stages. REQUIRES: 1 <= pp <= layers.
+std::vector<std::pair<int32_t, int32_t>> PipelineStageLayers(int32_t num_layers,
+                                                             int32_t pp);
+// Stage `stage` of `pp` of the (rank) model `m`: its layers and roles.
+ModelArch PipelineStage(const ModelArch& m, int32_t stage, int32_t pp);
+// The most layers of one global KV group (`layers_per_group` layers of each
+// attention type in layer order, PlanKvLayout) among `stage`'s layers:
+// the stage's block is that many pages.
+int32_t PipelineStageBlockLayers(const ModelArch& m, int32_t layers_per_group,
+                                 int32_t stage, int32_t pp);
+// Activation bytes per token one stage sends to the next.
+double PipelineTransferBytesPerToken(const ModelArch& full, int act_bytes);
+
+// The point-to-point transfer between two stages as coefficients: one
+// transfer costs step_ns + token_ns x tokens (latency + bytes / TP over the
+// link, plus the receiving TP group's all-gather when TP > 1).
+struct PipelineTransfer {
+  double step_ns = 0;
+  double token_ns = 0;
+};
+PipelineTransfer CompilePipelineTransfer(const ModelArch& full, int32_t tp,
+                                         const CollectiveLink& link, int act_bytes);
+
+// The batch queue of a pipeline, exactly: batch b enters stage 0 when stage
+// 0 is free and batch b - 1 has left it (and not before `ready_ns[b]`),
+// and stage s + 1 when it leaves stage s, the transfer done, and stage
+// s + 1 is free. stage_ns[s]: a batch's time in stage s; transfer_ns: each
+// hop. Returns each batch's finish time (leaves the last stage). One batch
+// alone: sum of stages + (PP - 1) transfers; a stream of equal batches
+// ready at 0: one finishes every max(stage time) (transfers overlap: each
+// hop is its own link). REQUIRES: stage_ns non-empty.
+std::vector<double> PipelineFinishTimes(const std::vector<double>& stage_ns,
+                                        double transfer_ns,
+                                        const std::vector<double>& ready_ns);
+
+// One PP replica's step model. The engine runs vLLM V1's batch queue on it
+// (sim/engine.h: up to PP batches in flight, each stage one batch at a
+// time, as PipelineFinishTimes) from PipelineStageCosts: each stage's
+// device time, host time once (the first stage's: the scheduler runs
+// once) and one transfer a hop. Cost is one batch's whole pass, the sum of
+// the stages + (PP - 1) transfers: the time of a batch alone.
+class PipelineStepModel final : public StepTimeModel {
+ public:
+  PipelineStepModel(std::vector<std::shared_ptr<const StepTimeModel>> stages,
+                    PipelineTransfer transfer);
+  StepCost Cost(const StepBatch& batch) const override;
+  std::string Describe() const override;
+  int32_t num_pipeline_stages() const override { return num_stages(); }
+  // Per stage device times, the first stage's host time and one hop
+  // (TransferNs rounded to ns): the engine's batch queue (sim/engine.h).
+  PipelineCost PipelineStageCosts(const StepBatch& batch,
+                                  std::span<TimeNs> stage_device_ns) const override;
+  // Each stage's cost of `batch` (device_ns as Cost adds them).
+  std::vector<StepCost> StageCosts(const StepBatch& batch) const;
+  double TransferNs(const StepBatch& batch) const;
+  int32_t num_stages() const { return static_cast<int32_t>(stages_.size()); }
+
+ private:
+  std::vector<std::shared_ptr<const StepTimeModel>> stages_;
+  PipelineTransfer transfer_;
 };
 
 }  // namespace servesim

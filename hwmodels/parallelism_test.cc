@@ -272,11 +272,33 @@ TEST(CheckParallelismTest, RefusesWhatVllmRefuses) {
       << st;
   s.tensor_parallel_size = 2;
   EXPECT_TRUE(CheckParallelism(l4, m, s).ok());
+  // Pipeline parallelism: TP x PP chips on one node, PP at most the layers.
   s.pipeline_parallel_size = 2;
+  EXPECT_TRUE(CheckParallelism(l4, m, s).ok()) << CheckParallelism(l4, m, s);
+  s.pipeline_parallel_size = 5;
   st = CheckParallelism(l4, m, s);
-  EXPECT_NE(st.message().find("--pipeline-parallel-size: 2 is not modelled yet"),
+  EXPECT_NE(st.message().find("--pipeline-parallel-size: 5 x --tensor-parallel-size 2 "
+                              "= 10 chips exceed the 8 l4 devices"),
             std::string::npos)
       << st;
+  s.tensor_parallel_size = 1;
+  s.pipeline_parallel_size = 61;
+  st = CheckParallelism(l4, m, s);
+  EXPECT_NE(st.message().find("--pipeline-parallel-size: 61 is out of range [1, 60]"),
+            std::string::npos)
+      << st;
+  s.pipeline_parallel_size = 2;
+  s.data_parallel_size = 2;
+  st = CheckParallelism(l4, m, s);
+  EXPECT_NE(st.message().find("with --data-parallel-size 2 is not modelled"),
+            std::string::npos)
+      << st;
+  s.data_parallel_size = 1;
+  st = CheckParallelism(l4, Model("gemma-4-e2b"), s);
+  EXPECT_NE(st.message().find("per-layer embeddings of gemma-4-e2b is not modelled"),
+            std::string::npos)
+      << st;
+  s.tensor_parallel_size = 2;
   // Data parallelism: DP x TP chips on one node, dense models only.
   s.pipeline_parallel_size = 1;
   s.data_parallel_size = 4;
@@ -441,6 +463,176 @@ TEST(TensorParallelDeploymentTest, Tp1StepModelHasNoCollectives) {
   const StepCost c2 = d2->step_model->Cost(b);
   EXPECT_LT(c2.device_ns, c1.device_ns);
   EXPECT_GT(c2.device_ns, c1.device_ns / 2);
+}
+
+// vLLM's get_pp_indices: L / PP layers a stage; the L % PP remainder
+// layers one each to the stages before the last, from the second-to-last
+// backwards (vLLM's docs: 61 layers at PP 4 -> 15, 15, 16, 15).
+TEST(PipelineStageTest, LayersSplitAsGetPpIndices) {
+  using Ranges = std::vector<std::pair<int32_t, int32_t>>;
+  EXPECT_EQ(PipelineStageLayers(60, 2), (Ranges{{0, 30}, {30, 60}}));
+  EXPECT_EQ(PipelineStageLayers(27, 2), (Ranges{{0, 14}, {14, 27}}));
+  EXPECT_EQ(PipelineStageLayers(61, 4), (Ranges{{0, 15}, {15, 30}, {30, 46}, {46, 61}}));
+  EXPECT_EQ(PipelineStageLayers(27, 4), (Ranges{{0, 7}, {7, 14}, {14, 21}, {21, 27}}));
+  EXPECT_EQ(PipelineStageLayers(3, 3), (Ranges{{0, 1}, {1, 2}, {2, 3}}));
+  EXPECT_EQ(PipelineStageLayers(48, 1), (Ranges{{0, 48}}));
+}
+
+// Gemma 4 31B bf16 at PP 2: stages of layers 0-29 and 30-59, each 25
+// sliding + 5 full layers (one full every 6th). Per stage: 25 x 5376 x
+// (2 x 8192 + 2 x 4096) + 5 x 5376 x (2 x 16384 + 2048) + 30 x 3 x 5376 x
+// 21504 = 14,643,363,840 params of layers, plus the 262144 x 5376 tied
+// embedding on BOTH stages (gemma4.py builds embed_tokens on every rank) =
+// 16,052,649,984 params = 32,105,299,968 B. KV: the global groups are 10
+// layers (50 sliding: 5 groups, 10 full: 1 group); stage 0 holds sliding
+// groups 0, 1 whole and 5 of group 2, and 5 of the full group: its block
+// is 10 pages of 16 x 16,384 B = 2,621,440 B, as the whole model's.
+TEST(PipelineStageTest, Gemma31bPp2WeightsAndKvPerStage) {
+  const ModelArch m = Model("gemma-4-31b");
+  auto f = ResolveWeightFormat("none");
+  ASSERT_TRUE(f.ok());
+  double total = 0;
+  for (int32_t st = 0; st < 2; ++st) {
+    const ModelArch stage = PipelineStage(m, st, 2);
+    ASSERT_EQ(stage.layers.size(), 30u);
+    int sliding = 0;
+    for (const LayerArch& l : stage.layers) sliding += l.sliding ? 1 : 0;
+    EXPECT_EQ(sliding, 25);
+    EXPECT_EQ(stage.runs_embedding, st == 0);
+    EXPECT_EQ(stage.runs_lm_head, st == 1);
+    EXPECT_TRUE(stage.holds_embedding);
+    const double bytes = ComputeWeightBytes(stage, *f, 2).Total();
+    EXPECT_EQ(bytes, 32105299968.0);
+    total += bytes;
+    EXPECT_EQ(PipelineStageBlockLayers(m, 10, st, 2), 10);
+  }
+  // A middle stage (PP 3) runs neither end but still holds Gemma 4's
+  // table; another family's middle stage does not (next test).
+  EXPECT_TRUE(PipelineStage(m, 1, 3).holds_embedding);
+  EXPECT_EQ(ComputeWeightBytes(PipelineStage(m, 1, 3), *f, 2).embedding,
+            262144.0 * 5376 * 2);
+  // The stages together hold one embedding more than the whole model.
+  EXPECT_EQ(total - RankWeightBytes(m, 1), 262144.0 * 5376 * 2);
+  auto layout = PlanKvLayout(m, 2, 16);
+  ASSERT_TRUE(layout.ok());
+  EXPECT_EQ(layout->layers_per_group, 10);
+  EXPECT_EQ(layout->page_bytes * PipelineStageBlockLayers(m, 10, 0, 2), 2621440);
+  // At PP 4 (15 layers: stage 0 = 13 sliding + 2 full; sliding groups 0
+  // whole, 1 with 3): the fullest group here is 10 layers still; at PP 6
+  // (10 layers, 8 or 9 sliding) it is the most of one group in the stage.
+  EXPECT_EQ(PipelineStageBlockLayers(m, 10, 0, 4), 10);
+  EXPECT_LT(PipelineStageBlockLayers(m, 10, 1, 6), 10);
+}
+
+// A model of another family holds the embedding on the first stage and
+// the LM head on the last (untied: a separate tensor of the same size).
+TEST(PipelineStageTest, UntiedNonGemmaEmbeddingFirstLmHeadLast) {
+  ModelArch m = Model("gemma-4-31b");
+  m.family = "llama";
+  m.tie_word_embeddings = false;
+  auto f = ResolveWeightFormat("none");
+  ASSERT_TRUE(f.ok());
+  const WeightBytes first = ComputeWeightBytes(PipelineStage(m, 0, 3), *f, 2);
+  const WeightBytes mid = ComputeWeightBytes(PipelineStage(m, 1, 3), *f, 2);
+  const WeightBytes last = ComputeWeightBytes(PipelineStage(m, 2, 3), *f, 2);
+  EXPECT_EQ(first.embedding, 262144.0 * 5376 * 2);
+  EXPECT_EQ(first.lm_head, 0);
+  EXPECT_EQ(mid.embedding + mid.lm_head, 0);
+  EXPECT_EQ(last.embedding, 0);
+  EXPECT_EQ(last.lm_head, 262144.0 * 5376 * 2);
+  // Two tensors per token cross a stage boundary (hidden + residual).
+  EXPECT_EQ(PipelineTransferBytesPerToken(m, 2), 2 * 5376 * 2);
+  EXPECT_EQ(PipelineTransferBytesPerToken(Model("gemma-4-31b"), 2), 5376 * 2);
+}
+
+// The batch queue of a two-stage pipeline, by hand: stages of 3 and 5 ns,
+// 1 ns a transfer. One batch alone: 3 + 1 + 5 = 9. Four batches ready at
+// 0: stage 0 takes them at 0, 3, 6, 9; stage 1 (the slower) at 4, 9, 14,
+// 19: they finish at 9, 14, 19, 24, one per max stage time (5), the bubble
+// being the 4 ns before stage 1 first starts.
+TEST(PipelineBubbleTest, TwoStagesOneBatchAndAStream) {
+  EXPECT_EQ(PipelineFinishTimes({3, 5}, 1, {0}), (std::vector<double>{9}));
+  EXPECT_EQ(PipelineFinishTimes({3, 5}, 1, {0, 0, 0, 0}),
+            (std::vector<double>{9, 14, 19, 24}));
+  // Fast second stage: stage 0 paces the stream (one per 5).
+  EXPECT_EQ(PipelineFinishTimes({5, 3}, 1, {0, 0, 0}), (std::vector<double>{9, 14, 19}));
+  // A batch ready late waits for nothing but itself.
+  EXPECT_EQ(PipelineFinishTimes({3, 5}, 1, {0, 100}), (std::vector<double>{9, 109}));
+}
+
+// Gemma 4 31B at TP 2 x PP 2 on L4: one batch's pass (Cost) is stage 0 +
+// stage 1 + one transfer; the
+// transfer of 8 decode tokens over PCIe through the host (32e9 B/s, 20 us)
+// is 2 x 20 us (send, then the TP all-gather) + 8 x 5376 x 2 B / 32e9 B/s
+// = 40,000 + 8 x 336 ns = 42,688 ns.
+TEST(PipelineStepModelTest, Gemma31bTp2Pp2OnL4IsTheSumOfStagesPlusTransfer) {
+  ServerSpec s;
+  s.device = "l4";
+  s.model = "gemma-4-31b";
+  // 14.95 GiB of weights a rank leave ~2 GiB of KV: a short context fits.
+  s.max_model_len = 4096;
+  s.max_num_batched_tokens = 1024;
+  s.tensor_parallel_size = 2;
+  s.pipeline_parallel_size = 2;
+  auto d = BuildDeployment(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->pipeline_parallel_size, 2);
+  ASSERT_EQ(d->stage_memory.size(), 2u);
+  EXPECT_TRUE(d->memory.fits) << d->memory.reason;
+  // A stage's 16,052,649,984 params (above) split over its 2 TP ranks
+  // (layers by heads and width, 131,072 vocab rows each) at 2 B.
+  EXPECT_NEAR(d->stage_memory[0].weights_gib, 16052649984.0 / kBytesPerGib, 1e-9);
+  EXPECT_NEAR(d->stage_memory[1].weights_gib, 16052649984.0 / kBytesPerGib, 1e-9);
+  // The sampler warm-up is on the last stage only: stage 1 has the larger
+  // activation peak, so the fewer blocks and sets the pool.
+  EXPECT_GT(d->stage_memory[1].activation_gib, d->stage_memory[0].activation_gib);
+  EXPECT_LT(d->stage_memory[1].num_blocks, d->stage_memory[0].num_blocks);
+  EXPECT_EQ(d->memory.num_blocks, d->stage_memory[1].num_blocks);
+  EXPECT_EQ(d->kv_cache.num_blocks, d->stage_memory[1].num_blocks);
+
+  const auto* pipe = dynamic_cast<const PipelineStepModel*>(d->step_model.get());
+  ASSERT_NE(pipe, nullptr);
+  ASSERT_EQ(pipe->num_stages(), 2);
+  const std::vector<int32_t> ctx(8, 1000);
+  const StepBatch batch{{}, ctx};
+  EXPECT_DOUBLE_EQ(pipe->TransferNs(batch), 42688.0);
+  const std::vector<StepCost> stages = pipe->StageCosts(batch);
+  const StepCost whole = pipe->Cost(batch);
+  EXPECT_EQ(whole.device_ns, stages[0].device_ns + stages[1].device_ns + 42688);
+  EXPECT_EQ(whole.host_ns, stages[0].host_ns);
+  // Each stage runs half the layers: about half of the whole pass, and
+  // the first stage (no LM head) is the faster.
+  EXPECT_LT(stages[0].device_ns, stages[1].device_ns);
+  // What the engine's batch queue reads (sim/engine.h): the same stages,
+  // the first stage's host time and one hop in whole ns.
+  EXPECT_EQ(pipe->num_pipeline_stages(), 2);
+  std::vector<TimeNs> stage_ns(2, -1);
+  const StepTimeModel::PipelineCost pc = pipe->PipelineStageCosts(batch, stage_ns);
+  EXPECT_EQ(stage_ns[0], stages[0].device_ns);
+  EXPECT_EQ(stage_ns[1], stages[1].device_ns);
+  EXPECT_EQ(pc.host_ns, stages[0].host_ns);
+  EXPECT_EQ(pc.transfer_ns, 42688);
+  // A stream of batches paces at the slower stage (+ nothing: each hop is
+  // its own link); one batch alone takes the sum.
+  const auto finish = PipelineFinishTimes({static_cast<double>(stages[0].device_ns),
+                                           static_cast<double>(stages[1].device_ns)},
+                                          42688.0, {0, 0, 0});
+  EXPECT_DOUBLE_EQ(finish[0], static_cast<double>(whole.device_ns));
+  EXPECT_DOUBLE_EQ(finish[2] - finish[1], static_cast<double>(stages[1].device_ns));
+}
+
+// PP 1 builds exactly the model of before: no stages, the TP step model.
+TEST(PipelineStepModelTest, Pp1HasNoStages) {
+  ServerSpec s;
+  s.device = "l4";
+  s.model = "gemma-4-12b";
+  s.quantization = "w4a16";
+  s.max_model_len = 8192;
+  auto d = BuildDeployment(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->pipeline_parallel_size, 1);
+  EXPECT_TRUE(d->stage_memory.empty());
+  EXPECT_EQ(dynamic_cast<const PipelineStepModel*>(d->step_model.get()), nullptr);
 }
 
 }  // namespace

@@ -23,8 +23,8 @@ struct ServerSpec {
   bool enable_prefix_caching = true;
   bool async_scheduling = true;
   // Parallelism (hwmodels/parallelism.h): one replica split over
-  // tensor_parallel_size chips of one node. PP, DP and EP above 1 are
-  // refused (not modelled yet).
+  // pipeline_parallel_size stages of tensor_parallel_size chips of one
+  // node; data_parallel_size engines; experts spread with EP.
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
   int32_t data_parallel_size = 1;

@@ -3,6 +3,7 @@
 // per-step hot path (compiled with -O3).
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -98,8 +99,17 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     const double ple_elem = f.quantize_embeddings ? f.weight_bits / 8.0 : act;
     emb.bytes[kAggTokens] += nl * ple * (ple_elem + act);
   }
-  Vertex prev = add("embedding", emb);
-  if (ple > 0) {
+  // Pipeline parallelism: only the first stage looks tokens up, only the
+  // last runs the LM head and sampling (ModelArch::runs_*).
+  std::optional<Vertex> first;
+  Vertex prev{};
+  auto chain = [&](Vertex v) {
+    if (first) edge(prev, v);
+    first = first.value_or(v);
+    prev = v;
+  };
+  if (m.runs_embedding) chain(add("embedding", emb));
+  if (ple > 0 && m.runs_embedding) {
     Operator proj;
     proj.quantized = quant;
     const double params = h * nl * ple;
@@ -107,9 +117,7 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     proj.bytes[kAggOne] = LinearBytes(f, params, h, static_cast<int>(act));
     proj.bytes[kAggTokens] = (h + nl * ple) * act;
     proj.gemm_kernels = {{1.0, params}};
-    Vertex v = add("per_layer_projection", proj);
-    edge(prev, v);
-    prev = v;
+    chain(add("per_layer_projection", proj));
   }
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const LayerArch& l = m.layers[i];
@@ -152,7 +160,7 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     o.gemm_kernels = {{1.0, q * h}};
     Vertex vo = add(p + "o_proj", o);
 
-    edge(prev, vqkv);
+    chain(vqkv);
     edge(vqkv, vad);
     edge(vqkv, vap);
     edge(vad, vo);
@@ -198,21 +206,21 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
       prev = v;
     }
   }
-  Operator head;  // LM head over the sampled positions only (16-bit)
-  // Tensor parallelism: one rank's vocab shard (hwmodels/parallelism.h).
-  const double head_rows = static_cast<double>(m.EmbeddingRows());
-  head.flops[kAggSeqs] = 2 * h * head_rows;
-  head.bytes[kAggOne] = h * head_rows * act;
-  head.bytes[kAggSeqs] = head_rows * 4 + 2 * h * act;
-  head.gemm_kernels = {{1.0, h * head_rows}};
-  Vertex vh = add("lm_head", head);
-  edge(prev, vh);
-  Operator samp;  // softmax + sampling over fp32 logits
-  samp.op_class = OpClass::kMemory;
-  samp.flops[kAggSeqs] = 8 * vocab;
-  samp.bytes[kAggSeqs] = 3 * vocab * 4;
-  Vertex vs = add("sampling", samp);
-  edge(vh, vs);
+  if (m.runs_lm_head) {
+    Operator head;  // LM head over the sampled positions only (16-bit)
+    // Tensor parallelism: one rank's vocab shard (hwmodels/parallelism.h).
+    const double head_rows = static_cast<double>(m.EmbeddingRows());
+    head.flops[kAggSeqs] = 2 * h * head_rows;
+    head.bytes[kAggOne] = h * head_rows * act;
+    head.bytes[kAggSeqs] = head_rows * 4 + 2 * h * act;
+    head.gemm_kernels = {{1.0, h * head_rows}};
+    chain(add("lm_head", head));
+    Operator samp;  // softmax + sampling over fp32 logits
+    samp.op_class = OpClass::kMemory;
+    samp.flops[kAggSeqs] = 8 * vocab;
+    samp.bytes[kAggSeqs] = 3 * vocab * 4;
+    chain(add("sampling", samp));
+  }
 
   std::vector<Vertex> order;
   try {

@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <span>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -63,6 +64,20 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
     rep.scheduler = std::move(s).value();
     rep.model = rc.step_model;
     rep.async = rc.scheduler.async_scheduling;
+    rep.stages = rc.step_model->num_pipeline_stages();
+    if (rep.stages < 1) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "replica %d: step model has %d pipeline stages (must be >= 1)", i, rep.stages));
+    }
+    if (rep.stages > 1) {
+      if (rc.lockstep_group >= 0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "replica %d: a pipeline-parallel replica cannot step in a lock-step group",
+            i));
+      }
+      rep.stage_free_ns.assign(static_cast<size_t>(rep.stages), 0);
+      rep.stage_ns.assign(static_cast<size_t>(rep.stages), 0);
+    }
     if (rc.lockstep_group >= 0) {
       int32_t g = 0;
       while (g < static_cast<int32_t>(e->groups_.size()) &&
@@ -167,6 +182,10 @@ void Engine::Arrive(int32_t t) {
 
 void Engine::StartStep(int32_t r, bool from_idle) {
   Replica& rep = replicas_[r];
+  if (rep.stages > 1) {
+    PipeStep(r);
+    return;
+  }
   if (rep.group >= 0) {
     StartGroupStep(rep.group, from_idle);
     return;
@@ -194,6 +213,62 @@ void Engine::StartStep(int32_t r, bool from_idle) {
   if (options_.check_kv_every_step) SERVESIM_CHECK(kv.CheckInvariant(/*deep=*/true));
   if (observer_ != nullptr) observer_->OnStep(r, now_, dur, s, cost);
   events_.Push(now_ + dur, kStepEnd, r);
+}
+
+void Engine::PipeStep(int32_t r) {
+  Replica& rep = replicas_[r];
+  Scheduler& s = *rep.scheduler;
+  const int32_t in_flight = s.num_in_flight_batches();
+  if (in_flight < rep.stages && s.Schedule(now_)) {
+    const StepTimeModel::PipelineCost pc = rep.model->PipelineStageCosts(
+        s.batch(), std::span<TimeNs>(rep.stage_ns.data(), rep.stage_ns.size()));
+    SERVESIM_CHECK(pc.host_ns >= 0 && pc.transfer_ns >= 0);
+    TimeNs t = now_ + pc.host_ns;
+    TimeNs device = 0;
+    for (int32_t st = 0; st < rep.stages; ++st) {
+      const TimeNs d = rep.stage_ns[st];
+      SERVESIM_CHECK(d >= 0);
+      if (st > 0) t += pc.transfer_ns;
+      t = std::max(t, rep.stage_free_ns[st]) + d;
+      rep.stage_free_ns[st] = t;
+      device += d;
+    }
+    SERVESIM_CHECK(rep.finish_ns.empty() || t >= rep.finish_ns.back());
+    rep.finish_ns.push_back(t);
+    s.Launch();
+    rep.busy = true;
+    const TimeNs dur = t - now_;
+    const KvCache& kv = s.kv();
+    steps_.AddStep(
+        s.batch_num_seqs(), s.batch_num_tokens(), dur, now_,
+        static_cast<double>(kv.num_used_blocks()) / static_cast<double>(kv.num_blocks()));
+    if (options_.check_kv_every_step) SERVESIM_CHECK(kv.CheckInvariant(/*deep=*/true));
+    if (observer_ != nullptr) {
+      const StepCost cost{pc.host_ns, device + (rep.stages - 1) * pc.transfer_ns};
+      observer_->OnStep(r, now_, dur, s, cost);
+    }
+    // The engine is free to schedule again once this batch's host work is
+    // done (vLLM returns from the step without waiting for the batch).
+    events_.Push(now_ + pc.host_ns, kPipeStep, r);
+    return;
+  }
+  if (in_flight == 0) {
+    rep.busy = false;
+    // As StartStep: an idle replica never holds work it cannot start.
+    SERVESIM_CHECK(!s.HasWork());
+    return;
+  }
+  // Nothing to schedule, or the queue is full: block on the oldest batch.
+  events_.Push(std::max(now_, rep.finish_ns.front()), kStepEnd, r);
+}
+
+void Engine::EndPipeBatch(int32_t r) {
+  Replica& rep = replicas_[r];
+  SERVESIM_CHECK(!rep.finish_ns.empty() && now_ >= rep.finish_ns.front());
+  rep.finish_ns.pop_front();
+  rep.scheduler->CompleteOldest(now_, *listener_);
+  SERVESIM_CHECK(rep.scheduler->kv().CheckInvariant());
+  PipeStep(r);
 }
 
 void Engine::StartGroupStep(int32_t g, bool from_idle) {
@@ -245,6 +320,10 @@ void Engine::EndGroupStep(int32_t g) {
 }
 
 void Engine::EndStep(int32_t r) {
+  if (replicas_[r].stages > 1) {
+    EndPipeBatch(r);
+    return;
+  }
   if (replicas_[r].group >= 0) {
     EndGroupStep(replicas_[r].group);
     return;
@@ -280,6 +359,9 @@ absl::Status Engine::Run(RequestSource* source, EngineObserver* observer) {
         break;
       case kStepEnd:
         EndStep(e.a);
+        break;
+      case kPipeStep:
+        PipeStep(e.a);
         break;
       case kKick:
         replicas_[e.a].kick_pending = false;

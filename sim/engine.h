@@ -25,11 +25,38 @@
 // same instant has been queued (vLLM's engine drains its input queue before
 // scheduling), so N requests sent together are batched together.
 //
+// Pipeline parallelism: a replica whose step model has P > 1 stages
+// (StepTimeModel::num_pipeline_stages) runs vLLM V1's batch queue
+// (EngineCore.step_with_batch_queue, max_concurrent_batches = P):
+//   - while fewer than P batches are in flight, the engine schedules a new
+//     batch (Scheduler::Launch; requests of in-flight batches are skipped)
+//     and, after its host time, tries again;
+//   - when nothing can be scheduled, or P batches are in flight, it blocks
+//     until the oldest batch returns and applies its outputs
+//     (Scheduler::CompleteOldest: tokens stamped then), then tries again;
+//     requests arriving meanwhile wait, as vLLM's busy loop reads its input
+//     queue only between steps;
+//   - a batch launched at t enters stage 0 at max(t + host, stage 0 free),
+//     stage s + 1 at max(leaves stage s + transfer, stage s + 1 free), one
+//     batch at a time per stage, in launch order (PipelineFinishTimes in
+//     hwmodels/parallelism.h): a batch alone takes host + the stages +
+//     (P - 1) transfers, the same as a one-batch step;
+//   - so decode streams that are in different batches stay apart and the
+//     pipeline serves one batch per slowest stage; streams in one batch
+//     stay together (vLLM does not split a batch): the gain under load
+//     comes from prefills that do not fit one batch's token budget and
+//     arrivals while a batch is being scheduled.
+// Not modelled for PP: async scheduling (ignored: host and device are
+// serial), lock-step DP groups (refused), the host time of applying
+// outputs, a chunk of a request scheduled while its previous chunk is in
+// flight (newer vLLM). P = 1 runs the one-batch loop above unchanged.
+//
 // Thread-compatible. Not copyable.
 #ifndef SERVESIM_SIM_ENGINE_H_
 #define SERVESIM_SIM_ENGINE_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -120,9 +147,21 @@ class Engine {
     int32_t group = -1;         // index into groups_, or -1
     bool stepped = false;       // had a batch in the group's current step
     StepCost cost;              // of that batch
+    // Pipeline parallelism (P = stages > 1): when each stage is free, the
+    // in-flight batches' finish times (oldest first), scratch stage times.
+    int32_t stages = 1;
+    std::vector<TimeNs> stage_free_ns;
+    std::deque<TimeNs> finish_ns;
+    std::vector<TimeNs> stage_ns;
   };
   class Listener;
-  enum EventKind : int32_t { kWake = 1, kArrive = 2, kStepEnd = 3, kKick = 4 };
+  enum EventKind : int32_t {
+    kWake = 1,
+    kArrive = 2,
+    kStepEnd = 3,
+    kKick = 4,
+    kPipeStep = 5,  // a PP replica's engine is free again after a launch
+  };
 
   Engine(std::vector<ReplicaConfig> configs, std::unique_ptr<Router> router,
          const ClientConfig& client, const EngineOptions& options);
@@ -137,6 +176,10 @@ class Engine {
   void StartGroupStep(int32_t g, bool from_idle);
   void EndGroupStep(int32_t g);
   void Done(RequestRecord& rec);
+  // Pipeline parallelism: one pass of vLLM's step_with_batch_queue for
+  // replica r at now_ (engine.h top); EndPipeBatch applies the oldest batch.
+  void PipeStep(int32_t r);
+  void EndPipeBatch(int32_t r);
 
   std::vector<ReplicaConfig> replica_configs_;
   std::vector<Replica> replicas_;

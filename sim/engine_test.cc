@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -267,6 +270,233 @@ INSTANTIATE_TEST_SUITE_P(CachingAndSliding, EngineInvariantTest,
                                            InvariantParam{true, false},
                                            InvariantParam{false, true},
                                            InvariantParam{true, true}));
+
+// A P-stage pipeline: each stage's device time is base + per_token x the
+// batch's tokens; one host time per batch and one transfer per hop. With
+// `queued` false it reports one stage, so the engine runs its old one-batch
+// loop on the summed Cost (host + P stages + (P - 1) transfers).
+class StagedModel final : public StepTimeModel {
+ public:
+  StagedModel(int32_t stages, bool queued, TimeNs host, TimeNs base, TimeNs per_token,
+              TimeNs transfer)
+      : stages_(stages),
+        queued_(queued),
+        host_(host),
+        base_(base),
+        per_token_(per_token),
+        transfer_(transfer) {}
+  StepCost Cost(const StepBatch& batch) const override {
+    return StepCost{host_, stages_ * Stage(batch) + (stages_ - 1) * transfer_};
+  }
+  std::string Describe() const override { return "staged test model"; }
+  int32_t num_pipeline_stages() const override { return queued_ ? stages_ : 1; }
+  PipelineCost PipelineStageCosts(const StepBatch& batch,
+                                  std::span<TimeNs> stage_ns) const override {
+    for (TimeNs& t : stage_ns) t = Stage(batch);
+    return PipelineCost{host_, transfer_};
+  }
+
+ private:
+  TimeNs Stage(const StepBatch& batch) const {
+    int64_t tokens = static_cast<int64_t>(batch.decode_context_lens.size());
+    for (const PrefillChunk& c : batch.prefills) tokens += c.num_tokens;
+    return base_ + per_token_ * tokens;
+  }
+  int32_t stages_;
+  bool queued_;
+  TimeNs host_, base_, per_token_, transfer_;
+};
+
+TEST(EnginePipelineTest, LoneRequestTakesTheSumOfItsStagesPerToken) {
+  // Host 1 ms, stages 3 ms each, a 0.5 ms hop: 1 + 3 + 0.5 + 3 = 7.5 ms a
+  // batch; nothing else to overlap with, so exactly the one-batch loop.
+  for (const bool queued : {true, false}) {
+    StagedModel model(2, queued, 1'000'000, 3'000'000, 0, 500'000);
+    auto e = MakeEngine(Sched(), Pool(1000), &model, ClientConfig{});
+    VectorSource src({Req(100, 3)});
+    ASSERT_TRUE(e->Run(&src).ok());
+    const RequestRecord& r = e->records()[0];
+    EXPECT_EQ(r.first_token_ns, 7'500'000) << queued;
+    EXPECT_EQ(r.finish_ns, 22'500'000) << queued;
+  }
+}
+
+TEST(EnginePipelineTest, TwoStreamsInTwoBatchesAlternateThroughThePipeline) {
+  // Budget 1 token: the two 1-token prompts go in two batches, and each
+  // stream stays in its own batch. Host 0.1 ms, 1 ms a token a stage, hop
+  // 0.2 ms; a batch alone: 0.1 + 1 + 0.2 + 1 = 2.3 ms.
+  //   A (R1) launched at 0: stage 0 [0.1, 1.1], stage 1 [1.3, 2.3].
+  //   B (R2) at 0.1 (engine free after A's host): stage 0 [1.1, 2.1] (waits
+  //     for A), stage 1 [2.3, 3.3]. Then the queue is full: block on A.
+  //   2.3: R1's token; C (R1) at 2.3: stage 0 [2.4, 3.4], stage 1
+  //     [3.6, 4.6]; block on B. 3.3: R2's token; D at 3.3: stage 0
+  //     [3.4, 4.4], stage 1 [4.6, 5.6]; and so on with period 2.3 ms.
+  // R1's tokens at 2.3 k ms, R2's 1 ms later: 2 tokens every 2.3 ms, where
+  // the one-batch loop gives 1 (budget 1) and 2 tokens in one batch take
+  // 0.1 + 2 + 0.2 + 2 = 4.3 ms.
+  StagedModel model(2, true, 100'000, 0, 1'000'000, 200'000);
+  EngineOptions opts;
+  opts.keep_request_itls = true;
+  auto e = MakeEngine(Sched(/*budget=*/1), Pool(1000), &model, ClientConfig{}, opts);
+  VectorSource src({Req(1, 4), Req(1, 4)});
+  ASSERT_TRUE(e->Run(&src).ok());
+  const RequestRecord& r1 = e->records()[0];
+  const RequestRecord& r2 = e->records()[1];
+  EXPECT_EQ(r1.first_token_ns, 2'300'000);
+  EXPECT_EQ(r1.finish_ns, 4 * 2'300'000);
+  EXPECT_EQ(r2.first_token_ns, 3'300'000);
+  EXPECT_EQ(r2.finish_ns, 3'300'000 + 3 * 2'300'000);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(e->request_itls()[i].size(), 3u);
+    for (const float gap : e->request_itls()[i]) EXPECT_FLOAT_EQ(gap, 2.3e-3f);
+  }
+  // The old bound on the same model: one batch at a time.
+  StagedModel summed(2, false, 100'000, 0, 1'000'000, 200'000);
+  auto old = MakeEngine(Sched(1), Pool(1000), &summed, ClientConfig{});
+  VectorSource src2({Req(1, 4), Req(1, 4)});
+  ASSERT_TRUE(old->Run(&src2).ok());
+  EXPECT_EQ(old->records()[1].finish_ns, 8 * 2'300'000);
+}
+
+TEST(EnginePipelineTest, FullQueueServesOneBatchPerSlowestStage) {
+  // Four 1-token prompts of 3 output tokens, budget 1 (one request a
+  // batch), PP 2, no host or hop time, stage 0 1 ms and stage 1 3 ms a
+  // batch. Two streams run at a time (running requests first): when a batch
+  // returns, the next one is already in stage 1, so stage 1 never idles
+  // from 4 ms on and batches leave it one every 3 ms (the slowest stage;
+  // the one-batch loop takes 4 ms each): 4 x 3 = 12 batches, the last
+  // leaving at 4 + 11 x 3 = 37 ms (one batch loop: 48 ms).
+  struct Uneven final : StepTimeModel {
+    StepCost Cost(const StepBatch&) const override { return {0, 4'000'000}; }
+    std::string Describe() const override { return "uneven"; }
+    int32_t num_pipeline_stages() const override { return 2; }
+    PipelineCost PipelineStageCosts(const StepBatch&,
+                                    std::span<TimeNs> st) const override {
+      st[0] = 1'000'000;
+      st[1] = 3'000'000;
+      return {};
+    }
+  } uneven;
+  auto e = MakeEngine(Sched(1), Pool(1000), &uneven, ClientConfig{});
+  VectorSource src({Req(1, 3), Req(1, 3), Req(1, 3), Req(1, 3)});
+  ASSERT_TRUE(e->Run(&src).ok());
+  TimeNs last = 0;
+  for (const RequestRecord& r : e->records()) last = std::max(last, r.finish_ns);
+  EXPECT_EQ(last, 37'000'000);
+  EXPECT_EQ(e->step_stats().num_steps(), 12);
+}
+
+// Checks, at every launch, that no request is in two live in-flight
+// batches and that at most `stages` batches are in flight.
+struct InFlightChecker : EngineObserver {
+  int32_t stages = 0;
+  bool ok = true;
+  int64_t launches = 0;
+  int64_t stale_entries = 0;  // work of a request preempted in flight
+  int32_t max_in_flight = 0;
+  void OnStep(int32_t, TimeNs, TimeNs, const Scheduler& s, const StepCost&) override {
+    ++launches;
+    const auto& q = s.in_flight_batches();
+    max_in_flight = std::max(max_in_flight, static_cast<int32_t>(q.size()));
+    if (static_cast<int32_t>(q.size()) > stages) ok = false;
+    std::vector<int32_t> live;
+    for (const Scheduler::InFlightBatch& b : q) {
+      for (size_t k = 0; k < b.slots.size(); ++k) {
+        const SchedRequest& r = s.request(b.slots[k]);
+        if (r.num_preemptions != b.epochs[k]) {
+          ++stale_entries;
+          continue;
+        }
+        if (!r.active || !r.in_flight) ok = false;
+        live.push_back(b.slots[k]);
+      }
+    }
+    std::sort(live.begin(), live.end());
+    if (std::adjacent_find(live.begin(), live.end()) != live.end()) ok = false;
+  }
+};
+
+// An overloaded open-loop run with a small pool (preemptions) through a
+// pipeline of `stages`, or the one-batch loop on the summed cost.
+struct PipelineRun {
+  PipelineRun(int32_t stages, bool queued)
+      : model(stages, queued, 200'000, 1'000'000, 20'000, 100'000) {}
+  StagedModel model;  // outlives the engine
+  std::unique_ptr<Engine> engine;
+  InFlightChecker checker;
+};
+void RunPipelineLoad(int32_t stages, bool queued, PipelineRun* run) {
+  ClientConfig cc;
+  cc.request_rate = 200;
+  cc.seed = 7;
+  EngineOptions opts;
+  opts.check_kv_every_step = true;
+  opts.keep_request_itls = true;
+  SchedulerConfig sc = Sched(256, 64, /*caching=*/true);
+  sc.max_model_len = 2048;
+  run->engine = MakeEngine(sc, Pool(200, /*with_sliding=*/true), &run->model, cc, opts);
+  Rng rng(9);
+  std::vector<RequestSpec> reqs;
+  for (int i = 0; i < 1500; ++i) {
+    RequestSpec s = Req(static_cast<int32_t>(rng.UniformInt(1, 700)),
+                        static_cast<int32_t>(rng.UniformInt(1, 200)));
+    const int64_t family = rng.UniformInt(0, 3);
+    for (int32_t k = 0; k < s.input_tokens / 64; ++k) {
+      s.prefix_hashes.push_back(k < 4 ? static_cast<uint64_t>(family * 1000 + k)
+                                      : rng.NextU64());
+    }
+    s.hash_block_tokens = 64;
+    reqs.push_back(s);
+  }
+  VectorSource src(reqs);
+  run->checker.stages = queued ? stages : 1;
+  ASSERT_TRUE(run->engine->Run(&src, &run->checker).ok());
+}
+
+TEST(EnginePipelineTest, NoRequestIsInTwoInFlightBatchesUnderLoad) {
+  for (const int32_t stages : {2, 4}) {
+    PipelineRun run(stages, true);
+    RunPipelineLoad(stages, true, &run);
+    EXPECT_TRUE(run.checker.ok) << stages;
+    EXPECT_EQ(run.checker.max_in_flight, stages);
+    const Engine& e = *run.engine;
+    const RunResult r = e.Result();
+    EXPECT_EQ(r.completed, 1500);
+    EXPECT_GT(r.preemptions, 0);
+    std::printf("PP %d: %lld launches, %lld preemptions, %lld stale entries\n", stages,
+                static_cast<long long>(run.checker.launches),
+                static_cast<long long>(r.preemptions),
+                static_cast<long long>(run.checker.stale_entries));
+    EXPECT_GT(run.checker.stale_entries, 0);  // preempted while in flight
+    // Every request emitted exactly its tokens: work discarded for a
+    // request preempted in flight never emits one.
+    for (size_t i = 0; i < e.records().size(); ++i) {
+      ASSERT_EQ(static_cast<int32_t>(e.request_itls()[i].size()) + 1,
+                e.records()[i].output_tokens);
+    }
+    EXPECT_EQ(e.replica(0).kv().num_used_blocks(), 0);
+    EXPECT_EQ(e.replica(0).num_in_flight_batches(), 0);
+  }
+}
+
+TEST(EnginePipelineTest, ThroughputUnderLoadBeatsTheOneBatchBound) {
+  PipelineRun queued(2, true), summed(2, false);
+  RunPipelineLoad(2, true, &queued);
+  RunPipelineLoad(2, false, &summed);
+  const RunResult q = queued.engine->Result();
+  const RunResult o = summed.engine->Result();
+  EXPECT_EQ(q.completed, 1500);
+  EXPECT_EQ(o.completed, 1500);
+  std::printf("PP 2 output throughput: batch queue %.1f tok/s, one batch %.1f tok/s\n",
+              q.output_throughput, o.output_throughput);
+  // Measured: 1855.9 vs 1774.8 tok/s (+4.6%). The gain is the overlap of
+  // prefills that did not fit a batch's budget (and arrivals while a batch
+  // is scheduled) with in-flight batches; decodes of one batch stay in one
+  // batch, as in vLLM, so it is far from the 2x of a full pipeline.
+  EXPECT_GT(q.output_throughput, o.output_throughput);
+  // Never more than P times the one-batch loop.
+  EXPECT_LT(q.output_throughput, 2.0 * o.output_throughput);
+}
 
 TEST(EngineTest, RequestThatCanNeverFitTheKvCacheIsRejectedWithItsReason) {
   AnalyticStepParams p;

@@ -89,7 +89,9 @@ int32_t Scheduler::Add(RequestSpec spec, TimeNs now_ns, int64_t cookie) {
   r.arrival_ns = now_ns;
   // vLLM's engine core schedules step n + 1 right after launching step n
   // (batch queue of two), so an arrival during step n first joins n + 2.
-  r.visible_from_step = config_.async_scheduling && step_in_flight_
+  // A pipeline-parallel replica (batches launched) reads its arrivals
+  // before every launch: the engine's batch queue times it, not this rule.
+  r.visible_from_step = config_.async_scheduling && step_in_flight_ && in_flight_.empty()
                             ? num_steps_started_ + 1
                             : num_steps_started_;
   r.active = true;
@@ -107,6 +109,7 @@ void Scheduler::Preempt(int32_t slot) {
   SchedRequest& r = slots_[slot];
   kv_->Free(slot, View(r), r.num_computed, /*preempted=*/true);
   r.num_computed = 0;
+  r.in_flight = false;  // its in-flight work, if any, is discarded
   ++r.num_preemptions;
   ++total_preemptions_;
   ++step_preemptions_;
@@ -133,6 +136,7 @@ bool Scheduler::Schedule(TimeNs now_ns) {
   decode_ctx_.clear();
   batch_tokens_ = 0;
   step_preemptions_ = 0;
+  launched_ = false;
   int32_t budget = config_.max_num_batched_tokens;
 
   // 1. Running requests, in admission order.
@@ -140,6 +144,10 @@ bool Scheduler::Schedule(TimeNs now_ns) {
   while (i < running_.size() && budget > 0) {
     const int32_t slot = running_[i];
     SchedRequest& r = slots_[slot];
+    if (r.in_flight) {  // pipeline parallelism: in a launched batch
+      ++i;
+      continue;
+    }
     const int32_t tokens = std::min(r.num_tokens() - r.num_computed, budget);
     SERVESIM_CHECK(tokens > 0);
     bool scheduled = false;
@@ -198,12 +206,58 @@ void Scheduler::ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_vis
 }
 
 void Scheduler::Complete(TimeNs now_ns, StepListener& listener) {
+  SERVESIM_CHECK(in_flight_.empty());
   step_in_flight_ = false;
-  bool any_finished = false;
-  for (size_t k = 0; k < sched_slots_.size(); ++k) {
-    const int32_t slot = sched_slots_[k];
+  Apply(sched_slots_, sched_tokens_, nullptr, now_ns, listener);
+}
+
+void Scheduler::Launch() {
+  SERVESIM_CHECK(!sched_slots_.empty() && !launched_);
+  launched_ = true;
+  InFlightBatch b;
+  if (!spare_batches_.empty()) {
+    b = std::move(spare_batches_.back());
+    spare_batches_.pop_back();
+  }
+  b.slots.assign(sched_slots_.begin(), sched_slots_.end());
+  b.tokens.assign(sched_tokens_.begin(), sched_tokens_.end());
+  b.epochs.clear();
+  for (const int32_t slot : sched_slots_) {
     SchedRequest& r = slots_[slot];
-    r.num_computed += sched_tokens_[k];
+    SERVESIM_CHECK(!r.in_flight);
+    r.in_flight = true;
+    b.epochs.push_back(r.num_preemptions);
+  }
+  in_flight_.push_back(std::move(b));
+}
+
+void Scheduler::CompleteOldest(TimeNs now_ns, StepListener& listener) {
+  SERVESIM_CHECK(!in_flight_.empty());
+  InFlightBatch b = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  step_in_flight_ = false;
+  for (size_t k = 0; k < b.slots.size(); ++k) {
+    SchedRequest& r = slots_[b.slots[k]];
+    if (r.num_preemptions == b.epochs[k]) {
+      SERVESIM_CHECK(r.active && r.in_flight);
+      r.in_flight = false;
+    }
+  }
+  Apply(b.slots, b.tokens, &b.epochs, now_ns, listener);
+  spare_batches_.push_back(std::move(b));
+}
+
+void Scheduler::Apply(const std::vector<int32_t>& slots,
+                      const std::vector<int32_t>& tokens,
+                      const std::vector<int32_t>* epochs, TimeNs now_ns,
+                      StepListener& listener) {
+  bool any_finished = false;
+  for (size_t k = 0; k < slots.size(); ++k) {
+    const int32_t slot = slots[k];
+    SchedRequest& r = slots_[slot];
+    // Preempted while in flight: recomputed from 0, this work discarded.
+    if (epochs != nullptr && r.num_preemptions != (*epochs)[k]) continue;
+    r.num_computed += tokens[k];
     SERVESIM_CHECK(r.num_computed <= r.num_tokens());
     if (r.num_computed < r.num_tokens()) continue;  // partial prefill chunk
     ++r.num_output;

@@ -17,6 +17,18 @@
 // sequence length (prompt + generated) emits one token (the first one at the
 // end of the step completing its prefill; a partial chunk emits nothing);
 // finished requests free their blocks.
+// Pipeline parallelism (vLLM's batch queue, sim/engine.h): Launch() puts
+// the batch Schedule() built in flight instead of completing it; later
+// Schedule() calls skip a request of an in-flight batch (vLLM V1's
+// scheduler skips a request already scheduled in an in-flight batch, so a
+// request is in at most one), and CompleteOldest() applies the oldest
+// in-flight batch exactly as Complete() would, in launch order. A request
+// preempted while in flight (its blocks freed, recomputed from 0) has that
+// batch's work for it discarded when the batch returns. vLLM advances
+// computed tokens at schedule time; here they advance when the batch
+// returns, which is the same because an in-flight request is never
+// scheduled again before then. Not modelled: a newer vLLM scheduling the
+// next prefill chunk of a request whose previous chunk is still in flight.
 // Requests that can never run are never queued: CheckFits names the reason
 // (prompt + output > max_model_len, more blocks than the whole pool, or,
 // chunked prefill off, a prefill longer than the token budget) and the
@@ -61,6 +73,7 @@ struct alignas(64) SchedRequest {
   int32_t num_computed = 0;  // tokens whose KV is cached
   int32_t num_output = 0;    // tokens generated so far
   bool active = false;
+  bool in_flight = false;  // in a launched batch (pipeline parallelism)
   RequestSpec spec;
   TimeNs arrival_ns = 0;  // reached this replica
   TimeNs first_scheduled_ns = -1;
@@ -111,8 +124,28 @@ class Scheduler {
   int32_t batch_num_tokens() const { return batch_tokens_; }
   int32_t batch_num_prefills() const { return static_cast<int32_t>(prefills_.size()); }
   int32_t step_preemptions() const { return step_preemptions_; }
-  // Ends the step built by Schedule() at `now_ns`.
+  // Ends the step built by Schedule() at `now_ns`. REQUIRES: no batch in
+  // flight.
   void Complete(TimeNs now_ns, StepListener& listener);
+  // Pipeline parallelism: puts the batch Schedule() built in flight (its
+  // requests are skipped by Schedule() until it returns). REQUIRES: the
+  // last Schedule() returned true and its batch was not launched yet.
+  void Launch();
+  // Applies the oldest in-flight batch at `now_ns` (tokens, finishes), as
+  // Complete() does. REQUIRES: num_in_flight_batches() > 0.
+  void CompleteOldest(TimeNs now_ns, StepListener& listener);
+  int32_t num_in_flight_batches() const {
+    return static_cast<int32_t>(in_flight_.size());
+  }
+  // The slots of each in-flight batch, oldest first, with the preemption
+  // count each had at launch (a slot whose count differs was preempted in
+  // flight: its entry is discarded on return).
+  struct InFlightBatch {
+    std::vector<int32_t> slots;
+    std::vector<int32_t> tokens;
+    std::vector<int32_t> epochs;
+  };
+  const std::deque<InFlightBatch>& in_flight_batches() const { return in_flight_; }
 
   bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
@@ -134,6 +167,10 @@ class Scheduler {
   // Admits waiting requests into the step; with `respect_visibility`,
   // stops at the first one the async scheduler could not yet see.
   void ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_visibility);
+  // Applies `tokens[k]` computed tokens to each `slots[k]`; `epochs`, when
+  // non-null, skips a slot preempted since launch.
+  void Apply(const std::vector<int32_t>& slots, const std::vector<int32_t>& tokens,
+             const std::vector<int32_t>* epochs, TimeNs now_ns, StepListener& listener);
 
   SchedulerConfig config_;
   std::unique_ptr<KvCache> kv_;
@@ -154,6 +191,12 @@ class Scheduler {
   int32_t step_preemptions_ = 0;
   int64_t num_steps_started_ = 0;
   bool step_in_flight_ = false;
+  bool launched_ = false;  // the current batch was launched
+
+  // Pipeline parallelism: launched batches, oldest first, and returned
+  // ones kept for reuse (no allocation per step in steady state).
+  std::deque<InFlightBatch> in_flight_;
+  std::vector<InFlightBatch> spare_batches_;
 };
 
 }  // namespace servesim

@@ -45,6 +45,44 @@ SchedulerConfig Cfg(int32_t budget, int32_t max_seqs = 256, bool caching = false
   return c;
 }
 
+// Pipeline parallelism: a request of a launched batch is skipped by later
+// Schedule() calls until its batch returns; batches return in launch
+// order; a request preempted while in flight emits nothing for that batch.
+TEST(SchedulerTest, InFlightRequestsAreSkippedAndPreemptedOnesDiscarded) {
+  auto s = Scheduler::Create(Cfg(16), Pool(2)).value();
+  Recorder rec;
+  const int32_t r1 = s->Add(Req(1, 16, 5), 0, 0);
+  const int32_t r2 = s->Add(Req(2, 16, 5), 0, 1);
+  ASSERT_TRUE(s->Schedule(0));  // A: R1's 16-token prefill fills the budget
+  EXPECT_EQ(s->scheduled_slots(), std::vector<int32_t>{r1});
+  s->Launch();
+  ASSERT_TRUE(s->Schedule(1));  // B: R1 is in flight, R2 is admitted
+  EXPECT_EQ(s->scheduled_slots(), std::vector<int32_t>{r2});
+  s->Launch();
+  EXPECT_FALSE(s->Schedule(2));  // both in flight
+  EXPECT_EQ(s->num_in_flight_batches(), 2);
+  s->CompleteOldest(3, rec);  // A returns: R1's first token
+  ASSERT_EQ(rec.tokens.size(), 1u);
+  EXPECT_EQ(rec.tokens[0].id, 1);
+  // C: R1's decode needs a second block; the pool's two are R1's and R2's,
+  // so R2 (in flight in B) is preempted.
+  ASSERT_TRUE(s->Schedule(4));
+  EXPECT_EQ(s->scheduled_slots(), std::vector<int32_t>{r1});
+  EXPECT_EQ(s->step_preemptions(), 1);
+  s->Launch();
+  s->CompleteOldest(5, rec);  // B returns: R2's work is discarded
+  EXPECT_EQ(rec.tokens.size(), 1u);
+  EXPECT_EQ(s->request(r2).num_computed, 0);
+  EXPECT_EQ(s->request(r2).num_output, 0);
+  EXPECT_FALSE(s->request(r2).in_flight);
+  s->CompleteOldest(6, rec);  // C returns: R1's second token
+  ASSERT_EQ(rec.tokens.size(), 2u);
+  EXPECT_EQ(rec.tokens[1].id, 1);
+  EXPECT_EQ(rec.tokens[1].num_output, 2);
+  EXPECT_EQ(s->num_in_flight_batches(), 0);
+  EXPECT_TRUE(s->kv().CheckInvariant(true));
+}
+
 TEST(SchedulerTest, LongPromptIsChunkedByTheTokenBudgetAndEmitsAfterTheLastChunk) {
   auto s = Scheduler::Create(Cfg(100), Pool(1000)).value();
   Recorder rec;

@@ -50,6 +50,24 @@ class StepTimeModel {
 
   // Which formula and parameters this model uses, for provenance.
   virtual std::string Describe() const = 0;
+
+  // Pipeline parallelism: the number of stages a batch passes through, or
+  // 1 for a model that is not pipelined (the engine then runs one batch at
+  // a time and uses Cost alone). With P > 1 the engine keeps up to P
+  // batches in flight (sim/engine.h) and asks PipelineStageCosts for each.
+  virtual int32_t num_pipeline_stages() const { return 1; }
+  // REQUIRES: num_pipeline_stages() > 1, stage_device_ns.size() equal to
+  // it, a non-empty batch. Writes each stage's device time of `batch` and
+  // returns the host time (the scheduler's, once per batch) and the time of
+  // one transfer between consecutive stages. Same cost rules as Cost.
+  struct PipelineCost {
+    TimeNs host_ns = 0;
+    TimeNs transfer_ns = 0;
+  };
+  virtual PipelineCost PipelineStageCosts(const StepBatch& /*batch*/,
+                                          std::span<TimeNs> /*stage_device_ns*/) const {
+    return {};
+  }
 };
 
 }  // namespace servesim

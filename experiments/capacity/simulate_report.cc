@@ -141,10 +141,11 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
           config.fleet().replicas_size() > 0
               ? std::max(1, config.fleet().replicas(static_cast<int>(k)).count())
               : 1;
-      // A replica of TP x DP chips is priced as one instance of that many.
+      // A replica of TP x PP x DP chips is priced as one instance of that many.
       const int tp = run.fleet.deployments[k].tensor_parallel_size;
+      const int pp = run.fleet.deployments[k].pipeline_parallel_size;
       const int dp = run.fleet.deployments[k].data_parallel_size;
-      const int chips = tp * dp;
+      const int chips = tp * pp * dp;
       const std::vector<PriceOffer> offers = OffersFromDevice(device);
       auto offer = SelectOfferForDevices(offers, device.id(), tier, chips);
       if (!offer.ok() ||
@@ -157,6 +158,7 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
       cost.usd_per_hour += count * offer->usd_per_hour;
       absl::StrAppend(&cost.offers, cost.offers.empty() ? "" : " + ", count, "x ",
                       device.id(), tp > 1 ? absl::StrCat(" TP", tp) : "",
+                      pp > 1 ? absl::StrCat(" PP", pp) : "",
                       dp > 1 ? absl::StrCat(" DP", dp) : "", " ", OfferLabel(*offer));
     }
     if (!complete || cost.usd_per_hour <= 0 || !(result.output_throughput > 0)) continue;

@@ -82,6 +82,26 @@ void PrintJson(const Deployment& d, const FitHints& hints) {
     w.KV("experts_per_rank",
          int64_t{ExpertsPerRank(d.model.num_experts, d.expert_parallel_size)});
   }
+  w.KV("pipeline_parallel_size", d.pipeline_parallel_size);
+  if (d.pipeline_parallel_size > 1) {
+    // Every stage's own plan; the fields below are the limiting stage's.
+    w.Key("stages").BeginArray();
+    for (size_t st = 0; st < d.stage_memory.size(); ++st) {
+      const MemoryPlan& sm = d.stage_memory[st];
+      w.BeginObject();
+      w.KV("first_layer", int64_t{d.stage_layers[st].first});
+      w.KV("end_layer", int64_t{d.stage_layers[st].second});
+      w.KV("weights_gib", sm.weights_gib);
+      w.KV("non_torch_gib", sm.non_torch_gib);
+      w.KV("activation_gib", sm.activation_gib);
+      w.KV("kv_cache_gib", sm.kv_cache_gib);
+      w.KV("kv_block_bytes", sm.kv_block_bytes);
+      w.KV("num_blocks", sm.num_blocks);
+      w.KV("fits", sm.fits);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
   w.KV("total_gib", m.total_gib);
   w.KV("requested_gib", m.requested_gib);
   w.KV("weights_gib", m.weights_gib);
@@ -127,14 +147,45 @@ void PrintText(const Deployment& d, const FitHints& hints) {
         d.tensor_parallel_size, d.tensor_parallel_size, d.device.id().c_str());
     std::printf("  KV heads          %s\n",
                 DescribeKvHeadSplit(d.model, d.tensor_parallel_size).c_str());
-    std::printf("  collectives       %s over %s\n", d.collectives.Describe().c_str(),
-                d.collective_link.c_str());
+    if (d.pipeline_parallel_size > 1) {
+      for (size_t st = 0; st < d.stage_collectives.size(); ++st) {
+        if (d.stage_collectives[st].empty()) continue;
+        std::printf("  collectives       stage %zu: %s over %s\n", st,
+                    d.stage_collectives[st].Describe().c_str(),
+                    d.collective_link.c_str());
+      }
+    } else {
+      std::printf("  collectives       %s over %s\n", d.collectives.Describe().c_str(),
+                  d.collective_link.c_str());
+    }
     if (d.model.num_experts > 0) {
       std::printf(
           "  experts           %s\n",
           DescribeExpertSplit(d.model, d.tensor_parallel_size, d.expert_parallel_size)
               .c_str());
     }
+  }
+  if (d.pipeline_parallel_size > 1) {
+    std::printf(
+        "  pipeline parallel %d: stages of %d chip(s) each; layers by vLLM's "
+        "get_pp_indices; each stage plans its own memory (per rank), the KV pool is the "
+        "fewest blocks over stages; %.4g ns + %.4g ns/token per stage-to-stage "
+        "transfer\n",
+        d.pipeline_parallel_size, d.tensor_parallel_size, d.pipeline_transfer.step_ns,
+        d.pipeline_transfer.token_ns);
+    for (size_t st = 0; st < d.stage_memory.size(); ++st) {
+      const MemoryPlan& sm = d.stage_memory[st];
+      const bool first = st == 0, last = st + 1 == d.stage_memory.size();
+      std::printf(
+          "  stage %zu (layers %d-%d%s%s): weights %.2f GiB, non-torch %.2f GiB, "
+          "activation %.2f GiB, KV %.2f GiB = %lld blocks of %lld B%s\n",
+          st, d.stage_layers[st].first, d.stage_layers[st].second - 1,
+          first ? ", embedding" : "", last ? ", LM head" : "", sm.weights_gib,
+          sm.non_torch_gib, sm.activation_gib, sm.kv_cache_gib,
+          static_cast<long long>(sm.num_blocks),
+          static_cast<long long>(sm.kv_block_bytes), sm.fits ? "" : " (does not fit)");
+    }
+    std::printf("  the lines below are the stage that sets the pool\n");
   }
   std::printf("  usable memory     %8.2f GiB x %.2f = %.2f GiB requested\n", m.total_gib,
               d.spec.gpu_memory_utilization, m.requested_gib);
@@ -166,7 +217,8 @@ void PrintText(const Deployment& d, const FitHints& hints) {
       std::printf(
           "  fits on %d chips: --tensor-parallel-size %d (the smallest that fits, all "
           "else kept)\n",
-          hints.tensor_parallel_size, hints.tensor_parallel_size);
+          hints.tensor_parallel_size * d.pipeline_parallel_size,
+          hints.tensor_parallel_size);
     }
     return;
   }

@@ -303,6 +303,9 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   // holds, the model's heads allow and an instance of that many chips is
   // priced for (or the user's own price covers).
   const bool tp_given = o.base.server().tensor_parallel_size() > 0;
+  // Pipeline parallelism is not searched: a --pipeline-parallel-size (or
+  // the config's) is kept, and a replica is priced at TP x PP chips.
+  const int pp = std::max(1, o.base.server().pipeline_parallel_size());
   for (const std::string& id : ids) {
     proto::Device dev = FindDevice(id).value();
     const std::vector<PriceOffer> offers = OffersFromDevice(dev);
@@ -318,7 +321,7 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
       for (int k = 2; k <= dev.interconnect().max_devices_per_node(); k *= 2) {
         const bool priced = user != nullptr ||
                             std::any_of(offers.begin(), offers.end(), [&](const auto& x) {
-                              return x.num_devices == k && x.usd_per_hour > 0;
+                              return x.num_devices == k * pp && x.usd_per_hour > 0;
                             });
         if (!priced) continue;
         proto::ExperimentConfig probe = o.base;
@@ -337,14 +340,15 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
       pd.tensor_parallel_size = tp;
       if (user != nullptr) {
         // The user's price is per chip; a TP replica pays it per chip.
-        pd.offer = UserOffer(id, *user * tp, offers.empty() ? nullptr : &offers.front());
-        pd.offer.num_devices = tp;
+        pd.offer =
+            UserOffer(id, *user * tp * pp, offers.empty() ? nullptr : &offers.front());
+        pd.offer.num_devices = tp * pp;
       } else {
         // A replica of tensor parallel size N is priced at an N-chip instance.
-        absl::StatusOr<PriceOffer> offer =
-            SelectOfferForDevices(offers, dev.id(), f.price, tp, &pd.price_note, filter);
+        absl::StatusOr<PriceOffer> offer = SelectOfferForDevices(
+            offers, dev.id(), f.price, tp * pp, &pd.price_note, filter);
         if (!offer.ok()) {
-          if (tp > 1 && !tp_given) continue;  // no such instance at this tier
+          if (tp * pp > 1 && !tp_given) continue;  // no such instance at this tier
           return absl::NotFoundError(absl::StrCat("--price ", f.price, ": ",
                                                   offer.status().message(),
                                                   "; give --price-usd-per-hour ", id,

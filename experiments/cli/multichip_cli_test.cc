@@ -191,12 +191,71 @@ TEST(MultichipCliTest, BadParallelSizesAreErrorsNamingTheFlag) {
       tp3.err.find("--tensor-parallel-size: 3 does not divide the 32 attention heads"),
       std::string::npos)
       << tp3.err;
-  CliRun pp =
-      Servesim(std::string("memory ") + kGemma31bOnL4 + " --pipeline-parallel-size 2");
+  CliRun pp = Servesim(std::string("memory ") + kGemma31bOnL4 +
+                       " --tensor-parallel-size 2 --pipeline-parallel-size 5");
   EXPECT_EQ(pp.exit_code, 2);
-  EXPECT_NE(pp.err.find("--pipeline-parallel-size: 2 is not modelled yet"),
+  EXPECT_NE(pp.err.find("servesim memory: error: --pipeline-parallel-size: 5 x "
+                        "--tensor-parallel-size 2 = 10 chips exceed the 8 l4 devices"),
             std::string::npos)
       << pp.err;
+}
+
+// Pipeline parallelism end to end: `memory` prints each stage's plan (the
+// 31B stages at TP 2 x PP 2 each hold 14.95 GiB: half of 30 layers plus
+// half the vocab of the tied embedding, which every Gemma 4 stage holds),
+// `simulate` runs and prices the replica at a 4-chip instance.
+TEST(MultichipCliTest, PipelineParallelMemoryAndSimulateOnL4) {
+  // 14.95 GiB of weights a rank leave ~2 GiB of KV: a short context.
+  const std::string b31 =
+      "--device l4 --model gemma-4-31b --max-model-len 4096 --max-num-batched-tokens "
+      "1024 --tensor-parallel-size 2 --pipeline-parallel-size 2";
+  CliRun mem = Servesim("memory " + b31);
+  ASSERT_EQ(mem.exit_code, 0) << mem.err << mem.out;
+  EXPECT_NE(mem.out.find("pipeline parallel 2: stages of 2 chip(s) each"),
+            std::string::npos)
+      << mem.out;
+  EXPECT_NE(mem.out.find("stage 0 (layers 0-29, embedding): weights 14.95 GiB"),
+            std::string::npos)
+      << mem.out;
+  EXPECT_NE(mem.out.find("stage 1 (layers 30-59, LM head): weights 14.95 GiB"),
+            std::string::npos)
+      << mem.out;
+  EXPECT_NE(mem.out.find("GPU KV cache size: "), std::string::npos) << mem.out;
+
+  // 12B bf16 (22 GiB of weights) does not fit one L4; two stages of 24
+  // layers do.
+  const std::string b12 = "--device l4 --model gemma-4-12b --max-model-len 8192";
+  CliRun one = Servesim("memory " + b12);
+  EXPECT_EQ(one.exit_code, 4) << one.out;
+  CliRun two = Servesim("memory " + b12 + " --pipeline-parallel-size 2 --json");
+  ASSERT_EQ(two.exit_code, 0) << two.err << two.out;
+  EXPECT_NE(two.out.find("\"pipeline_parallel_size\": 2"), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("\"end_layer\": 48"), std::string::npos) << two.out;
+
+  const std::string load =
+      " --max-concurrency 4 --num-prompts 8 --random-input-len 256 "
+      "--random-output-len 16";
+  CliRun sim = Servesim("simulate " + b12 + " --pipeline-parallel-size 2" + load);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_NE(sim.out.find("Successful requests:"), std::string::npos) << sim.out;
+  CliRun sim4 = Servesim("simulate " + b31 + load);
+  ASSERT_EQ(sim4.exit_code, 0) << sim4.err;
+  EXPECT_NE(sim4.out.find("1x l4 TP2 PP2 aws-ec2 g6.12xlarge"), std::string::npos)
+      << sim4.out;
+}
+
+// plan keeps a given --pipeline-parallel-size (PP is not searched) and
+// prices TP x PP chips: 12B at PP 2 has no 2-chip L4 instance, so TP 1 is
+// skipped and TP 2 x PP 2 is priced at the 4-chip g6.12xlarge.
+TEST(MultichipCliTest, PlanKeepsAGivenPipelineParallelSize) {
+  CliRun r = Servesim(
+      "plan --devices l4 --model gemma-4-12b --max-model-len 8192 "
+      "--pipeline-parallel-size 2 --rate 0.5 --num-prompts 8 --random-input-len 256 "
+      "--random-output-len 16 --max-replicas 1 --slo 'ttft_p99<=60s' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("\"tensor_parallel_size\": 2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"tensor_parallel_size\": 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("g6.12xlarge"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -74,10 +74,10 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
   tp_ = cmd->add_option(
       "--tensor-parallel-size", tp_v_,
       WithDefault("chips one replica is split over", kServer.tensor_parallel_size));
-  pp_ = cmd->add_option(
-      "--pipeline-parallel-size", pp_v_,
-      absl::StrCat("pipeline stages (default ", kServer.pipeline_parallel_size,
-                   "; above 1 not modelled yet)"));
+  pp_ =
+      cmd->add_option("--pipeline-parallel-size", pp_v_,
+                      WithDefault("pipeline stages, each of --tensor-parallel-size chips",
+                                  kServer.pipeline_parallel_size));
   dp_ = cmd->add_option("--data-parallel-size", dp_v_,
                         absl::StrCat("engines behind vLLM's DP load balancer, each of\n"
                                      "--tensor-parallel-size chips (default ",
