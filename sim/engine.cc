@@ -8,6 +8,22 @@
 #include "sim/base/status_macros.h"
 
 namespace servesim {
+namespace {
+
+// Records a step of `s`'s batch: its statistics, the optional deep KV
+// check, and the observer's hook.
+void RecordStep(int32_t replica, TimeNs now_ns, TimeNs dur, const Scheduler& s,
+                const StepCost& cost, const EngineOptions& options, StepStats& steps,
+                EngineObserver* observer) {
+  const KvCache& kv = s.kv();
+  steps.AddStep(
+      s.batch_num_seqs(), s.batch_num_tokens(), dur, now_ns,
+      static_cast<double>(kv.num_used_blocks()) / static_cast<double>(kv.num_blocks()));
+  if (options.check_kv_every_step) SERVESIM_CHECK(kv.CheckInvariant(/*deep=*/true));
+  if (observer != nullptr) observer->OnStep(replica, now_ns, dur, s, cost);
+}
+
+}  // namespace
 
 class Engine::Listener : public StepListener {
  public:
@@ -206,12 +222,7 @@ void Engine::StartStep(int32_t r, bool from_idle) {
   const TimeNs dur = rep.async && !from_idle ? std::max(cost.host_ns, cost.device_ns)
                                              : cost.host_ns + cost.device_ns;
   rep.busy = true;
-  const KvCache& kv = s.kv();
-  steps_.AddStep(
-      s.batch_num_seqs(), s.batch_num_tokens(), dur, now_,
-      static_cast<double>(kv.num_used_blocks()) / static_cast<double>(kv.num_blocks()));
-  if (options_.check_kv_every_step) SERVESIM_CHECK(kv.CheckInvariant(/*deep=*/true));
-  if (observer_ != nullptr) observer_->OnStep(r, now_, dur, s, cost);
+  RecordStep(r, now_, dur, s, cost, options_, steps_, observer_);
   events_.Push(now_ + dur, kStepEnd, r);
 }
 
@@ -238,15 +249,9 @@ void Engine::PipeStep(int32_t r) {
     s.Launch();
     rep.busy = true;
     const TimeNs dur = t - now_;
-    const KvCache& kv = s.kv();
-    steps_.AddStep(
-        s.batch_num_seqs(), s.batch_num_tokens(), dur, now_,
-        static_cast<double>(kv.num_used_blocks()) / static_cast<double>(kv.num_blocks()));
-    if (options_.check_kv_every_step) SERVESIM_CHECK(kv.CheckInvariant(/*deep=*/true));
-    if (observer_ != nullptr) {
-      const StepCost cost{pc.host_ns, device + (rep.stages - 1) * pc.transfer_ns};
-      observer_->OnStep(r, now_, dur, s, cost);
-    }
+    RecordStep(r, now_, dur, s,
+               StepCost{pc.host_ns, device + (rep.stages - 1) * pc.transfer_ns}, options_,
+               steps_, observer_);
     // The engine is free to schedule again once this batch's host work is
     // done (vLLM returns from the step without waiting for the batch).
     events_.Push(now_ + pc.host_ns, kPipeStep, r);
@@ -296,15 +301,7 @@ void Engine::StartGroupStep(int32_t g, bool from_idle) {
   for (const int32_t m : members) {
     const Replica& rep = replicas_[m];
     if (!rep.stepped) continue;
-    const Scheduler& s = *rep.scheduler;
-    const KvCache& kv = s.kv();
-    steps_.AddStep(
-        s.batch_num_seqs(), s.batch_num_tokens(), dur, now_,
-        static_cast<double>(kv.num_used_blocks()) / static_cast<double>(kv.num_blocks()));
-    if (options_.check_kv_every_step) SERVESIM_CHECK(kv.CheckInvariant(/*deep=*/true));
-    if (observer_ != nullptr) {
-      observer_->OnStep(m, now_, dur, s, rep.cost);
-    }
+    RecordStep(m, now_, dur, *rep.scheduler, rep.cost, options_, steps_, observer_);
   }
   events_.Push(now_ + dur, kStepEnd, members.front());
 }
