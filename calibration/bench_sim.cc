@@ -127,13 +127,17 @@ constexpr uint64_t kReusedPromptSeed = 0;
 // KV cache maps them onto its own block size).
 constexpr int32_t kPromptHashBlockTokens = 16;
 
+// Prompt `index` of the reused seed, its content hashed over its first
+// `hashed_tokens` tokens (the rest unique to the request, as RequestSpec
+// reads a shorter hash list).
 RequestSpec ReusedSeedPrompt(int64_t id, int32_t index, int32_t input_tokens,
-                             int32_t output_tokens) {
+                             int32_t output_tokens, int32_t hashed_tokens) {
   RequestSpec r;
   r.id = id;
   r.input_tokens = input_tokens;
   r.output_tokens = output_tokens;
-  r.prefix_hashes = VllmRandomPromptHashes(kReusedPromptSeed, index, input_tokens,
+  r.prefix_hashes = VllmRandomPromptHashes(kReusedPromptSeed, index,
+                                           std::min(input_tokens, hashed_tokens),
                                            kPromptHashBlockTokens);
   r.hash_block_tokens = kPromptHashBlockTokens;
   return r;
@@ -146,7 +150,8 @@ std::vector<RequestSpec> EarlierCellRequests(const BenchCell& cell) {
   int64_t id = cell.num_prompts;
   for (const BenchCell::EarlierCell& e : cell.earlier_cells) {
     for (int32_t i = 0; i < e.num_prompts; ++i) {
-      out.push_back(ReusedSeedPrompt(id++, i, e.input_tokens, e.output_tokens));
+      out.push_back(
+          ReusedSeedPrompt(id++, i, e.input_tokens, e.output_tokens, e.input_tokens));
     }
   }
   return out;
@@ -158,10 +163,23 @@ absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
                                   std::shared_ptr<const KvCache> initial_kv_cache) {
   std::unique_ptr<RequestSource> source;
   if (cell.reused_prompt_seed) {
+    // The cell's prompts are distinct from one another, so only the part of
+    // prompt i that an earlier cell also sent can ever hit: hashing just
+    // that part gives the same hits and evictions (the blocks past it are
+    // anonymous, in the same free-queue places) and skips the hash-map work
+    // of every block no other request shares.
+    std::vector<int32_t> shared_tokens(static_cast<size_t>(cell.num_prompts), 0);
+    for (const BenchCell::EarlierCell& e : cell.earlier_cells) {
+      const int32_t n = std::min(e.num_prompts, cell.num_prompts);
+      for (int32_t i = 0; i < n; ++i) {
+        shared_tokens[i] = std::max(shared_tokens[i], e.input_tokens);
+      }
+    }
     std::vector<RequestSpec> reqs;
     reqs.reserve(static_cast<size_t>(cell.num_prompts));
     for (int32_t i = 0; i < cell.num_prompts; ++i) {
-      reqs.push_back(ReusedSeedPrompt(i, i, cell.input_tokens, cell.output_tokens));
+      reqs.push_back(ReusedSeedPrompt(i, i, cell.input_tokens, cell.output_tokens,
+                                      shared_tokens[i]));
     }
     source =
         std::make_unique<VectorSource>(std::move(reqs), "reused-seed random prompts");
