@@ -238,6 +238,10 @@ absl::StatusOr<Predictor> Predictor::Create(const MeasurementDb& db,
     p.deployments_.emplace(run.id(), *std::move(d));
     if (run.sweep_reuses_prompt_seed()) {
       std::vector<SweepCell>& sweep = p.sweeps_[run.id()];
+      for (const servesim::proto::SweepCell& c : run.sweep_cells()) {
+        sweep.push_back(
+            {c.input_tokens(), c.max_concurrency(), c.num_prompts(), c.output_tokens()});
+      }
       for (const Measurement& other : db.measurements()) {
         if (other.run() != run.id() ||
             other.client().kind() != ClientMethod::BENCH_SERVE_CLOSED_LOOP ||

@@ -95,9 +95,10 @@ class Predictor {
   std::map<std::string, servesim::proto::ServerRun> runs_;  // by run id
   std::map<std::string, Deployment> deployments_;           // by run id
   std::map<std::string, Deployment> logged_deployments_;    // runs with a memory log
-  // Runs with sweep_reuses_prompt_seed: every closed-loop cell of fixed
-  // lengths the data hold for the run (fitted, graded or excluded: they all
-  // ran), in the sweep's order (input_tokens, then max_concurrency).
+  // Runs with sweep_reuses_prompt_seed: the run's declared sweep_cells and
+  // every closed-loop cell of fixed lengths the data hold for it (fitted,
+  // graded or excluded: they all ran), in the sweep's order (input_tokens,
+  // then max_concurrency).
   struct SweepCell {
     int32_t input_tokens = 0;
     int32_t max_concurrency = 0;
