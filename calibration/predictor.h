@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -104,7 +105,12 @@ class Predictor {
     int32_t max_concurrency = 0;
     int32_t num_prompts = 0;
     int32_t output_tokens = 0;
-    auto operator<=>(const SweepCell&) const = default;
+    bool operator==(const SweepCell&) const = default;
+    // Spelled out: clang-tidy 14 flags a defaulted <=> (modernize-use-nullptr).
+    friend bool operator<(const SweepCell& a, const SweepCell& b) {
+      return std::tie(a.input_tokens, a.max_concurrency, a.num_prompts, a.output_tokens) <
+             std::tie(b.input_tokens, b.max_concurrency, b.num_prompts, b.output_tokens);
+    }
   };
   std::map<std::string, std::vector<SweepCell>> sweeps_;  // by run id
   // Their cells' starting KV states, shared by copies of this predictor
