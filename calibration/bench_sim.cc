@@ -5,12 +5,15 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/base/status_macros.h"
 #include "sim/engine.h"
 #include "sim/random_source.h"
+#include "sim/scheduler.h"
 #include "sim/simulation.h"
 #include "sim/vector_source.h"
+#include "traces/synthetic.h"
 
 namespace servesim {
 
@@ -95,16 +98,92 @@ absl::Status ValidateBenchCell(const BenchCell& cell) {
                           i, cell.input_lens[i], cell.output_lens[i]));
     }
   }
+  if (cell.reused_prompt_seed && !cell.input_lens.empty()) {
+    return absl::InvalidArgumentError(
+        "bench cell: reused_prompt_seed needs fixed lengths (input_lens empty)");
+  }
+  if (!cell.reused_prompt_seed && !cell.earlier_cells.empty()) {
+    return absl::InvalidArgumentError(
+        "bench cell: earlier_cells are only replayed with reused_prompt_seed");
+  }
+  for (size_t k = 0; k < cell.earlier_cells.size(); ++k) {
+    const BenchCell::EarlierCell& e = cell.earlier_cells[k];
+    if (e.num_prompts < 1 || e.input_tokens < 1 || e.output_tokens < 1) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "bench cell: earlier_cells[%d] has num_prompts %d, input_tokens "
+          "%d, output_tokens %d (each >= 1)",
+          k, e.num_prompts, e.input_tokens, e.output_tokens));
+    }
+  }
   return absl::OkStatus();
 }
 
 namespace {
 
+// The seed a reused-seed sweep drew its prompts with. Which value does not
+// matter (only that every cell shares it); vllm bench serve's default.
+constexpr uint64_t kReusedPromptSeed = 0;
+// Tokens per prefix hash of those prompts: vLLM's default block size (the
+// KV cache maps them onto its own block size).
+constexpr int32_t kPromptHashBlockTokens = 16;
+
+// Prompt `index` of the reused seed, its content hashed over its first
+// `hashed_tokens` tokens (the rest unique to the request, as RequestSpec
+// reads a shorter hash list).
+RequestSpec ReusedSeedPrompt(int64_t id, int32_t index, int32_t input_tokens,
+                             int32_t output_tokens, int32_t hashed_tokens) {
+  RequestSpec r;
+  r.id = id;
+  r.input_tokens = input_tokens;
+  r.output_tokens = output_tokens;
+  r.prefix_hashes = VllmRandomPromptHashes(kReusedPromptSeed, index,
+                                           std::min(input_tokens, hashed_tokens),
+                                           kPromptHashBlockTokens);
+  r.hash_block_tokens = kPromptHashBlockTokens;
+  return r;
+}
+
+// The earlier cells' requests in the order a closed loop of equal lengths
+// finishes them (send order), ids after the cell's own.
+std::vector<RequestSpec> EarlierCellRequests(const BenchCell& cell) {
+  std::vector<RequestSpec> out;
+  int64_t id = cell.num_prompts;
+  for (const BenchCell::EarlierCell& e : cell.earlier_cells) {
+    for (int32_t i = 0; i < e.num_prompts; ++i) {
+      out.push_back(
+          ReusedSeedPrompt(id++, i, e.input_tokens, e.output_tokens, e.input_tokens));
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
                                   const KvCacheSpec& kv_cache, const StepTimeModel& model,
-                                  const BenchCell& cell, uint64_t seed) {
+                                  const BenchCell& cell, uint64_t seed,
+                                  std::shared_ptr<const KvCache> initial_kv_cache) {
   std::unique_ptr<RequestSource> source;
-  if (cell.input_lens.empty()) {
+  if (cell.reused_prompt_seed) {
+    // The cell's prompts are distinct from one another, so only the part of
+    // prompt i that an earlier cell also sent can ever hit: hashing just
+    // that part gives the same hits and evictions (the blocks past it are
+    // anonymous, in the same free-queue places) and skips the hash-map work
+    // of every block no other request shares.
+    std::vector<int32_t> shared_tokens(static_cast<size_t>(cell.num_prompts), 0);
+    for (const BenchCell::EarlierCell& e : cell.earlier_cells) {
+      const int32_t n = std::min(e.num_prompts, cell.num_prompts);
+      for (int32_t i = 0; i < n; ++i) {
+        shared_tokens[i] = std::max(shared_tokens[i], e.input_tokens);
+      }
+    }
+    std::vector<RequestSpec> reqs;
+    reqs.reserve(static_cast<size_t>(cell.num_prompts));
+    for (int32_t i = 0; i < cell.num_prompts; ++i) {
+      reqs.push_back(ReusedSeedPrompt(i, i, cell.input_tokens, cell.output_tokens,
+                                      shared_tokens[i]));
+    }
+    source =
+        std::make_unique<VectorSource>(std::move(reqs), "reused-seed random prompts");
+  } else if (cell.input_lens.empty()) {
     RandomDatasetConfig data;
     data.num_prompts = cell.num_prompts;
     data.input_len = cell.input_tokens;
@@ -144,6 +223,7 @@ absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
   spec.replicas.push_back(std::move(replica));
   spec.router = "round-robin";
   spec.options.itl_exact_cap = 1 << 20;
+  spec.initial_kv_cache = std::move(initial_kv_cache);
   ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                    Simulate(std::move(spec), source.get()));
   return engine->Result();
@@ -151,11 +231,48 @@ absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
 
 }  // namespace
 
+absl::StatusOr<std::shared_ptr<const KvCache>> WarmKvCacheMemo::Get(
+    const SchedulerConfig& scheduler, const KvCacheSpec& kv_cache,
+    const BenchCell& cell) {
+  SERVESIM_CHECK(cell.reused_prompt_seed);
+  // Everything the state depends on, by value.
+  std::string key =
+      absl::StrCat(scheduler.max_num_batched_tokens, "/", scheduler.enable_prefix_caching,
+                   "/", kv_cache.num_blocks);
+  for (const KvGroupSpec& g : kv_cache.groups) {
+    absl::StrAppend(&key, "/g", g.block_size_tokens, ",", g.sliding_window, ",",
+                    g.num_layers);
+  }
+  for (const BenchCell::EarlierCell& e : cell.earlier_cells) {
+    absl::StrAppend(&key, "/c", e.num_prompts, ",", e.input_tokens, ",", e.output_tokens);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = states_.find(key);
+    if (it != states_.end()) return it->second;
+  }
+  // Built outside the lock (two threads may build the same state; both
+  // builds are identical and the first stored wins).
+  ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> warm,
+                   Scheduler::Create(scheduler, kv_cache));
+  warm->WarmPrefixCache(EarlierCellRequests(cell));
+  std::shared_ptr<const KvCache> state = warm->kv().Clone();
+  std::lock_guard<std::mutex> lock(mu_);
+  return states_.emplace(std::move(key), std::move(state)).first->second;
+}
+
 absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& scheduler,
                                                   const KvCacheSpec& kv_cache,
                                                   const StepTimeModel& model,
-                                                  const BenchCell& cell) {
+                                                  const BenchCell& cell,
+                                                  WarmKvCacheMemo* memo) {
   RETURN_IF_ERROR(ValidateBenchCell(cell));
+  std::shared_ptr<const KvCache> initial_kv_cache;
+  if (cell.reused_prompt_seed) {
+    WarmKvCacheMemo local;
+    ASSIGN_OR_RETURN(initial_kv_cache,
+                     (memo != nullptr ? memo : &local)->Get(scheduler, kv_cache, cell));
+  }
   // A closed loop of fixed lengths does not depend on the seed; an open
   // loop's arrivals do: average over several draws.
   const int draws =
@@ -164,8 +281,8 @@ absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& schedul
   for (int k = 0; k < draws; ++k) {
     // Draw seeds apart from servesim simulate's default seed 0, so a file it
     // wrote is not reproduced by one of the draws.
-    ASSIGN_OR_RETURN(RunResult r,
-                     RunOnce(scheduler, kv_cache, model, cell, kOpenLoopSeedBase + k));
+    ASSIGN_OR_RETURN(RunResult r, RunOnce(scheduler, kv_cache, model, cell,
+                                          kOpenLoopSeedBase + k, initial_kv_cache));
     if (r.completed == 0) {
       out = BenchCellResult{};
       out.feasible = false;

@@ -18,10 +18,14 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "sim/kv_cache.h"
 #include "sim/server_config.h"
 #include "sim/step_time_model.h"
 
@@ -55,6 +59,22 @@ struct BenchCell {
   // (ClientMethod.unmeasured: a result file's requests that streamed no
   // token). Their output tokens count in no throughput.
   std::vector<int32_t> unmeasured;
+  // A sweep that reused one prompt seed for every cell (ServerRun
+  // sweep_reuses_prompt_seed): prompt i of this cell is prompt i of
+  // vLLM's random dataset at that seed (VllmRandomPromptHashes,
+  // traces/synthetic.h), and `earlier_cells`, the cells the sweep ran
+  // before this one on the same server, in order, pass through the prefix
+  // cache first (Scheduler::WarmPrefixCache; the cell starts from that
+  // state, SimulationSpec::initial_kv_cache), so the prompts they share with
+  // this cell hit. Fixed lengths only (input_lens empty).
+  // false: every prompt unique, the cache cold.
+  bool reused_prompt_seed = false;
+  struct EarlierCell {
+    int32_t num_prompts = 0;
+    int32_t input_tokens = 0;
+    int32_t output_tokens = 0;
+  };
+  std::vector<EarlierCell> earlier_cells;
 
   bool open_loop() const { return std::isfinite(request_rate); }
   int32_t max_input() const;
@@ -84,14 +104,37 @@ struct BenchCellResult {
 // lengths >= 1 (max_concurrency >= 0 for an open loop), request_rate > 0,
 // burstiness in (0, inf), api_overhead_ms in [0, 1e6], per-request arrays of num_prompts
 // entries, send times finite and nondecreasing, unmeasured indexes ascending, in range,
-// each a one-token request, and fewer than num_prompts.
+// each a one-token request, and fewer than num_prompts; reused_prompt_seed
+// only with fixed lengths, earlier_cells only with it, each count >= 1.
 absl::Status ValidateBenchCell(const BenchCell& cell);
 
-// Errors: ValidateBenchCell's.
+// The KV cache state a reused-seed cell starts from: a fresh cache of
+// `kv_cache` after BenchCell::earlier_cells ran through it (each prompt
+// alone, in send order, Scheduler::WarmPrefixCache). It depends on the
+// scheduler's chunk size and prefix-caching setting, the KV spec and the
+// earlier cells, not on the step-time model, so a fit that simulates a
+// cell under many parameter values builds it once: the memo keeps each
+// distinct state (a few MB each) for its lifetime. Thread-safe.
+class WarmKvCacheMemo {
+ public:
+  // Errors: those of Scheduler::Create. REQUIRES: cell.reused_prompt_seed.
+  absl::StatusOr<std::shared_ptr<const KvCache>> Get(const SchedulerConfig& scheduler,
+                                                     const KvCacheSpec& kv_cache,
+                                                     const BenchCell& cell);
+
+ private:
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const KvCache>> states_;
+};
+
+// Errors: ValidateBenchCell's, Scheduler::Create's. `memo`: where
+// reused-seed cells take their starting KV state from (built here when
+// null; the result is the same).
 absl::StatusOr<BenchCellResult> SimulateBenchCell(const SchedulerConfig& scheduler,
                                                   const KvCacheSpec& kv_cache,
                                                   const StepTimeModel& model,
-                                                  const BenchCell& cell);
+                                                  const BenchCell& cell,
+                                                  WarmKvCacheMemo* memo = nullptr);
 
 }  // namespace servesim
 

@@ -199,5 +199,87 @@ TEST(BenchSimTest, InconsistentCellsAreErrorsNamingTheField) {
   EXPECT_NE(r.status().message().find("request_rate"), std::string::npos);
 }
 
+// A sweep that reused one prompt seed: the earlier cells' prompts are the
+// same vLLM random prompts, so they hit the prefix cache.
+BenchCell ReusedSeedCell(std::vector<BenchCell::EarlierCell> earlier) {
+  BenchCell cell = Cell(1, 4, 1000, 11, 0);
+  cell.reused_prompt_seed = true;
+  cell.earlier_cells = std::move(earlier);
+  return cell;
+}
+
+SchedulerConfig CachingSched(bool caching) {
+  SchedulerConfig s = Sched(false);
+  s.enable_prefix_caching = caching;
+  return s;
+}
+
+TEST(BenchSimTest, ReusedSeedShorterEarlierCellCachesThePromptPrefix) {
+  const AnalyticStepModel m = Model();
+  auto cold = SimulateBenchCell(CachingSched(true), Kv(), m, ReusedSeedCell({}));
+  // Prompt i at 512 tokens is the first 32 blocks of prompt i at 1000.
+  auto warm =
+      SimulateBenchCell(CachingSched(true), Kv(), m, ReusedSeedCell({{4, 512, 11}}));
+  ASSERT_TRUE(cold.ok() && warm.ok()) << cold.status() << warm.status();
+  EXPECT_NEAR(cold->median_ttft_ms, 2.0 + 1.0, 1e-9);
+  EXPECT_NEAR(warm->median_ttft_ms, 2.0 + 0.488, 1e-9);  // 1000 - 512 tokens computed
+  EXPECT_NEAR(warm->median_tpot_ms, cold->median_tpot_ms, 1e-9);
+}
+
+TEST(BenchSimTest, ReusedSeedHitsOnlyThePromptsEarlierCellsSent) {
+  const AnalyticStepModel m = Model();
+  // The earlier cell sent prompts 0 and 1 only: two of four hit (the whole
+  // prompt but its last partial block), two run cold.
+  auto r =
+      SimulateBenchCell(CachingSched(true), Kv(), m, ReusedSeedCell({{2, 1000, 11}}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->p99_ttft_ms, 3.0, 1e-9);
+  EXPECT_LT(r->mean_ttft_ms, 2.6);
+  EXPECT_GT(r->mean_ttft_ms, 2.4);
+}
+
+TEST(BenchSimTest, ReusedSeedNeedsPrefixCachingToHit) {
+  const AnalyticStepModel m = Model();
+  auto off =
+      SimulateBenchCell(CachingSched(false), Kv(), m, ReusedSeedCell({{4, 1000, 11}}));
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_NEAR(off->median_ttft_ms, 3.0, 1e-9);
+}
+
+TEST(BenchSimTest, WarmKvCacheMemoGivesTheSameResultAsBuildingEachTime) {
+  const AnalyticStepModel m = Model();
+  WarmKvCacheMemo memo;
+  const BenchCell cell = ReusedSeedCell({{4, 128, 11}, {4, 512, 11}, {2, 1000, 11}});
+  auto plain = SimulateBenchCell(CachingSched(true), Kv(), m, cell);
+  auto first = SimulateBenchCell(CachingSched(true), Kv(), m, cell, &memo);
+  auto again = SimulateBenchCell(CachingSched(true), Kv(), m, cell, &memo);
+  ASSERT_TRUE(plain.ok() && first.ok() && again.ok());
+  for (const auto* r : {&*first, &*again}) {
+    EXPECT_EQ(r->mean_ttft_ms, plain->mean_ttft_ms);
+    EXPECT_EQ(r->p99_ttft_ms, plain->p99_ttft_ms);
+    EXPECT_EQ(r->duration_s, plain->duration_s);
+    EXPECT_EQ(r->num_steps, plain->num_steps);
+  }
+}
+
+TEST(BenchSimTest, ReusedSeedRejectsPerRequestLengthsAndStrayEarlierCells) {
+  const AnalyticStepModel m = Model();
+  BenchCell lens = ReusedSeedCell({});
+  lens.input_lens = {1000, 1000, 1000, 1000};
+  lens.output_lens = {11, 11, 11, 11};
+  auto r = SimulateBenchCell(CachingSched(true), Kv(), m, lens);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("reused_prompt_seed"), std::string::npos);
+  BenchCell stray = Cell(1, 4, 1000, 11, 0);
+  stray.earlier_cells = {{4, 1000, 11}};
+  r = SimulateBenchCell(CachingSched(true), Kv(), m, stray);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("earlier_cells"), std::string::npos);
+  BenchCell bad = ReusedSeedCell({{0, 1000, 11}});
+  r = SimulateBenchCell(CachingSched(true), Kv(), m, bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("earlier_cells[0]"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace servesim

@@ -47,6 +47,22 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(
         return absl::InvalidArgumentError(absl::StrFormat(
             "%s: run '%s': id, device and model are required", origin, run.id()));
       }
+      if (run.sweep_cells_size() > 0 && !run.sweep_reuses_prompt_seed()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: run '%s': sweep_cells is read only with sweep_reuses_prompt_seed: true",
+            origin, run.id()));
+      }
+      for (int k = 0; k < run.sweep_cells_size(); ++k) {
+        const servesim::proto::SweepCell& c = run.sweep_cells(k);
+        if (c.input_tokens() < 1 || c.max_concurrency() < 1 || c.num_prompts() < 1 ||
+            c.output_tokens() < 1) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s: run '%s': sweep_cells[%d] has input_tokens %d, max_concurrency %d, "
+              "num_prompts %d, output_tokens %d (each >= 1)",
+              origin, run.id(), k, c.input_tokens(), c.max_concurrency(), c.num_prompts(),
+              c.output_tokens()));
+        }
+      }
       if (!db.run_index_.emplace(run.id(), db.runs_.size()).second) {
         return absl::InvalidArgumentError(
             absl::StrFormat("%s: run id '%s' appears twice", origin, run.id()));

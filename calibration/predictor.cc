@@ -236,6 +236,26 @@ absl::StatusOr<Predictor> Predictor::Create(const MeasurementDb& db,
       }
     }
     p.deployments_.emplace(run.id(), *std::move(d));
+    if (run.sweep_reuses_prompt_seed()) {
+      std::vector<SweepCell>& sweep = p.sweeps_[run.id()];
+      for (const servesim::proto::SweepCell& c : run.sweep_cells()) {
+        sweep.push_back(
+            {c.input_tokens(), c.max_concurrency(), c.num_prompts(), c.output_tokens()});
+      }
+      for (const Measurement& other : db.measurements()) {
+        if (other.run() != run.id() ||
+            other.client().kind() != ClientMethod::BENCH_SERVE_CLOSED_LOOP ||
+            other.client().input_lens_size() > 0) {
+          continue;
+        }
+        for (const CellKey& k : CellsOf(other)) {
+          sweep.push_back({k.cell.input_tokens, k.cell.max_concurrency,
+                           k.cell.num_prompts, k.cell.output_tokens});
+        }
+      }
+      std::sort(sweep.begin(), sweep.end());
+      sweep.erase(std::unique(sweep.begin(), sweep.end()), sweep.end());
+    }
     const ServerSpec logged = MeasurementDb::WithLoggedMemory(run);
     if (logged.measured_kv_cache_gib || logged.measured_weights_gib) {
       ASSIGN_OR_RETURN(Deployment dl, BuildDeployment(logged));
@@ -265,14 +285,30 @@ absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(
       if (m.client().kind() == servesim::proto::ClientMethod::SAGEMAKER_PARALLEL_BATCH) {
         cell.client_overhead_s = std::max(0.0, cell.client_overhead_s + parallel_extra_s);
       }
-      // Every prompt of a cell is unique (random dataset, own seed per
-      // repetition), so prefix caching can never hit: simulating without it
-      // gives the same schedule and skips the block-hash bookkeeping.
       SchedulerConfig sched = d.scheduler;
-      sched.enable_prefix_caching = false;
-      ASSIGN_OR_RETURN(
-          BenchCellResult r,
-          SimulateBenchCell(sched, CappedKvCache(d.kv_cache, cell), *model, cell));
+      KvCacheSpec kv = d.kv_cache;
+      const auto sweep = sweeps_.find(key.run);
+      if (sweep != sweeps_.end() &&
+          m.client().kind() == ClientMethod::BENCH_SERVE_CLOSED_LOOP &&
+          cell.input_lens.empty()) {
+        // The sweep's earlier cells left their prompts in the cache: the
+        // whole pool (what they evict matters) and prefix caching as run.
+        cell.reused_prompt_seed = true;
+        const SweepCell self{cell.input_tokens, cell.max_concurrency, cell.num_prompts,
+                             cell.output_tokens};
+        for (const SweepCell& e : sweep->second) {
+          if (!(e < self)) break;
+          cell.earlier_cells.push_back({e.num_prompts, e.input_tokens, e.output_tokens});
+        }
+      } else {
+        // Every prompt of a cell is unique (random dataset, own seed per
+        // repetition), so prefix caching can never hit: simulating without
+        // it gives the same schedule and skips the block-hash bookkeeping.
+        sched.enable_prefix_caching = false;
+        kv = CappedKvCache(kv, cell);
+      }
+      ASSIGN_OR_RETURN(BenchCellResult r,
+                       SimulateBenchCell(sched, kv, *model, cell, warm_kv_.get()));
       results.emplace(key, std::move(r));
     }
   }

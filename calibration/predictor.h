@@ -24,10 +24,13 @@
 #define SERVESIM_CALIBRATION_PREDICTOR_H_
 
 #include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "calibration/bench_sim.h"
 #include "calibration/measurements.h"
 #include "hwmodels/deployment.h"
 #include "hwmodels/params.h"
@@ -93,6 +96,26 @@ class Predictor {
   std::map<std::string, servesim::proto::ServerRun> runs_;  // by run id
   std::map<std::string, Deployment> deployments_;           // by run id
   std::map<std::string, Deployment> logged_deployments_;    // runs with a memory log
+  // Runs with sweep_reuses_prompt_seed: the run's declared sweep_cells and
+  // every closed-loop cell of fixed lengths the data hold for it (fitted,
+  // graded or excluded: they all ran), in the sweep's order (input_tokens,
+  // then max_concurrency).
+  struct SweepCell {
+    int32_t input_tokens = 0;
+    int32_t max_concurrency = 0;
+    int32_t num_prompts = 0;
+    int32_t output_tokens = 0;
+    bool operator==(const SweepCell&) const = default;
+    // Spelled out: clang-tidy 14 flags a defaulted <=> (modernize-use-nullptr).
+    friend bool operator<(const SweepCell& a, const SweepCell& b) {
+      return std::tie(a.input_tokens, a.max_concurrency, a.num_prompts, a.output_tokens) <
+             std::tie(b.input_tokens, b.max_concurrency, b.num_prompts, b.output_tokens);
+    }
+  };
+  std::map<std::string, std::vector<SweepCell>> sweeps_;  // by run id
+  // Their cells' starting KV states, shared by copies of this predictor
+  // (the refits of a validation) and by Predict's threads.
+  std::shared_ptr<WarmKvCacheMemo> warm_kv_ = std::make_shared<WarmKvCacheMemo>();
   ParameterSet base_params_;
   ParameterSet prior_params_;
 };

@@ -131,6 +131,83 @@ TEST(PredictorTest, UnsimulatableClientIsRefusedNamingTheMeasurement) {
     EXPECT_NE(p.status().message().find(k.what), std::string::npos) << p.status();
   }
 }
+
+// A reused-seed sweep's cell starts from what the sweep's earlier cells
+// left in the prefix cache: the run's declared sweep_cells, whatever cells
+// the loaded data hold. The v5e's 4 x 8,192 cell predicts the same from a
+// database of that one cell as from all of them, and the same cell of a
+// run without the flag (every prompt fresh, cache cold) predicts a slower
+// prefill.
+TEST(PredictorTest, ReusedSeedHistoryIsTheRunsNotTheLoadedCells) {
+  auto db = MeasurementDb::LoadDir(kRoot + "/calibration/data");
+  ASSERT_TRUE(db.ok()) << db.status();
+  const std::string run_id = "tpu-v5e-e2b-2026-08-06";
+  const std::string id = "tpu-v5e/mean_ttft_ms/in8192/c4";
+  ASSERT_NE(db->FindMeasurement(id), nullptr);
+  auto one_cell = [&](bool reused) {
+    servesim::proto::MeasurementSet set;
+    for (const auto& r : db->runs()) {
+      if (r.id() != run_id) continue;
+      servesim::proto::ServerRun run = r;
+      EXPECT_TRUE(run.sweep_reuses_prompt_seed());
+      EXPECT_EQ(run.sweep_cells_size(), 12);
+      if (!reused) {
+        run.set_sweep_reuses_prompt_seed(false);
+        run.clear_sweep_cells();
+      }
+      *set.add_runs() = run;
+    }
+    *set.add_measurements() = *db->FindMeasurement(id);
+    return MeasurementDb::FromSets({set}, "one cell");
+  };
+  auto alone = one_cell(true);
+  auto cold = one_cell(false);
+  ASSERT_TRUE(alone.ok() && cold.ok()) << alone.status() << cold.status();
+  auto full = Predictor::Create(*db, {id});
+  auto from_one = Predictor::Create(*alone, {id});
+  auto fresh = Predictor::Create(*cold, {id});
+  ASSERT_TRUE(full.ok() && from_one.ok() && fresh.ok());
+  const ParameterSet params = full->prior_params();
+  auto a = full->PredictValues(params);
+  auto b = from_one->PredictValues(params);
+  auto c = fresh->PredictValues(params);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ((*a)[0], (*b)[0]);
+  // Prompts 0..7 of 8,192 tokens were all sent by the 1 x 8,192 cell
+  // before: most of each prefill hits.
+  EXPECT_LT((*a)[0], 0.5 * (*c)[0]);
+}
+
+TEST(PredictorTest, SweepCellsNeedTheReusedSeedFlagAndPositiveValues) {
+  servesim::proto::MeasurementSet set;
+  servesim::proto::ServerRun* run = set.add_runs();
+  run->set_id("r");
+  run->set_device("tpu-v5e");
+  run->set_model("gemma-4-e2b");
+  servesim::proto::SweepCell* c = run->add_sweep_cells();
+  c->set_input_tokens(128);
+  c->set_max_concurrency(1);
+  c->set_num_prompts(8);
+  c->set_output_tokens(128);
+  auto db = MeasurementDb::FromSets({set}, "f.textproto");
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.status().message().find("run 'r': sweep_cells is read only with "
+                                       "sweep_reuses_prompt_seed"),
+            std::string::npos)
+      << db.status();
+  run->set_sweep_reuses_prompt_seed(true);
+  c->set_num_prompts(0);
+  db = MeasurementDb::FromSets({set}, "f.textproto");
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(
+      db.status().message().find("f.textproto: run 'r': sweep_cells[0] has "
+                                 "input_tokens 128, max_concurrency 1, num_prompts 0"),
+      std::string::npos)
+      << db.status();
+  c->set_num_prompts(8);
+  EXPECT_TRUE(MeasurementDb::FromSets({set}, "f.textproto").ok());
+}
+
 }  // namespace
 }  // namespace servesim
 

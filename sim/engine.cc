@@ -336,6 +336,12 @@ void Engine::Done(RequestRecord& rec) {
   if (observer_ != nullptr) observer_->OnRequestDone(rec);
 }
 
+absl::Status Engine::StartFromKvCache(const KvCache& state) {
+  SERVESIM_CHECK(!ran_);
+  for (Replica& r : replicas_) RETURN_IF_ERROR(r.scheduler->StartFromKvCache(state));
+  return absl::OkStatus();
+}
+
 absl::Status Engine::Run(RequestSource* source, EngineObserver* observer) {
   SERVESIM_CHECK(!ran_);
   ran_ = true;

@@ -118,6 +118,11 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
   ~Engine();
 
+  // Before Run: every replica's KV cache starts as a copy of `state` (what
+  // an earlier benchmark on the same servers left in their prefix caches;
+  // Scheduler::StartFromKvCache, whose errors it returns).
+  absl::Status StartFromKvCache(const KvCache& state);
+
   // Sends every request of `source` and simulates until all have finished
   // or were rejected. Call once. Errors come from the source (bad record).
   absl::Status Run(RequestSource* source, EngineObserver* observer = nullptr);

@@ -106,8 +106,13 @@ class KvCache {
   // Errors: no groups, num_blocks < 1, block size < 1, negative window.
   static absl::StatusOr<std::unique_ptr<KvCache>> Create(const KvCacheSpec& spec,
                                                          bool enable_prefix_caching);
-  KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
+
+  // An independent copy of this cache's whole state (pool, prefix cache,
+  // LRU order, slots), e.g. a warmed prefix cache many runs start from.
+  std::unique_ptr<KvCache> Clone() const {
+    return std::unique_ptr<KvCache>(new KvCache(*this));
+  }
 
   // servesim::MaxBlocksHeld for this cache's groups.
   int64_t MaxBlocksHeld(int64_t kv_tokens, int64_t max_chunk_tokens) const {
@@ -190,6 +195,7 @@ class KvCache {
   };
 
   KvCache(const KvCacheSpec& spec, bool caching);
+  KvCache(const KvCache&) = default;  // Clone()
   GroupTable& Table(int32_t slot, int g);
   void EnsureSlot(int32_t slot);
   uint64_t BlockHash(uint64_t parent, const KvRequestView& req, int g, int32_t j,

@@ -105,6 +105,48 @@ KvRequestView Scheduler::View(const SchedRequest& r) const {
                        r.spec.hash_block_tokens};
 }
 
+void Scheduler::WarmPrefixCache(std::span<const RequestSpec> requests) {
+  SERVESIM_CHECK(num_active_ == 0);
+  if (!kv_->prefix_caching()) return;
+  // Slot 0 is free before the first Add; each request leaves it empty.
+  constexpr int32_t kSlot = 0;
+  for (const RequestSpec& spec : requests) {
+    const KvRequestView view{spec.id, spec.input_tokens, spec.prefix_hashes,
+                             spec.hash_block_tokens};
+    // KV at the last step: the prompt and every output token but the last.
+    const int32_t total = spec.input_tokens + std::max(0, spec.output_tokens - 1);
+    int32_t done =
+        kv_->FindPrefixHit(view, spec.input_tokens, /*may_have_unique_hits=*/false);
+    bool first = true;
+    while (done < total) {
+      const int32_t n = std::min(total - done, config_.max_num_batched_tokens);
+      if (!kv_->Allocate(kSlot, view, done, n, /*use_hit=*/first)) break;
+      first = false;
+      done += n;
+    }
+    kv_->Free(kSlot, view, first ? 0 : done, /*preempted=*/false);
+  }
+}
+
+absl::Status Scheduler::StartFromKvCache(const KvCache& state) {
+  SERVESIM_CHECK(num_active_ == 0);
+  if (!(state.spec() == kv_->spec()) || state.prefix_caching() != kv_->prefix_caching()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("initial KV cache state: %d blocks, prefix caching %s; the "
+                        "replica has %d blocks, "
+                        "prefix caching %s (spec and setting must match)",
+                        state.num_blocks(), state.prefix_caching() ? "on" : "off",
+                        kv_->num_blocks(), kv_->prefix_caching() ? "on" : "off"));
+  }
+  if (state.num_used_blocks() != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "initial KV cache state: %d blocks still held by requests (must be 0)",
+        state.num_used_blocks()));
+  }
+  kv_ = state.Clone();
+  return absl::OkStatus();
+}
+
 void Scheduler::Preempt(int32_t slot) {
   SchedRequest& r = slots_[slot];
   kv_->Free(slot, View(r), r.num_computed, /*preempted=*/true);

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -114,6 +115,21 @@ class Scheduler {
   // unless that batch would otherwise be empty. REQUIRES:
   // CheckFits(spec) == kNone.
   int32_t Add(RequestSpec spec, TimeNs now_ns, int64_t cookie);
+
+  // Before the first Add: passes each request of `requests`, in order,
+  // through the KV cache as if it had run alone and finished before time 0
+  // (its prompt computed in chunks of max_num_batched_tokens, then its
+  // output tokens, then freed), so the prefix cache holds what an earlier
+  // benchmark on the same server left in it, in LRU order. A request whose
+  // blocks do not fit the pool is skipped. No-op without prefix caching.
+  // REQUIRES: no request was added yet.
+  void WarmPrefixCache(std::span<const RequestSpec> requests);
+
+  // Before the first Add: replaces this scheduler's KV cache with a copy of
+  // `state` (e.g. another scheduler's kv() after WarmPrefixCache, built
+  // once and shared by many runs). Errors: `state` has another spec or
+  // prefix-caching setting, or holds blocks for a request.
+  absl::Status StartFromKvCache(const KvCache& state);
 
   // Builds the next step's batch; false (and nothing scheduled) when no
   // request can run.

@@ -274,6 +274,43 @@ TEST(SchedulerTest, AdmissionTakesThePrefixHit) {
   EXPECT_EQ(s->batch().prefills[0].num_computed_before, 48);
 }
 
+// An earlier benchmark's prompts, replayed into one scheduler's cache, are
+// hit by another scheduler that starts from a copy of that cache.
+TEST(SchedulerTest, WarmedKvCacheCopyIsHitByTheSamePrompt) {
+  auto warm = Scheduler::Create(Cfg(32, 256, /*caching=*/true), Pool(1000)).value();
+  RequestSpec a = Req(0, 64, 2);
+  a.prefix_hashes = {1, 2, 3, 4};
+  a.hash_block_tokens = 16;
+  warm->WarmPrefixCache(std::vector<RequestSpec>{a});
+  EXPECT_EQ(warm->kv().num_used_blocks(), 0);
+  EXPECT_GE(warm->kv().num_cached_blocks(), 4);
+
+  auto s = Scheduler::Create(Cfg(10000, 256, /*caching=*/true), Pool(1000)).value();
+  ASSERT_TRUE(s->StartFromKvCache(warm->kv()).ok());
+  RequestSpec b = a;
+  b.id = 1;
+  const int32_t sb = s->Add(b, 0, 0);
+  ASSERT_TRUE(s->Schedule(0));
+  EXPECT_EQ(s->request(sb).prefix_hit_tokens, 48);
+  EXPECT_EQ(s->batch().prefills[0].num_tokens, 16);
+
+  // A cold scheduler computes the whole prompt.
+  auto cold = Scheduler::Create(Cfg(10000, 256, /*caching=*/true), Pool(1000)).value();
+  const int32_t sc = cold->Add(b, 0, 0);
+  ASSERT_TRUE(cold->Schedule(0));
+  EXPECT_EQ(cold->request(sc).prefix_hit_tokens, 0);
+}
+
+TEST(SchedulerTest, StartFromKvCacheRejectsAnotherSpecOrSetting) {
+  auto warm = Scheduler::Create(Cfg(32, 256, /*caching=*/true), Pool(1000)).value();
+  auto smaller = Scheduler::Create(Cfg(32, 256, /*caching=*/true), Pool(999)).value();
+  const absl::Status st = smaller->StartFromKvCache(warm->kv());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("1000 blocks"), std::string::npos) << st;
+  auto off = Scheduler::Create(Cfg(32, 256, /*caching=*/false), Pool(1000)).value();
+  EXPECT_FALSE(off->StartFromKvCache(warm->kv()).ok());
+}
+
 TEST(SchedulerTest, RequestsThatCanNeverFitAreRejectedWithAReason) {
   SchedulerConfig c = Cfg(1000);
   c.max_model_len = 200;

@@ -31,12 +31,16 @@ struct KvGroupSpec {
   int32_t sliding_window = 0;
   // Layers in this group (informational; capacity is in blocks).
   int32_t num_layers = 1;
+
+  bool operator==(const KvGroupSpec&) const = default;
 };
 
 struct KvCacheSpec {
   // Blocks in the shared pool, excluding the reserved null block.
   int64_t num_blocks = 0;
   std::vector<KvGroupSpec> groups;
+
+  bool operator==(const KvCacheSpec&) const = default;
 };
 
 }  // namespace servesim

@@ -26,6 +26,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Simulate(SimulationSpec spec,
       std::unique_ptr<Engine> engine,
       Engine::Create(std::move(spec.replicas), std::move(router),
                      WithApiOverhead(spec.client, spec.api_overhead_ms), spec.options));
+  if (spec.initial_kv_cache != nullptr) {
+    RETURN_IF_ERROR(engine->StartFromKvCache(*spec.initial_kv_cache));
+  }
   RETURN_IF_ERROR(engine->Run(source, observer));
   return engine;
 }

@@ -39,11 +39,17 @@ struct SimulationSpec {
   ClientConfig client;                  // the benchmark client's own config
   double api_overhead_ms = 0;           // added by WithApiOverhead
   EngineOptions options;
+  // What earlier requests on the same servers left in their prefix caches
+  // (built with Scheduler::WarmPrefixCache): every replica's KV cache
+  // starts as a copy (Engine::StartFromKvCache). Null: the caches start
+  // cold.
+  std::shared_ptr<const KvCache> initial_kv_cache;
 };
 
 // Makes the router, creates the engine with WithApiOverhead(spec.client,
-// spec.api_overhead_ms) and runs every request of `source`. Errors: those
-// of MakeRouter, Engine::Create and Engine::Run.
+// spec.api_overhead_ms), starts its KV caches from spec.initial_kv_cache
+// when set and runs every request of `source`. Errors: those of
+// MakeRouter, Engine::Create, Engine::StartFromKvCache and Engine::Run.
 absl::StatusOr<std::unique_ptr<Engine>> Simulate(SimulationSpec spec,
                                                  RequestSource* source,
                                                  EngineObserver* observer = nullptr);

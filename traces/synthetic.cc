@@ -464,4 +464,18 @@ absl::StatusOr<std::unique_ptr<RequestSource>> MakeSyntheticSource(
   return std::unique_ptr<RequestSource>(new SyntheticSource(opts, std::move(arrivals)));
 }
 
+std::vector<uint64_t> VllmRandomPromptHashes(uint64_t seed, int64_t index,
+                                             int32_t input_tokens, int32_t block_tokens) {
+  SERVESIM_CHECK(block_tokens >= 1 && input_tokens >= 0 && index >= 0);
+  const uint64_t prompt =
+      Mix64(Mix64(seed ^ 0x7261'6E64'6F6D'0000ULL) + static_cast<uint64_t>(index));
+  std::vector<uint64_t> hashes(static_cast<size_t>(input_tokens / block_tokens));
+  uint64_t h = kPrefixHashRoot;
+  for (size_t b = 0; b < hashes.size(); ++b) {
+    h = ChainHash(h, Mix64(prompt + b));
+    hashes[b] = h;
+  }
+  return hashes;
+}
+
 }  // namespace servesim

@@ -139,6 +139,22 @@ struct SyntheticOptions {
 absl::StatusOr<std::unique_ptr<RequestSource>> MakeSyntheticSource(
     const SyntheticOptions& opts);
 
+// ------------------------------------------------ vLLM random-dataset prompts
+
+// The prefix hashes of prompt `index` of `vllm bench serve`'s random
+// dataset drawn with seed `seed` and `input_tokens` tokens: one per whole
+// `block_tokens` tokens (the partial last block is left unique). vLLM
+// (benchmarks/datasets.py, RandomDataset) makes token j of prompt i
+// (offset_i + i + j) mod vocab, with the offsets drawn in order from one
+// generator seeded by --seed (default 0) and, at --random-range-ratio 0,
+// nothing else drawn before them; so every run with the same seed sends the
+// same prompt i whatever its num_prompts, and prompt i of a shorter length
+// is a prefix of prompt i of a longer one. Block b's content id is (seed,
+// i, b), chained (traces/prefix_hash.h). REQUIRES: block_tokens >= 1,
+// input_tokens >= 0, index >= 0.
+std::vector<uint64_t> VllmRandomPromptHashes(uint64_t seed, int64_t index,
+                                             int32_t input_tokens, int32_t block_tokens);
+
 }  // namespace servesim
 
 #endif  // SERVESIM_TRACES_SYNTHETIC_H_

@@ -1,5 +1,6 @@
 #include "traces/synthetic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -315,6 +316,19 @@ TEST(SyntheticSourceTest, ArrivalsPastTheHorizonAreAnErrorNotSaturated) {
   EXPECT_EQ(d.requests.size(), 47u);
   EXPECT_THAT(st.message(), ::testing::HasSubstr("synthetic workload: request 47"));
   EXPECT_THAT(st.message(), ::testing::HasSubstr("2^62"));
+}
+
+TEST(VllmRandomPromptHashesTest, ShorterPromptIsAPrefixAndIndexesDiffer) {
+  const std::vector<uint64_t> long0 = VllmRandomPromptHashes(0, 0, 8192, 16);
+  const std::vector<uint64_t> short0 = VllmRandomPromptHashes(0, 0, 1030, 16);
+  ASSERT_EQ(long0.size(), 512u);
+  ASSERT_EQ(short0.size(), 64u);  // whole blocks only
+  EXPECT_TRUE(std::equal(short0.begin(), short0.end(), long0.begin()));
+  const std::vector<uint64_t> other = VllmRandomPromptHashes(0, 1, 8192, 16);
+  const std::vector<uint64_t> seed1 = VllmRandomPromptHashes(1, 0, 8192, 16);
+  EXPECT_NE(other[0], long0[0]);
+  EXPECT_NE(seed1[0], long0[0]);
+  EXPECT_EQ(VllmRandomPromptHashes(0, 0, 8192, 16), long0);  // deterministic
 }
 
 }  // namespace

@@ -400,12 +400,17 @@ std::string FitV5eProfile(const std::vector<std::string>& cells,
 // (FitV5eProfile), so the combined interval differs only by the parameter
 // draws (same normal draws, other covariances): it is strictly narrower
 // with 12 cells on every metric. The fitted parameters move the step time,
-// so every latency and KV occupancy (how many requests are resident at
-// once) shrinks by much (mean TTFT's parameter band: log sd 0.50 -> 0.14
-// when written); the token throughputs, request throughput and $/Mtok
-// shrink only a little (0.0056 -> 0.0031), because the trace's arrival
-// times fix them at a rate the device keeps up with: the parameters move
-// them only through the drain after the last arrival.
+// so the parameter band of every TTFT shrinks by much (three times the
+// cells: about sqrt(3) narrower; mean TTFT's log sd 0.088 -> 0.039 when
+// last measured). The combined TTFT band shrinks only a little (log width
+// 1.23 -> 1.20), because the structural band (log sd 0.36, the same for
+// both) dominates it once the four cells alone determine the parameters
+// well, as they do since the sweep's prefix hits are simulated (before,
+// 0.50 -> 0.14 and the combined band shrank by a fifth). The token
+// throughputs, request throughput and $/Mtok shrink only a little (0.0050
+// -> 0.0028), because the trace's arrival times fix them at a rate the
+// device keeps up with: the parameters move them only through the drain
+// after the last arrival.
 TEST(IntervalsTest, IntervalShrinksWithMoreCalibrationCells) {
   const std::string four =
       FitV5eProfile({"in128/c1", "in128/c64", "in8192/c1", "in8192/c64"}, "v5e-4-cells");
@@ -453,7 +458,7 @@ TEST(IntervalsTest, IntervalShrinksWithMoreCalibrationCells) {
     EXPECT_LT(b.parameters.sd_log, a.parameters.sd_log) << a.name;
     EXPECT_LT(std::log(b.hi / b.lo), std::log(a.hi / a.lo)) << a.name;
     if (a.family == "ttft") {  // by much where the step time is the metric
-      EXPECT_LT(std::log(b.hi / b.lo), 0.8 * std::log(a.hi / a.lo)) << a.name;
+      EXPECT_LT(b.parameters.sd_log, 0.75 * a.parameters.sd_log) << a.name;
     }
   }
   EXPECT_GE(compared, 20);
