@@ -226,6 +226,20 @@ TEST(BenchSimTest, ReusedSeedShorterEarlierCellCachesThePromptPrefix) {
   EXPECT_NEAR(warm->median_tpot_ms, cold->median_tpot_ms, 1e-9);
 }
 
+// The other way round: prompt i at 512 tokens is a prefix of the 1,000-token
+// prompt i an earlier cell sent, so all of it hits but the last block (a
+// hit leaves at least one token to compute: 511 -> 496 cached, 16 computed).
+TEST(BenchSimTest, ReusedSeedLongerEarlierCellCachesTheWholePrompt) {
+  const AnalyticStepModel m = Model();
+  BenchCell cell = Cell(1, 4, 512, 11, 0);
+  cell.reused_prompt_seed = true;
+  cell.earlier_cells = {{4, 1000, 11}};
+  auto r = SimulateBenchCell(CachingSched(true), Kv(), m, cell);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->median_ttft_ms, 2.0 + 0.016, 1e-9);
+  EXPECT_NEAR(r->p99_ttft_ms, 2.0 + 0.016, 1e-9);
+}
+
 TEST(BenchSimTest, ReusedSeedHitsOnlyThePromptsEarlierCellsSent) {
   const AnalyticStepModel m = Model();
   // The earlier cell sent prompts 0 and 1 only: two of four hit (the whole
