@@ -59,8 +59,9 @@ configure_and_build() {  # dir, extra cmake args... [--target T...]
   cmake --build "$dir" -j "$JOBS" "${targets[@]}"
 }
 
-run_tests() {  # dir
-  (cd "$1" && ctest --output-on-failure -j "$JOBS" --timeout 600)
+run_tests() {  # dir [extra ctest arguments]
+  local dir=$1; shift
+  (cd "$dir" && ctest --output-on-failure -j "$JOBS" --timeout 600 "$@")
 }
 
 # demo with SERVESIM_BIN set (tests/demo_test.sh) runs that binary: no
@@ -206,7 +207,15 @@ case "$MODE" in
     echo "== AddressSanitizer + UndefinedBehaviorSanitizer build (Clang, Debug info) and test"
     configure_and_build "${BUILD_DIR}-asan" -DCMAKE_CXX_COMPILER=clang++ \
       -DSERVESIM_SANITIZE=ON -DSERVESIM_BENCHMARKS=OFF
-    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_tests "${BUILD_DIR}-asan"
+    # Two end-to-end validation tests run in the Release build above only:
+    # the whole report (the golden test) and the TPU v5e held-out refits
+    # each take 190 s and 80 s there and more than the 600 s timeout under
+    # ASan (7x: the TPU sweeps' cells copy and probe a hash map of their
+    # warmed prefix cache per simulation; docs/performance.md). ASan still
+    # runs every other test, those of the same code paths included
+    # (bench_sim_test, predictor_test, the other ValidationTest cases).
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_tests "${BUILD_DIR}-asan" \
+      -E '^(ValidateGoldenTest[.]ReportMatchesGoldenFile|ValidationTest[.]HeldOutPredictionDoesNotSeeThePointsOwnMeasurement)$'
     echo "== ThreadSanitizer build (Clang) of the threaded tests"
     bash tools/tsan.sh "${BUILD_DIR}-tsan"
     if [ -x tools/fuzz.sh ]; then
