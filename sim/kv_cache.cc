@@ -4,6 +4,7 @@
 #include <bit>
 #include <numeric>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "sim/base/hash.h"
 #include "sim/base/int_math.h"
@@ -235,6 +236,63 @@ void KvCache::GrowOrCompactRing() {
   ring_head_ = 0;
   ring_tail_ = live.size();
   std::copy(live.begin(), live.end(), ring_.begin());
+}
+
+void KvCache::RetainKeysOf(std::span<const KvRequestView> requests) {
+  SERVESIM_CHECK(num_used_ == 0);
+  if (!caching_) return;
+  absl::flat_hash_set<uint64_t> keep;
+  for (const KvRequestView& req : requests) {
+    for (int g = 0; g < num_groups_; ++g) {
+      uint64_t h = SeedHash(g);
+      const int32_t full_blocks = req.input_tokens / groups_[g].block_size;
+      for (int32_t j = 0; j < full_blocks; ++j) {
+        bool shared = false;
+        h = BlockHash(h, req, g, j, &shared);
+        if (!shared) break;
+        keep.insert(h);
+      }
+    }
+  }
+  // Walk the queue head to tail: a live label whose key is kept gets a new
+  // label (in queue order), every other live label becomes one anonymous
+  // block in its place, stale entries go, adjacent anonymous runs merge.
+  std::vector<FreeEntry> live;
+  std::vector<BlockMeta> meta(1, meta_[0]);
+  for (uint64_t r = ring_head_; r < ring_tail_; ++r) {
+    FreeEntry e = ring_[r & ring_mask_];
+    if (e.block != kAnon) {
+      const BlockMeta& m = meta_[e.block];
+      SERVESIM_CHECK(m.ref == 0);
+      if (m.stamp != e.stamp) continue;  // stale
+      if (keep.contains(m.key)) {
+        meta.push_back(m);
+        e.block = static_cast<int32_t>(meta.size() - 1);
+        live.push_back(e);
+        continue;
+      }
+      e = FreeEntry{kAnon, 1};
+    }
+    if (!live.empty() && live.back().block == kAnon &&
+        static_cast<uint64_t>(live.back().stamp) + e.stamp <= (uint64_t{1} << 31)) {
+      live.back().stamp += e.stamp;
+    } else {
+      live.push_back(e);
+    }
+  }
+  absl::flat_hash_map<uint64_t, int32_t> cached;
+  cached.reserve(meta.size() - 1);
+  for (size_t b = 1; b < meta.size(); ++b) cached.emplace(meta[b].key, b);
+  size_t cap = 64;
+  while (2 * live.size() >= cap) cap *= 2;
+  ring_.assign(cap, FreeEntry{0, 0});
+  std::copy(live.begin(), live.end(), ring_.begin());
+  ring_mask_ = cap - 1;
+  ring_head_ = 0;
+  ring_tail_ = live.size();
+  meta_ = std::move(meta);
+  free_labels_.clear();
+  cached_ = std::move(cached);
 }
 
 int32_t& KvCache::Entry(GroupTable& t, int32_t j) {

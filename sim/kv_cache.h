@@ -114,6 +114,17 @@ class KvCache {
     return std::unique_ptr<KvCache>(new KvCache(*this));
   }
 
+  // Of the cached blocks, keeps the keys that `requests` could hit (each
+  // one's shared prompt blocks, every group) and makes every other cached
+  // block anonymous in its place in the LRU queue; labels are renumbered
+  // and the queue and map shrunk to what is left. For runs whose requests
+  // are only `requests`, hits, evictions and free counts are the same as
+  // from the cache before the call (a dropped key could only ever be hit
+  // by another prompt), and copying the state (Clone) and probing it cost
+  // what the kept keys cost. No effect without prefix caching.
+  // REQUIRES: no block held (num_used_blocks() == 0).
+  void RetainKeysOf(std::span<const KvRequestView> requests);
+
   // servesim::MaxBlocksHeld for this cache's groups.
   int64_t MaxBlocksHeld(int64_t kv_tokens, int64_t max_chunk_tokens) const {
     return servesim::MaxBlocksHeld(spec_, kv_tokens, max_chunk_tokens);
