@@ -163,6 +163,7 @@ void KvCache::PopFree(int64_t n) {
       // Evict the key; the block leaves as an anonymous block.
       auto it = cached_.find(m.key);
       if (it != cached_.end() && it->second == e.block) cached_.erase(it);
+      ++keys_version_;
       m.key = 0;
       ++m.stamp;  // any entry still naming the label is stale
       free_labels_.push_back(e.block);
@@ -293,6 +294,7 @@ void KvCache::RetainKeysOf(std::span<const KvRequestView> requests) {
   meta_ = std::move(meta);
   free_labels_.clear();
   cached_ = std::move(cached);
+  ++keys_version_;
 }
 
 int32_t& KvCache::Entry(GroupTable& t, int32_t j) {
@@ -337,7 +339,8 @@ void KvCache::ReleaseEntries(std::vector<int32_t>& blocks, int32_t lo, int32_t h
 void KvCache::Register(int32_t& entry, uint64_t key) {
   if (entry != kAnon) return;  // a label: already keyed
   auto [it, inserted] = cached_.try_emplace(key, 0);
-  if (!inserted) return;  // another block holds the key: this one stays anonymous
+  if (!inserted) return;
+  ++keys_version_;  // another block holds the key: this one stays anonymous
   const int32_t b = NewLabel();
   BlockMeta& m = meta_[b];
   m.key = key;
@@ -399,6 +402,21 @@ int32_t KvCache::FindPrefixHit(const KvRequestView& req, int32_t num_tokens,
                                bool may_have_unique_hits) {
   hit_tokens_ = 0;
   if (!caching_ || num_tokens <= 1) return 0;
+  // The same question with no key added or evicted since: the same answer,
+  // and the scratch (hit_ids_, hit_hashes_) still holds it. The scheduler
+  // asks again each step while the waiting head's allocation fails.
+  const HitQuestion q{req.id,
+                      req.input_tokens,
+                      req.prefix_hashes.data(),
+                      req.prefix_hashes.size(),
+                      req.hash_block_tokens,
+                      num_tokens,
+                      may_have_unique_hits,
+                      keys_version_};
+  if (q == last_question_) {
+    hit_tokens_ = last_answer_;
+    return hit_tokens_;
+  }
   const int32_t max_hit = num_tokens - 1;
   int32_t full_hit = max_hit - max_hit % align_tokens_;
   bool any_full = false;
@@ -453,6 +471,8 @@ int32_t KvCache::FindPrefixHit(const KvRequestView& req, int32_t num_tokens,
     if (ok) break;
   }
   hit_tokens_ = std::max(hit, 0);
+  last_question_ = q;
+  last_answer_ = hit_tokens_;
   return hit_tokens_;
 }
 
