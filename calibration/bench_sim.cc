@@ -157,32 +157,36 @@ std::vector<RequestSpec> EarlierCellRequests(const BenchCell& cell) {
   return out;
 }
 
+// The cell's own requests. Its prompts are distinct from one another, so
+// only the part of prompt i that an earlier cell also sent can ever hit:
+// hashing just that part gives the same hits and evictions (the blocks past
+// it are anonymous, in the same free-queue places) and skips the hash-map
+// work of every block no other request shares.
+std::vector<RequestSpec> ReusedSeedCellRequests(const BenchCell& cell) {
+  std::vector<int32_t> shared_tokens(static_cast<size_t>(cell.num_prompts), 0);
+  for (const BenchCell::EarlierCell& e : cell.earlier_cells) {
+    const int32_t n = std::min(e.num_prompts, cell.num_prompts);
+    for (int32_t i = 0; i < n; ++i) {
+      shared_tokens[i] = std::max(shared_tokens[i], e.input_tokens);
+    }
+  }
+  std::vector<RequestSpec> reqs;
+  reqs.reserve(static_cast<size_t>(cell.num_prompts));
+  for (int32_t i = 0; i < cell.num_prompts; ++i) {
+    reqs.push_back(
+        ReusedSeedPrompt(i, i, cell.input_tokens, cell.output_tokens, shared_tokens[i]));
+  }
+  return reqs;
+}
+
 absl::StatusOr<RunResult> RunOnce(const SchedulerConfig& scheduler,
                                   const KvCacheSpec& kv_cache, const StepTimeModel& model,
                                   const BenchCell& cell, uint64_t seed,
                                   std::shared_ptr<const KvCache> initial_kv_cache) {
   std::unique_ptr<RequestSource> source;
   if (cell.reused_prompt_seed) {
-    // The cell's prompts are distinct from one another, so only the part of
-    // prompt i that an earlier cell also sent can ever hit: hashing just
-    // that part gives the same hits and evictions (the blocks past it are
-    // anonymous, in the same free-queue places) and skips the hash-map work
-    // of every block no other request shares.
-    std::vector<int32_t> shared_tokens(static_cast<size_t>(cell.num_prompts), 0);
-    for (const BenchCell::EarlierCell& e : cell.earlier_cells) {
-      const int32_t n = std::min(e.num_prompts, cell.num_prompts);
-      for (int32_t i = 0; i < n; ++i) {
-        shared_tokens[i] = std::max(shared_tokens[i], e.input_tokens);
-      }
-    }
-    std::vector<RequestSpec> reqs;
-    reqs.reserve(static_cast<size_t>(cell.num_prompts));
-    for (int32_t i = 0; i < cell.num_prompts; ++i) {
-      reqs.push_back(ReusedSeedPrompt(i, i, cell.input_tokens, cell.output_tokens,
-                                      shared_tokens[i]));
-    }
-    source =
-        std::make_unique<VectorSource>(std::move(reqs), "reused-seed random prompts");
+    source = std::make_unique<VectorSource>(ReusedSeedCellRequests(cell),
+                                            "reused-seed random prompts");
   } else if (cell.input_lens.empty()) {
     RandomDatasetConfig data;
     data.num_prompts = cell.num_prompts;
@@ -246,6 +250,8 @@ absl::StatusOr<std::shared_ptr<const KvCache>> WarmKvCacheMemo::Get(
   for (const BenchCell::EarlierCell& e : cell.earlier_cells) {
     absl::StrAppend(&key, "/c", e.num_prompts, ",", e.input_tokens, ",", e.output_tokens);
   }
+  // The state keeps only the keys this cell's prompts can hit.
+  absl::StrAppend(&key, "/self", cell.num_prompts, ",", cell.input_tokens);
   {
     std::lock_guard<std::mutex> lock(mu_);
     const auto it = states_.find(key);
@@ -256,7 +262,16 @@ absl::StatusOr<std::shared_ptr<const KvCache>> WarmKvCacheMemo::Get(
   ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> warm,
                    Scheduler::Create(scheduler, kv_cache));
   warm->WarmPrefixCache(EarlierCellRequests(cell));
-  std::shared_ptr<const KvCache> state = warm->kv().Clone();
+  std::unique_ptr<KvCache> kept = warm->kv().Clone();
+  const std::vector<RequestSpec> own = ReusedSeedCellRequests(cell);
+  std::vector<KvRequestView> views;
+  views.reserve(own.size());
+  for (const RequestSpec& r : own) {
+    views.push_back(
+        KvRequestView{r.id, r.input_tokens, r.prefix_hashes, r.hash_block_tokens});
+  }
+  kept->RetainKeysOf(views);
+  std::shared_ptr<const KvCache> state = std::move(kept);
   std::lock_guard<std::mutex> lock(mu_);
   return states_.emplace(std::move(key), std::move(state)).first->second;
 }

@@ -114,7 +114,10 @@ absl::Status ValidateBenchCell(const BenchCell& cell);
 // scheduler's chunk size and prefix-caching setting, the KV spec and the
 // earlier cells, not on the step-time model, so a fit that simulates a
 // cell under many parameter values builds it once: the memo keeps each
-// distinct state (a few MB each) for its lifetime. Thread-safe.
+// distinct state for its lifetime. The state keeps only the prefix-cache
+// keys the cell's own prompts can hit (KvCache::RetainKeysOf: same result,
+// and a copy costs what those keys cost), so it is kept per cell (its
+// num_prompts and input_tokens are in the memo's key). Thread-safe.
 class WarmKvCacheMemo {
  public:
   // Errors: those of Scheduler::Create. REQUIRES: cell.reused_prompt_seed.

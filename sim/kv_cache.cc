@@ -4,6 +4,7 @@
 #include <bit>
 #include <numeric>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "sim/base/hash.h"
 #include "sim/base/int_math.h"
@@ -162,6 +163,7 @@ void KvCache::PopFree(int64_t n) {
       // Evict the key; the block leaves as an anonymous block.
       auto it = cached_.find(m.key);
       if (it != cached_.end() && it->second == e.block) cached_.erase(it);
+      ++keys_version_;
       m.key = 0;
       ++m.stamp;  // any entry still naming the label is stale
       free_labels_.push_back(e.block);
@@ -237,6 +239,64 @@ void KvCache::GrowOrCompactRing() {
   std::copy(live.begin(), live.end(), ring_.begin());
 }
 
+void KvCache::RetainKeysOf(std::span<const KvRequestView> requests) {
+  SERVESIM_CHECK(num_used_ == 0);
+  if (!caching_) return;
+  absl::flat_hash_set<uint64_t> keep;
+  for (const KvRequestView& req : requests) {
+    for (int g = 0; g < num_groups_; ++g) {
+      uint64_t h = SeedHash(g);
+      const int32_t full_blocks = req.input_tokens / groups_[g].block_size;
+      for (int32_t j = 0; j < full_blocks; ++j) {
+        bool shared = false;
+        h = BlockHash(h, req, g, j, &shared);
+        if (!shared) break;
+        keep.insert(h);
+      }
+    }
+  }
+  // Walk the queue head to tail: a live label whose key is kept gets a new
+  // label (in queue order), every other live label becomes one anonymous
+  // block in its place, stale entries go, adjacent anonymous runs merge.
+  std::vector<FreeEntry> live;
+  std::vector<BlockMeta> meta(1, meta_[0]);
+  for (uint64_t r = ring_head_; r < ring_tail_; ++r) {
+    FreeEntry e = ring_[r & ring_mask_];
+    if (e.block != kAnon) {
+      const BlockMeta& m = meta_[e.block];
+      SERVESIM_CHECK(m.ref == 0);
+      if (m.stamp != e.stamp) continue;  // stale
+      if (keep.contains(m.key)) {
+        meta.push_back(m);
+        e.block = static_cast<int32_t>(meta.size() - 1);
+        live.push_back(e);
+        continue;
+      }
+      e = FreeEntry{kAnon, 1};
+    }
+    if (!live.empty() && live.back().block == kAnon &&
+        static_cast<uint64_t>(live.back().stamp) + e.stamp <= (uint64_t{1} << 31)) {
+      live.back().stamp += e.stamp;
+    } else {
+      live.push_back(e);
+    }
+  }
+  absl::flat_hash_map<uint64_t, int32_t> cached;
+  cached.reserve(meta.size() - 1);
+  for (size_t b = 1; b < meta.size(); ++b) cached.emplace(meta[b].key, b);
+  size_t cap = 64;
+  while (2 * live.size() >= cap) cap *= 2;
+  ring_.assign(cap, FreeEntry{0, 0});
+  std::copy(live.begin(), live.end(), ring_.begin());
+  ring_mask_ = cap - 1;
+  ring_head_ = 0;
+  ring_tail_ = live.size();
+  meta_ = std::move(meta);
+  free_labels_.clear();
+  cached_ = std::move(cached);
+  ++keys_version_;
+}
+
 int32_t& KvCache::Entry(GroupTable& t, int32_t j) {
   const int32_t stored = static_cast<int32_t>(t.blocks.size());
   if (j >= stored) {
@@ -279,7 +339,8 @@ void KvCache::ReleaseEntries(std::vector<int32_t>& blocks, int32_t lo, int32_t h
 void KvCache::Register(int32_t& entry, uint64_t key) {
   if (entry != kAnon) return;  // a label: already keyed
   auto [it, inserted] = cached_.try_emplace(key, 0);
-  if (!inserted) return;  // another block holds the key: this one stays anonymous
+  if (!inserted) return;
+  ++keys_version_;  // another block holds the key: this one stays anonymous
   const int32_t b = NewLabel();
   BlockMeta& m = meta_[b];
   m.key = key;
@@ -341,6 +402,21 @@ int32_t KvCache::FindPrefixHit(const KvRequestView& req, int32_t num_tokens,
                                bool may_have_unique_hits) {
   hit_tokens_ = 0;
   if (!caching_ || num_tokens <= 1) return 0;
+  // The same question with no key added or evicted since: the same answer,
+  // and the scratch (hit_ids_, hit_hashes_) still holds it. The scheduler
+  // asks again each step while the waiting head's allocation fails.
+  const HitQuestion q{req.id,
+                      req.input_tokens,
+                      req.prefix_hashes.data(),
+                      req.prefix_hashes.size(),
+                      req.hash_block_tokens,
+                      num_tokens,
+                      may_have_unique_hits,
+                      keys_version_};
+  if (q == last_question_) {
+    hit_tokens_ = last_answer_;
+    return hit_tokens_;
+  }
   const int32_t max_hit = num_tokens - 1;
   int32_t full_hit = max_hit - max_hit % align_tokens_;
   bool any_full = false;
@@ -395,6 +471,8 @@ int32_t KvCache::FindPrefixHit(const KvRequestView& req, int32_t num_tokens,
     if (ok) break;
   }
   hit_tokens_ = std::max(hit, 0);
+  last_question_ = q;
+  last_answer_ = hit_tokens_;
   return hit_tokens_;
 }
 

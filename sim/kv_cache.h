@@ -111,8 +111,21 @@ class KvCache {
   // An independent copy of this cache's whole state (pool, prefix cache,
   // LRU order, slots), e.g. a warmed prefix cache many runs start from.
   std::unique_ptr<KvCache> Clone() const {
-    return std::unique_ptr<KvCache>(new KvCache(*this));
+    std::unique_ptr<KvCache> copy(new KvCache(*this));
+    copy->last_question_ = HitQuestion{};  // names the source's requests
+    return copy;
   }
+
+  // Of the cached blocks, keeps the keys that `requests` could hit (each
+  // one's shared prompt blocks, every group) and makes every other cached
+  // block anonymous in its place in the LRU queue; labels are renumbered
+  // and the queue and map shrunk to what is left. For runs whose requests
+  // are only `requests`, hits, evictions and free counts are the same as
+  // from the cache before the call (a dropped key could only ever be hit
+  // by another prompt), and copying the state (Clone) and probing it cost
+  // what the kept keys cost. No effect without prefix caching.
+  // REQUIRES: no block held (num_used_blocks() == 0).
+  void RetainKeysOf(std::span<const KvRequestView> requests);
 
   // servesim::MaxBlocksHeld for this cache's groups.
   int64_t MaxBlocksHeld(int64_t kv_tokens, int64_t max_chunk_tokens) const {
@@ -249,6 +262,22 @@ class KvCache {
   uint64_t ring_head_ = 0, ring_tail_ = 0;
   absl::flat_hash_map<uint64_t, int32_t> cached_;  // lookup only, never iterated
 
+  // Bumped whenever a key enters or leaves cached_: a FindPrefixHit answer
+  // stays valid while it does not move.
+  uint64_t keys_version_ = 0;
+  struct HitQuestion {
+    RequestId id = -1;
+    int32_t input_tokens = 0;
+    const uint64_t* hashes = nullptr;
+    size_t num_hashes = 0;
+    int32_t hash_block_tokens = 0;
+    int32_t num_tokens = 0;
+    bool may_have_unique_hits = false;
+    uint64_t keys_version = 0;
+    bool operator==(const HitQuestion&) const = default;
+  };
+  HitQuestion last_question_;
+  int32_t last_answer_ = 0;
   // Scratch of the last FindPrefixHit (reused, no per-call allocation).
   int32_t hit_tokens_ = 0;
   std::vector<std::vector<int32_t>> hit_ids_;      // per group, per block (-1 missing)

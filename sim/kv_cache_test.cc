@@ -256,5 +256,39 @@ TEST(KvCachePeakTest, VllmEstimateCountsOneBoundaryBlockMoreForShortRequests) {
   EXPECT_EQ(VllmMaxBlocksPerRequest(one, 600, chunk), 20);
 }
 
+// RetainKeysOf: the kept prompt hits as before at every point of an
+// eviction sweep (its blocks leave the LRU queue at the same allocation),
+// the dropped prompt no longer hits, and the free counts never differ.
+TEST(KvCacheTest, RetainKeysOfKeepsTheKeptPromptsHitsAndEvictionOrder) {
+  const std::vector<uint64_t> a = {1, 2, 3, 4};
+  const std::vector<uint64_t> b = {7, 8, 9, 10};
+  auto full = KvCache::Create(FullSpec(20), true).value();
+  // b first, then a, so a's blocks are younger in the queue.
+  ASSERT_TRUE(full->Allocate(0, View(1, 64, b), 0, 64, true));
+  full->Free(0, View(1, 64, b), 64, false);
+  ASSERT_TRUE(full->Allocate(0, View(2, 64, a), 0, 64, true));
+  full->Free(0, View(2, 64, a), 64, false);
+  std::unique_ptr<KvCache> kept = full->Clone();
+  const std::vector<KvRequestView> views = {View(3, 64, a)};
+  kept->RetainKeysOf(views);
+  EXPECT_TRUE(kept->CheckInvariant(true));
+  EXPECT_EQ(kept->num_free_blocks(), full->num_free_blocks());
+  EXPECT_EQ(full->FindPrefixHit(View(4, 64, b), 64, false), 48);
+  EXPECT_EQ(kept->FindPrefixHit(View(4, 64, b), 64, false), 0);
+  // Allocate unique blocks one at a time until a's are all evicted.
+  std::vector<uint64_t> none;
+  bool evicted = false;
+  for (int32_t t = 16; t <= 320 && !evicted; t += 16) {
+    ASSERT_EQ(full->Allocate(1, View(5, 320, none), t - 16, 16, false),
+              kept->Allocate(1, View(5, 320, none), t - 16, 16, false));
+    ASSERT_EQ(kept->num_free_blocks(), full->num_free_blocks()) << t;
+    const int32_t hit = full->FindPrefixHit(View(3, 64, a), 64, false);
+    ASSERT_EQ(kept->FindPrefixHit(View(3, 64, a), 64, false), hit) << t;
+    evicted = hit == 0;
+  }
+  EXPECT_TRUE(evicted);
+  EXPECT_TRUE(kept->CheckInvariant(true));
+}
+
 }  // namespace
 }  // namespace servesim
