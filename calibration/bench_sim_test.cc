@@ -284,9 +284,9 @@ TEST(BenchSimTest, WarmKvCacheMemoGivesTheSameResultAsBuildingEachTime) {
 // shared read-only KV state.
 TEST(BenchSimTest, WarmKvCacheMemoSharedByThreadsGivesEachCellsOwnResult) {
   const AnalyticStepModel m = Model();
-  const std::vector<BenchCell> cells = {
-      ReusedSeedCell({{4, 512, 11}}), ReusedSeedCell({{2, 1000, 11}}),
-      ReusedSeedCell({{4, 128, 11}, {4, 512, 11}})};
+  const std::vector<BenchCell> cells = {ReusedSeedCell({{4, 512, 11}}),
+                                        ReusedSeedCell({{2, 1000, 11}}),
+                                        ReusedSeedCell({{4, 128, 11}, {4, 512, 11}})};
   std::vector<double> alone;
   for (const BenchCell& c : cells) {
     auto r = SimulateBenchCell(CachingSched(true), Kv(), m, c);
@@ -297,7 +297,8 @@ TEST(BenchSimTest, WarmKvCacheMemoSharedByThreadsGivesEachCellsOwnResult) {
   constexpr int kTasks = 24;
   std::vector<double> shared(kTasks, -1.0);
   ParallelFor(kTasks, 4, [&](int t) {
-    auto r = SimulateBenchCell(CachingSched(true), Kv(), m, cells[t % cells.size()], &memo);
+    auto r =
+        SimulateBenchCell(CachingSched(true), Kv(), m, cells[t % cells.size()], &memo);
     if (r.ok()) shared[t] = r->mean_ttft_ms;
   });
   for (int t = 0; t < kTasks; ++t) EXPECT_EQ(shared[t], alone[t % cells.size()]) << t;
