@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "sim/analytic_step_model.h"
+#include "sim/base/parallel.h"
 
 namespace servesim {
 namespace {
@@ -274,6 +275,33 @@ TEST(BenchSimTest, WarmKvCacheMemoGivesTheSameResultAsBuildingEachTime) {
     EXPECT_EQ(r->duration_s, plain->duration_s);
     EXPECT_EQ(r->num_steps, plain->num_steps);
   }
+}
+
+// The memo is shared by the held-out refits' threads (Predictor): cells
+// that share a warm state and cells that do not, simulated on four threads
+// at once, give what each gives alone. Under ThreadSanitizer
+// (tools/tsan.sh) this is the check of the memo's locking and of the
+// shared read-only KV state.
+TEST(BenchSimTest, WarmKvCacheMemoSharedByThreadsGivesEachCellsOwnResult) {
+  const AnalyticStepModel m = Model();
+  const std::vector<BenchCell> cells = {ReusedSeedCell({{4, 512, 11}}),
+                                        ReusedSeedCell({{2, 1000, 11}}),
+                                        ReusedSeedCell({{4, 128, 11}, {4, 512, 11}})};
+  std::vector<double> alone;
+  for (const BenchCell& c : cells) {
+    auto r = SimulateBenchCell(CachingSched(true), Kv(), m, c);
+    ASSERT_TRUE(r.ok()) << r.status();
+    alone.push_back(r->mean_ttft_ms);
+  }
+  WarmKvCacheMemo memo;
+  constexpr int kTasks = 24;
+  std::vector<double> shared(kTasks, -1.0);
+  ParallelFor(kTasks, 4, [&](int t) {
+    auto r =
+        SimulateBenchCell(CachingSched(true), Kv(), m, cells[t % cells.size()], &memo);
+    if (r.ok()) shared[t] = r->mean_ttft_ms;
+  });
+  for (int t = 0; t < kTasks; ++t) EXPECT_EQ(shared[t], alone[t % cells.size()]) << t;
 }
 
 TEST(BenchSimTest, ReusedSeedRejectsPerRequestLengthsAndStrayEarlierCells) {

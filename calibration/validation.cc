@@ -836,7 +836,53 @@ absl::StatusOr<BlockPass> DeviceOutPass(
     ParameterSet q = predictor.prior_params();
     std::vector<std::string> learned;
     int num_learned = 0;
+    // A joint fit's shared parameters belong to what its members share (a
+    // client), not to a device, and its other members' efficiencies are
+    // other devices' too: both are learned from a refit of the other
+    // members alone, without any point of this device (the joint fit saw
+    // them, so its values would leak this device's data).
+    const GroupKey self{gd.device, gd.build};
+    std::set<std::string> shared;
+    std::map<GroupKey, ParameterSet> solo;  // other members, refit alone
+    if (joint_of.count(self)) {
+      const auto& jf = fit_config.joint_fits(joint_of.at(self));
+      shared.insert(jf.shared_parameters().begin(), jf.shared_parameters().end());
+      for (const auto& mem : jf.members()) {
+        const GroupKey k{mem.device(), mem.software_build()};
+        if (mem.device() == device || !groups.count(k)) continue;
+        const GroupData& og = groups.at(k);
+        if (!og.predictor.has_value()) continue;
+        const Predictor& op = *og.predictor;
+        const PredictFn fn = [&op](const ParameterSet& p) { return op.PredictValues(p); };
+        ASSIGN_OR_RETURN(FitResult f,
+                         FitParameters(op.prior_params(), og.pts, fn, og.fo));
+        solo.emplace(k, std::move(f.params));
+      }
+    }
+    auto median = [](std::vector<double> vals) {
+      std::sort(vals.begin(), vals.end());
+      const size_t n = vals.size();
+      return n % 2 ? vals[n / 2] : 0.5 * (vals[n / 2 - 1] + vals[n / 2]);
+    };
     for (const std::string& name : fo.free_parameters) {
+      if (shared.count(name) && !solo.empty()) {
+        std::vector<double> vals;
+        std::vector<std::string> from;
+        for (const auto& [k, params] : solo) {
+          const Parameter* fp = params.Find(name);
+          if (fp == nullptr) continue;
+          vals.push_back(fp->value);
+          from.push_back(absl::StrCat(k.first, " / ", k.second));
+        }
+        Parameter* dst = q.FindMutable(name);
+        if (!vals.empty() && dst != nullptr) {
+          dst->value = std::clamp(median(vals), dst->lower, dst->upper);
+          ++num_learned;
+          learned.push_back(absl::StrFormat("%s %.4g (shared: refit on %s alone)", name,
+                                            dst->value, absl::StrJoin(from, ", ")));
+          continue;
+        }
+      }
       // Only the efficiencies (fractions of a datasheet peak) and the
       // GEMM shape law's constant (gemm_w_half, per compute unit: the
       // device's unit count enters the law) transfer across devices;
@@ -870,10 +916,8 @@ absl::StatusOr<BlockPass> DeviceOutPass(
                                           dst == nullptr ? 0.0 : dst->value));
         continue;
       }
-      std::sort(vals.begin(), vals.end());
       const size_t n = vals.size();
-      const double med = n % 2 ? vals[n / 2] : 0.5 * (vals[n / 2 - 1] + vals[n / 2]);
-      dst->value = std::clamp(med, dst->lower, dst->upper);
+      dst->value = std::clamp(median(vals), dst->lower, dst->upper);
       ++num_learned;
       learned.push_back(
           absl::StrFormat("%s %.4g (median of %d groups)", name, dst->value, n));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -120,6 +121,51 @@ TEST(ValidationTest, BlockHeldOutRefitDoesNotSeeTheBlock) {
     }
   }
   EXPECT_TRUE(saw_pass);
+}
+
+// Write-up A's runs alone (T4 and L4 through one SageMaker client, fitted
+// jointly). Leave-one-device-out of the T4 takes the shared client cost
+// from a refit of the L4 alone: scaling every T4 measurement leaves the
+// T4's device-out predictions bit-identical, while the L4's, whose shared
+// value now comes from a T4-only refit, move. Fails when the joint fit's
+// value (which saw the T4) leaks into the T4's device-out pass.
+TEST(ValidationTest, DeviceOutTakesTheSharedClientCostFromTheOtherMembersAlone) {
+  std::ifstream in(kRoot + "/calibration/data/writeup_a_t4_l4.textproto");
+  std::stringstream text;
+  text << in.rdbuf();
+  servesim::proto::MeasurementSet set;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &set));
+  auto device_out = [](const ValidationReport& r, const std::string& device) {
+    std::map<std::string, double> out;
+    for (const ValidatedPoint& p : r.points) {
+      auto it = p.block_held_out.find(kLeaveOneDeviceOut);
+      if (p.device == device && it != p.block_held_out.end()) out[p.id] = it->second;
+    }
+    return out;
+  };
+  const ValidationReport base = RunFor({set}, "");
+  bool noted = false;
+  for (const BlockPass& bp : base.blocks) {
+    if (bp.device == "t4" && bp.pass == std::string(kLeaveOneDeviceOut)) {
+      EXPECT_TRUE(bp.applicable) << bp.note;
+      noted = bp.note.find("parallel_call_extra_s") != std::string::npos &&
+              bp.note.find("shared: refit on l4") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(noted);
+  int scaled = 0;
+  for (auto& m : *set.mutable_measurements()) {
+    if (m.id().rfind("t4/", 0) == 0) {
+      m.set_value(m.value() * 1.5);
+      ++scaled;
+    }
+  }
+  ASSERT_GE(scaled, 6);
+  const ValidationReport changed = RunFor({set}, "");
+  const auto t4_base = device_out(base, "t4");
+  ASSERT_GE(t4_base.size(), 6u);
+  EXPECT_EQ(t4_base, device_out(changed, "t4"));
+  EXPECT_NE(device_out(base, "l4"), device_out(changed, "l4"));
 }
 
 // The physics rule: the v5e 4 and 16 x 8,192 cells (mean TTFT below what

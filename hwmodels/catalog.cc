@@ -207,6 +207,8 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
   RETURN_IF_ERROR(range("shared_memory_per_block_bytes",
                         d.shared_memory_per_block_bytes(), 1e9, "bytes", true));
   RETURN_IF_ERROR(range("board_power_w", d.board_power_w(), 1e5, "W", true));
+  RETURN_IF_ERROR(range("sustained_clock_ratio", d.sustained_clock_ratio(), 1,
+                        "fraction of the boost clock", true));
   RETURN_IF_ERROR(range("non_torch_gib", d.non_torch_gib(), d.usable_memory_gib(),
                         "GiB up to usable_memory_gib", true));
   RETURN_IF_ERROR(

@@ -82,6 +82,18 @@ TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
         HasSubstr(absl::StrCat("my.textproto:", LineOf(text, "memory_bytes: -8e10"),
                                ": field memory_bytes: -8e+10 is out of range")));
   }
+  // A sustained clock above the boost clock.
+  {
+    const std::string text = DeviceTextWith("t4", "sustained_clock_ratio: 0.805",
+                                            "sustained_clock_ratio: 1.5");
+    auto d = ParseDeviceText(text, "t4x.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(),
+                HasSubstr(absl::StrCat(
+                    "t4x.textproto:", LineOf(text, "sustained_clock_ratio: 1.5"),
+                    ": field sustained_clock_ratio: 1.5 is out of range "
+                    "(allowed: fraction of the boost clock in (0, 1]")));
+  }
   // An fp8 peak on a device without fp8 (Turing).
   {
     const std::string text =

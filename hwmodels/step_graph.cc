@@ -56,6 +56,12 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     g->peak_flops_quant_ = device.peak_flops_fp8();
   if (f.compute == "int8" && device.peak_ops_int8() > 0)
     g->peak_flops_quant_ = device.peak_ops_int8();
+  // A power-capped card runs its tensor cores below the boost clock the
+  // datasheet peaks assume (proto/hwmodels.proto sustained_clock_ratio).
+  if (device.sustained_clock_ratio() > 0) {
+    g->peak_flops_16_ *= device.sustained_clock_ratio();
+    g->peak_flops_quant_ *= device.sustained_clock_ratio();
+  }
   g->bandwidth_ = device.bandwidth_bytes_per_s();
   if (g->peak_flops_16_ <= 0 || g->bandwidth_ <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -264,6 +264,23 @@ TEST(StepModelTest, NoStepBeatsPeakFlopsOrBandwidth) {
   }
 }
 
+// sustained_clock_ratio (T4: 0.805, its 70 W cap) scales the FLOP peaks,
+// not the bandwidth: the same graph without it has peaks 1 / 0.805 higher
+// and the same bandwidth.
+TEST(StepGraphTest, SustainedClockRatioScalesThePeaksNotTheBandwidth) {
+  Built b = Build("t4", "gemma-4-e2b", "none");
+  ASSERT_DOUBLE_EQ(b.d.device.sustained_clock_ratio(), 0.805);
+  servesim::proto::Device boost = b.d.device;
+  boost.clear_sustained_clock_ratio();
+  auto g = CompiledStepGraph::Build(boost, b.d.model, b.d.format, b.d.dtype);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const CompiledStepGraph& capped = b.model->graph();
+  EXPECT_DOUBLE_EQ((*g)->peak_flops_16(), b.d.device.peak_flops_fp16());
+  EXPECT_NEAR(capped.peak_flops_16(), 0.805 * b.d.device.peak_flops_fp16(), 1.0);
+  EXPECT_NEAR(capped.peak_flops_quant(), 0.805 * (*g)->peak_flops_quant(), 1.0);
+  EXPECT_EQ(capped.bandwidth(), (*g)->bandwidth());
+}
+
 TEST(StepModelTest, RebuildWithOtherParametersChangesCost) {
   Built b = Build("t4", "gemma-4-12b", "w4a16-emb4");
   ParameterSet p = b.d.params;

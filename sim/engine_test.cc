@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,8 +15,6 @@
 
 namespace servesim {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 KvCacheSpec Pool(int64_t blocks, bool with_sliding = false) {
   KvCacheSpec s;
