@@ -837,10 +837,11 @@ absl::StatusOr<BlockPass> DeviceOutPass(
     std::vector<std::string> learned;
     int num_learned = 0;
     // A joint fit's shared parameters belong to what its members share (a
-    // client), not to a device, and its other members' efficiencies are
-    // other devices' too: both are learned from a refit of the other
+    // client), not to a device: they are learned from a refit of the other
     // members alone, without any point of this device (the joint fit saw
-    // them, so its values would leak this device's data).
+    // them, so its values would leak this device's data). That refit's
+    // efficiencies are not used: the members' kernels differ (T4's
+    // Turing patch, L4's Marlin; docs/validation.md has the numbers).
     const GroupKey self{gd.device, gd.build};
     std::set<std::string> shared;
     std::map<GroupKey, ParameterSet> solo;  // other members, refit alone
