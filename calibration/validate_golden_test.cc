@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "calibration/measurements.h"
 #include "calibration/validation.h"
 #include "gtest/gtest.h"
@@ -41,6 +42,13 @@ TEST(ValidateGoldenTest, ReportMatchesGoldenFile) {
   golden << in.rdbuf();
   EXPECT_EQ(text, golden.str()) << "validate report changed; if intended, rerun with "
                                    "SERVESIM_UPDATE_GOLDEN=1 and review the diff";
+  // Every miss of the shipped report says what the model lacks and what
+  // would settle it (calibration/fit_config.textproto known_gaps), and no
+  // known gap outlives the miss it explained.
+  EXPECT_TRUE(report->undiagnosed.empty())
+      << "misses without a known gap: " << absl::StrJoin(report->undiagnosed, "; ");
+  EXPECT_TRUE(report->stale_gaps.empty())
+      << "stale known gaps: " << absl::StrJoin(report->stale_gaps, "; ");
   // The same data give byte-identical reports (text and JSON), whatever
   // the thread count.
   auto again = FullReport(2);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "calibration/coverage.h"
 #include "calibration/embedded_data.h"
 #include "calibration/physics.h"
@@ -101,6 +102,22 @@ std::string PctStr(double v) {
   return absl::StrFormat("%+.1f", v);
 }
 
+// `text` broken at spaces into lines of at most `width` characters (a
+// longer word stands alone), each after `indent` spaces, newline-ended.
+std::string WrapIndented(const std::string& text, int indent, int width) {
+  std::string out, line;
+  const std::string pad(indent, ' ');
+  for (const absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (!line.empty() && static_cast<int>(line.size() + 1 + word.size()) > width - indent) {
+      absl::StrAppend(&out, pad, line, "\n");
+      line.clear();
+    }
+    absl::StrAppend(&line, line.empty() ? "" : " ", word);
+  }
+  if (!line.empty()) absl::StrAppend(&out, pad, line, "\n");
+  return out;
+}
+
 }  // namespace
 
 std::string ValidateMetricFamily(const std::string& metric) {
@@ -125,6 +142,7 @@ absl::StatusOr<FitConfig> LoadFitConfig(const std::string& path) {
   FitConfig config;
   RETURN_IF_ERROR(ParseTextProto(buf.str(), path, &config));
   RETURN_IF_ERROR(CheckJointFits(config, path));
+  RETURN_IF_ERROR(CheckKnownGaps(config, path));
   return config;
 }
 
@@ -134,6 +152,7 @@ absl::StatusOr<FitConfig> LoadNamedFitConfig(const std::string& path) {
   RETURN_IF_ERROR(ParseTextProto(internal::kEmbeddedFitConfigFiles[0].text,
                                  kDefaultFitConfig, &config));
   RETURN_IF_ERROR(CheckJointFits(config, kDefaultFitConfig));
+  RETURN_IF_ERROR(CheckKnownGaps(config, kDefaultFitConfig));
   return config;
 }
 
@@ -178,6 +197,37 @@ absl::Status CheckJointFits(const FitConfig& config, const std::string& path) {
               mem.device(), mem.software_build()));
         }
       }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckKnownGaps(const FitConfig& config, const std::string& path) {
+  static constexpr const char* kPasses[] = {kLeaveOneInputLengthOut,
+                                            kLeaveOneConcurrencyOut, kLeaveOneModelOut,
+                                            kLeaveOneDeviceOut};
+  for (int i = 0; i < config.known_gaps_size(); ++i) {
+    const servesim::proto::KnownGap& gap = config.known_gaps(i);
+    const std::string where = absl::StrFormat("%s: known_gaps[%d]", path, i);
+    auto bad = [&where](const std::string& what) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
+    };
+    if (gap.device().empty()) return bad("no device (the device whose misses it explains)");
+    if (gap.passes().empty() && gap.metrics().empty() && gap.points().empty()) {
+      return bad(absl::StrCat(
+          "device ", gap.device(),
+          ": set passes, metrics or points (a gap for every check of a device explains "
+          "nothing)"));
+    }
+    for (const std::string& pass : gap.passes()) {
+      if (std::find(std::begin(kPasses), std::end(kPasses), pass) == std::end(kPasses)) {
+        return bad(absl::StrFormat("passes: '%s' is not a block pass (allowed: %s)", pass,
+                                   absl::StrJoin(kPasses, ", ")));
+      }
+    }
+    if (gap.missing().empty()) return bad("missing: empty (the term the model lacks)");
+    if (gap.settle_with().empty()) {
+      return bad("settle_with: empty (the measurement that would settle it)");
     }
   }
   return absl::OkStatus();
@@ -992,6 +1042,10 @@ void GradeTargets(const FitConfig& fit_config, ValidationReport& report) {
                                  me.metric, what, limit.limit_pct());
         a.value = what == "MAPE" ? me.mape : std::abs(me.worst_error_pct);
         a.limit = limit.limit_pct();
+        a.device = bp.device;
+        a.software_build = bp.software_build;
+        a.pass_name = bp.pass;
+        a.metric = me.metric;
         add(std::move(a));
       }
     }
@@ -1010,11 +1064,92 @@ void GradeTargets(const FitConfig& fit_config, ValidationReport& report) {
     a.rule = t.rule();
     a.value = MeanMaxAbs(errors).first;
     a.limit = t.limit_pct();
+    a.device = t.device();
+    a.metric = t.metric();
     add(std::move(a));
   }
 }
 
 }  // namespace
+
+void DiagnoseMisses(const FitConfig& fit_config, ValidationReport& report) {
+  report.diagnoses.clear();
+  report.undiagnosed.clear();
+  report.stale_gaps.clear();
+  const auto& gaps = fit_config.known_gaps();
+  auto contains = [](const auto& list, const std::string& v) {
+    return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+  };
+  // The first gap matching the check; -1: none. A block check (`pass`
+  // set) matches the gap's passes (none listed: every pass, when it lists
+  // metrics) and metrics (none: every metric); a point check or point-set
+  // target matches the gap's points by id, or, when it lists no points and
+  // no passes, its metrics.
+  auto match = [&](const std::string& device, const std::string& build,
+                   const std::string& pass, const std::string& metric,
+                   const std::string& id) {
+    for (int i = 0; i < gaps.size(); ++i) {
+      const servesim::proto::KnownGap& g = gaps[i];
+      if (g.device() != device) continue;
+      if (!g.software_build().empty() && g.software_build() != build) continue;
+      const bool hit =
+          pass.empty()
+              ? (g.points().empty() ? g.passes().empty() && contains(g.metrics(), metric)
+                                    : contains(g.points(), id))
+              : (g.passes().empty() ? !g.metrics().empty() : contains(g.passes(), pass)) &&
+                    contains(g.metrics(), metric);
+      if (hit) return i;
+    }
+    return -1;
+  };
+  std::map<int, Diagnosis> by_gap;
+  auto file = [&](int gap, const std::string& name) {
+    if (gap < 0) {
+      report.undiagnosed.push_back(name);
+      return;
+    }
+    Diagnosis& d = by_gap[gap];
+    if (d.misses.empty()) {
+      d.gap_index = gap;
+      d.device = gaps[gap].device();
+      d.software_build = gaps[gap].software_build();
+      d.missing = gaps[gap].missing();
+      d.settle_with = gaps[gap].settle_with();
+    }
+    d.misses.push_back(name);
+  };
+  for (const ValidatedPoint& v : report.points) {
+    if (!v.checked || v.pass) continue;
+    file(match(v.device, v.software_build, "", v.metric, v.id), v.id);
+  }
+  for (const AggregateCheck& a : report.aggregates) {
+    if (a.pass) continue;
+    file(match(a.device, a.software_build, a.pass_name, a.metric, a.name), a.name);
+  }
+  for (auto& [gap, d] : by_gap) report.diagnoses.push_back(std::move(d));
+  // A gap that could have matched (its device reported; its passes run)
+  // and matched no miss is stale.
+  std::set<std::string> devices;
+  std::set<std::pair<std::string, std::string>> passes_run;
+  for (const ValidatedPoint& v : report.points) devices.insert(v.device);
+  for (const BlockPass& bp : report.blocks) {
+    if (bp.applicable) passes_run.insert({bp.device, bp.pass});
+  }
+  for (int i = 0; i < gaps.size(); ++i) {
+    const servesim::proto::KnownGap& g = gaps[i];
+    if (by_gap.count(i) || !devices.count(g.device())) continue;
+    bool could = g.passes().empty();
+    for (const std::string& pass : g.passes()) could |= passes_run.count({g.device(), pass}) > 0;
+    if (!could) continue;
+    std::vector<std::string> what(g.passes().begin(), g.passes().end());
+    what.insert(what.end(), g.metrics().begin(), g.metrics().end());
+    what.insert(what.end(), g.points().begin(), g.points().end());
+    report.stale_gaps.push_back(
+        absl::StrFormat("known_gaps[%d] %s%s%s: %s", i, g.device(),
+                        g.software_build().empty() ? "" : " / ", g.software_build(),
+                        absl::StrJoin(what, ", ")));
+  }
+}
 
 absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
                                                const FitConfig& fit_config,
@@ -1061,6 +1196,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
     report.consistency = CheckPublishedConsistency(db);
   }
   report.all_pass = report.num_failed == 0;
+  DiagnoseMisses(fit_config, report);
   return report;
 }
 
@@ -1259,6 +1395,30 @@ std::string FormatReportText(const ValidationReport& r) {
                                           a.value, a.limit, a.pass ? "ok" : "MISS"));
     }
   }
+  if (!r.diagnoses.empty() || !r.undiagnosed.empty() || !r.stale_gaps.empty()) {
+    absl::StrAppend(&s,
+                    "\n== misses: what the model lacks and what would settle it "
+                    "(known_gaps, calibration/fit_config.textproto)\n");
+    for (const Diagnosis& d : r.diagnoses) {
+      absl::StrAppend(&s, absl::StrFormat("known_gaps[%d] %s%s%s, %d miss%s:\n", d.gap_index,
+                                          d.device, d.software_build.empty() ? "" : " / ",
+                                          d.software_build, d.misses.size(),
+                                          d.misses.size() == 1 ? "" : "es"));
+      for (const std::string& m : d.misses) absl::StrAppend(&s, "  ", m, "\n");
+      absl::StrAppend(&s, "  missing:\n", WrapIndented(d.missing, 4, 100));
+      absl::StrAppend(&s, "  would settle it:\n", WrapIndented(d.settle_with, 4, 100));
+    }
+    if (!r.undiagnosed.empty()) {
+      absl::StrAppend(&s, absl::StrFormat("no diagnosis recorded (%d miss%s):\n",
+                                          r.undiagnosed.size(),
+                                          r.undiagnosed.size() == 1 ? "" : "es"));
+      for (const std::string& m : r.undiagnosed) absl::StrAppend(&s, "  ", m, "\n");
+    }
+    if (!r.stale_gaps.empty()) {
+      absl::StrAppend(&s, "stale known gaps (they match no miss: remove or rewrite them):\n");
+      for (const std::string& g : r.stale_gaps) absl::StrAppend(&s, "  ", g, "\n");
+    }
+  }
   if (!r.consistency.empty()) {
     absl::StrAppend(&s, "\n== consistency of the published tables (no model involved)\n");
     for (const ConsistencyFinding& c : r.consistency) {
@@ -1378,6 +1538,24 @@ std::string FormatReportJson(const ValidationReport& r) {
     w.KV("pass", a.pass);
     w.EndObject();
   }
+  w.EndArray();
+  w.Key("diagnoses").BeginArray();
+  for (const Diagnosis& d : r.diagnoses) {
+    w.BeginObject();
+    w.KV("known_gap", d.gap_index).KV("device", d.device);
+    w.KV("software_build", d.software_build);
+    w.Key("misses").BeginArray();
+    for (const std::string& m : d.misses) w.String(m);
+    w.EndArray();
+    w.KV("missing", d.missing).KV("settle_with", d.settle_with);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("undiagnosed").BeginArray();
+  for (const std::string& m : r.undiagnosed) w.String(m);
+  w.EndArray();
+  w.Key("stale_known_gaps").BeginArray();
+  for (const std::string& g : r.stale_gaps) w.String(g);
   w.EndArray();
   w.Key("excluded").BeginArray();
   for (const std::string& e : r.excluded) w.String(e);

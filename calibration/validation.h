@@ -129,6 +129,18 @@ struct AggregateCheck {
   std::string name, rule;
   double value = 0, limit = 0;
   bool pass = true;
+  // What the check is on, for matching known gaps: a block target's device,
+  // build, pass and metric; a point-set target's device and metric (pass
+  // empty).
+  std::string device, software_build, pass_name, metric;
+};
+
+// The misses one known gap (FitConfig.known_gaps) explains.
+struct Diagnosis {
+  int gap_index = 0;  // in FitConfig.known_gaps
+  std::string device, software_build;
+  std::vector<std::string> misses;  // aggregate check names and point ids
+  std::string missing, settle_with;
 };
 
 struct ValidationReport {
@@ -137,6 +149,10 @@ struct ValidationReport {
   std::vector<AggregateCheck> aggregates;
   std::vector<ConsistencyFinding> consistency;
   std::vector<BlockPass> blocks;  // by group, then pass
+  // Every missed check, diagnosed or not (DiagnoseMisses).
+  std::vector<Diagnosis> diagnoses;       // by gap, in config order
+  std::vector<std::string> undiagnosed;   // misses no known gap matches
+  std::vector<std::string> stale_gaps;    // known gaps that match no miss
   // Cells excluded by the physics rule: "point id: reason".
   std::vector<std::string> excluded;
   double overall_fit_mape = 0, overall_loo_mape = 0;
@@ -176,6 +192,19 @@ absl::StatusOr<servesim::proto::FitConfig> LoadNamedFitConfig(const std::string&
 absl::Status CheckJointFits(const servesim::proto::FitConfig& config,
                             const std::string& path);
 inline constexpr char kDefaultFitConfig[] = "calibration/fit_config.textproto";
+
+// Known gaps: device set; passes, metrics or points set; passes and metrics
+// names validate grades; missing and settle_with written. Messages name
+// `path` and the entry.
+absl::Status CheckKnownGaps(const servesim::proto::FitConfig& config,
+                            const std::string& path);
+
+// Files every missed check of `report` (point checks, aggregate checks)
+// under the first known gap that matches it (report.diagnoses), the rest
+// under report.undiagnosed, and the gaps that match nothing under
+// report.stale_gaps. RunValidation calls it last.
+void DiagnoseMisses(const servesim::proto::FitConfig& fit_config,
+                    ValidationReport& report);
 
 absl::StatusOr<ValidationReport> RunValidation(
     const MeasurementDb& db, const servesim::proto::FitConfig& fit_config,

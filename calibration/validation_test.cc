@@ -284,6 +284,136 @@ TEST(ValidationTest, FitConfigRejectsBrokenJointFits) {
   }
 }
 
+TEST(ValidationTest, FitConfigRejectsBrokenKnownGaps) {
+  auto check = [](const std::string& text) {
+    servesim::proto::FitConfig c;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &c)) << text;
+    return CheckKnownGaps(c, "fit.textproto");
+  };
+  const std::string why = R"(missing: "a term" settle_with: "a run")";
+  EXPECT_TRUE(check(R"(known_gaps { device: "t4" points: "t4/x" )" + why + " }").ok());
+  struct Bad {
+    std::string text, says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {R"(known_gaps { points: "t4/x" )" + why + " }", "no device"},
+           {R"(known_gaps { device: "t4" )" + why + " }", "set passes, metrics or points"},
+           {R"(known_gaps { device: "t4" passes: "leave_one_cell_out" )" + why + " }",
+            "'leave_one_cell_out' is not a block pass"},
+           {R"(known_gaps { device: "t4" points: "t4/x" settle_with: "a run" })",
+            "missing: empty"},
+           {R"(known_gaps { device: "t4" points: "t4/x" missing: "a term" })",
+            "settle_with: empty"}}) {
+    const absl::Status st = check(b.text);
+    EXPECT_FALSE(st.ok()) << b.text;
+    EXPECT_NE(st.message().find(b.says), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("fit.textproto: known_gaps[0]"), std::string::npos)
+        << st.message();
+  }
+}
+
+// Every miss lands under the first known gap that matches it or in the
+// undiagnosed list; a gap that could have matched and did not is stale; a
+// passing check is never filed.
+TEST(ValidationTest, MissesAreFiledUnderTheFirstMatchingKnownGap) {
+  ValidationReport r;
+  auto point = [&r](const std::string& id, const std::string& device,
+                    const std::string& metric, bool pass) {
+    ValidatedPoint v;
+    v.id = id;
+    v.device = device;
+    v.software_build = "b";
+    v.metric = metric;
+    v.checked = true;
+    v.pass = pass;
+    r.points.push_back(v);
+  };
+  point("dev/median_tpot_ms/c1", "dev", "median_tpot_ms", false);
+  point("dev/output_throughput/c1", "dev", "output_throughput", false);
+  point("dev/output_throughput/c4", "dev", "output_throughput", true);
+  point("other/decode_rate", "other", "decode_rate", false);
+  auto block = [&r](const std::string& pass, const std::string& metric, bool ok) {
+    AggregateCheck a;
+    a.name = absl::StrCat("dev / b ", pass, " ", metric, " MAPE");
+    a.device = "dev";
+    a.software_build = "b";
+    a.pass_name = pass;
+    a.metric = metric;
+    a.pass = ok;
+    r.aggregates.push_back(a);
+  };
+  block(kLeaveOneConcurrencyOut, "median_ttft_ms", false);
+  block(kLeaveOneInputLengthOut, "median_ttft_ms", false);
+  block(kLeaveOneDeviceOut, "output_throughput", false);
+  block(kLeaveOneConcurrencyOut, "output_throughput", true);
+  BlockPass run;
+  run.device = "dev";
+  run.pass = kLeaveOneConcurrencyOut;
+  run.applicable = true;
+  r.blocks.push_back(run);
+  run.pass = kLeaveOneModelOut;
+  r.blocks.push_back(run);
+
+  servesim::proto::FitConfig c;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        # 0: one point by id, and the concurrency-out TTFT block.
+        known_gaps {
+          device: "dev" passes: "leave_one_concurrency_out" metrics: "median_ttft_ms"
+          points: "dev/median_tpot_ms/c1" missing: "m0" settle_with: "s0"
+        }
+        # 1: every TTFT block of the device (the concurrency one went to 0).
+        known_gaps { device: "dev" metrics: "median_ttft_ms" missing: "m1" settle_with: "s1" }
+        # 2: another build: matches nothing of build "b", and is stale.
+        known_gaps {
+          device: "dev" software_build: "other-build" metrics: "output_throughput"
+          missing: "m2" settle_with: "s2"
+        }
+        # 3: a pass that ran and missed nothing: stale.
+        known_gaps { device: "dev" passes: "leave_one_model_out" missing: "m3" settle_with: "s3" }
+        # 4: a pass that did not run (length-out has no BlockPass here): not stale.
+        known_gaps {
+          device: "dev" passes: "leave_one_input_length_out" metrics: "output_throughput"
+          missing: "m4" settle_with: "s4"
+        }
+        # 5: a device not in the report: not stale.
+        known_gaps { device: "absent" metrics: "decode_rate" missing: "m5" settle_with: "s5" }
+      )pb",
+      &c));
+  ASSERT_TRUE(CheckKnownGaps(c, "test").ok());
+  DiagnoseMisses(c, r);
+  ASSERT_EQ(r.diagnoses.size(), 2u);
+  EXPECT_EQ(r.diagnoses[0].gap_index, 0);
+  EXPECT_EQ(r.diagnoses[0].misses,
+            (std::vector<std::string>{"dev/median_tpot_ms/c1",
+                                      "dev / b leave_one_concurrency_out median_ttft_ms MAPE"}));
+  EXPECT_EQ(r.diagnoses[0].missing, "m0");
+  EXPECT_EQ(r.diagnoses[0].settle_with, "s0");
+  EXPECT_EQ(r.diagnoses[1].gap_index, 1);
+  EXPECT_EQ(r.diagnoses[1].misses,
+            (std::vector<std::string>{
+                "dev / b leave_one_input_length_out median_ttft_ms MAPE"}));
+  EXPECT_EQ(r.undiagnosed,
+            (std::vector<std::string>{"dev/output_throughput/c1", "other/decode_rate",
+                                      "dev / b leave_one_device_out output_throughput MAPE"}));
+  ASSERT_EQ(r.stale_gaps.size(), 2u);
+  EXPECT_EQ(r.stale_gaps[0].rfind("known_gaps[2] dev / other-build", 0), 0u) << r.stale_gaps[0];
+  EXPECT_EQ(r.stale_gaps[1].rfind("known_gaps[3] dev:", 0), 0u) << r.stale_gaps[1];
+
+  const std::string text = FormatReportText(r);
+  EXPECT_NE(text.find("known_gaps[0] dev, 2 misses:\n  dev/median_tpot_ms/c1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  missing:\n    m0\n  would settle it:\n    s0\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("no diagnosis recorded (3 misses):"), std::string::npos) << text;
+  EXPECT_NE(text.find("stale known gaps"), std::string::npos) << text;
+  const std::string json = FormatReportJson(r);
+  EXPECT_NE(json.find(R"("settle_with": "s1")"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"undiagnosed\": [\n  \"dev/output_throughput/c1\""), std::string::npos)
+      << json;
+}
+
 // A shared parameter must have one prior: sharing flops_eff_gemm between the
 // TPUs (priors 0.14 and 0.19) is refused instead of depending on the order.
 TEST(ValidationTest, SharedParameterWithDifferentPriorsIsRefused) {
