@@ -202,9 +202,17 @@ absl::Status CheckKnownGaps(const servesim::proto::FitConfig& config,
 // Files every missed check of `report` (point checks, aggregate checks)
 // under the first known gap that matches it (report.diagnoses), the rest
 // under report.undiagnosed, and the gaps that match nothing under
-// report.stale_gaps. RunValidation calls it last.
+// report.stale_gaps. RunValidation calls it last, with
+// ValidateOptions::shipped_data_checks.
 void DiagnoseMisses(const servesim::proto::FitConfig& fit_config,
                     ValidationReport& report);
+
+// One line per known gap of `device` / `build` (gaps without a build
+// included): which checks `servesim validate` misses, what the model lacks
+// and what would settle it. For a prediction's provenance.
+std::vector<std::string> KnownGapNotes(const servesim::proto::FitConfig& fit_config,
+                                       const std::string& device,
+                                       const std::string& build);
 
 absl::StatusOr<ValidationReport> RunValidation(
     const MeasurementDb& db, const servesim::proto::FitConfig& fit_config,

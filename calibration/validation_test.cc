@@ -414,6 +414,29 @@ TEST(ValidationTest, MissesAreFiledUnderTheFirstMatchingKnownGap) {
       << json;
 }
 
+TEST(ValidationTest, KnownGapNotesAreTheDevicesAndTheProfilesBuilds) {
+  servesim::proto::FitConfig c;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        known_gaps { device: "l4" metrics: "median_ttft_ms" missing: "m0" settle_with: "s0" }
+        known_gaps {
+          device: "l4" software_build: "b1" points: "l4/x" missing: "m1" settle_with: "s1"
+        }
+        known_gaps { device: "t4" metrics: "decode_rate" missing: "m2" settle_with: "s2" }
+      )pb",
+      &c));
+  const std::vector<std::string> b1 = KnownGapNotes(c, "l4", "b1");
+  ASSERT_EQ(b1.size(), 2u);
+  EXPECT_EQ(b1[0],
+            "known gap 0 of the shipped l4 profile (`servesim validate` misses "
+            "median_ttft_ms): m0 Would settle it: s0");
+  EXPECT_EQ(b1[1],
+            "known gap 1 of the shipped l4 profile (`servesim validate` misses l4/x): m1 "
+            "Would settle it: s1");
+  EXPECT_EQ(KnownGapNotes(c, "l4", "b2").size(), 1u);
+  EXPECT_TRUE(KnownGapNotes(c, "mi300x", "").empty());
+}
+
 // A shared parameter must have one prior: sharing flops_eff_gemm between the
 // TPUs (priors 0.14 and 0.19) is refused instead of depending on the order.
 TEST(ValidationTest, SharedParameterWithDifferentPriorsIsRefused) {

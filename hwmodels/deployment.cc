@@ -320,6 +320,8 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
                                   " step-model parameters; client-side ones such as "
                                   "api_overhead_ms are applied by the client)");
       d.calibrated = true;
+      d.shipped_profile = prof.shipped;
+      d.profile_software_build = prof.profile.software_build();
       d.api_overhead_ms = 0;
       for (const auto& p : prof.profile.parameters()) {
         if (p.name() == "api_overhead_ms" && p.value() > 0) d.api_overhead_ms = p.value();

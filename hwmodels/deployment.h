@@ -95,6 +95,11 @@ struct Deployment {
   // caller-supplied parameters): the CLI warns that such a prediction
   // carries the priors' error.
   bool calibrated = false;
+  // The shipped profile of the device applied (not a user's file): its
+  // software build. `servesim validate`'s known gaps for that profile then
+  // go into the prediction's provenance (experiments/capacity/simulate_report.cc).
+  bool shipped_profile = false;
+  std::string profile_software_build;
   // The profile's api_overhead_ms (a client-side cost, not a step-time
   // knob: the client adds it); 0 when none.
   double api_overhead_ms = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "calibration/validation.h"
 #include "experiments/capacity/cost.h"
 #include "experiments/runner/config.h"
 #include "hwmodels/catalog.h"
@@ -117,6 +119,24 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
                                         CommitString(), ") simulate"));
   ctx.provenance.push_back(run.engine->Describe());
   for (const std::string& p : run.fleet.provenance) ctx.provenance.push_back(p);
+  // Where a shipped profile applies, what `servesim validate` misses with it
+  // (the shipped fit config's known gaps): the checks, the missing term and
+  // the measurement that would settle it.
+  std::set<std::string> gaps_noted;
+  for (const Deployment& d : run.fleet.deployments) {
+    if (!d.shipped_profile || !gaps_noted.insert(d.device.id()).second) continue;
+    static const absl::StatusOr<proto::FitConfig> shipped =
+        LoadNamedFitConfig(kDefaultFitConfig);
+    if (!shipped.ok()) {
+      ctx.provenance.push_back(absl::StrCat("known gaps unavailable: ",
+                                            shipped.status().message()));
+      continue;
+    }
+    for (std::string& note :
+         KnownGapNotes(*shipped, d.device.id(), d.profile_software_build)) {
+      ctx.provenance.push_back(std::move(note));
+    }
+  }
   ctx.provenance.push_back(absl::StrCat("client: ", run.source->Describe()));
   if (client.replay_arrivals)
     ctx.provenance.emplace_back("arrivals: replayed from the trace");

@@ -331,7 +331,6 @@ int RunSimulate(SimulateArgs& args) {
     std::fprintf(stderr, "servesim simulate: warning: %s\n", w.c_str());
   }
   const std::unique_ptr<Engine>& engine = run->engine;
-  const std::vector<std::string>& provenance = run->fleet.provenance;
 
   const RunResult result = engine->Result();
   const std::string config_text = ConfigToText(config);
@@ -395,7 +394,7 @@ int RunSimulate(SimulateArgs& args) {
     if (intervals.has_value()) text += IntervalsText(*intervals);
     std::fwrite(text.data(), 1, text.size(), stdout);
     if (args.explain) {
-      for (const std::string& p : provenance) std::printf("note: %s\n", p.c_str());
+      for (const std::string& p : ctx.provenance) std::printf("note: %s\n", p.c_str());
     } else {
       std::printf(
           "(where each number comes from: --explain, or servesim.provenance in "

@@ -120,6 +120,36 @@ TEST(ResultJsonTest, NewVllmKeysAreComputedAndGoodputIsNullWithoutSlos) {
   for (const JsonValue& t : texts->items) EXPECT_EQ(t.str, "");
 }
 
+// A prediction from a shipped profile carries what `servesim validate`
+// misses with that profile (the shipped fit config's known gaps); one from
+// datasheet priors (an uncalibrated catalog device) carries none.
+TEST(ResultJsonTest, ProvenanceNamesTheShippedProfilesKnownGaps) {
+  auto gap_lines = [](const JsonValue& v) {
+    std::vector<std::string> out;
+    const JsonValue* extra = v.Find("servesim");
+    if (extra == nullptr || extra->Find("provenance") == nullptr) return out;
+    for (const JsonValue& line : extra->Find("provenance")->items) {
+      if (line.str.rfind("known gap ", 0) == 0) out.push_back(line.str);
+    }
+    return out;
+  };
+  const std::vector<std::string> shipped = gap_lines(SimulateResult(false));
+  ASSERT_FALSE(shipped.empty());
+  for (const std::string& line : shipped) {
+    EXPECT_THAT(line, HasSubstr("of the shipped mi300x profile (`servesim validate` misses "));
+    EXPECT_THAT(line, HasSubstr("Would settle it: "));
+  }
+  const std::string path = Scratch("h100.json");
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".config.textproto");
+  CliRun r = Servesim(
+      "simulate --device h100-sxm --model gemma-4-e2b --num-prompts 8 "
+      "--random-input-len 128 --random-output-len 16 --max-concurrency 2 "
+      "--date 20260101-000000 --no-progress --save-result " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(gap_lines(ParseFile(path)).empty());
+}
+
 TEST(ResultJsonTest, GoodputCountsRequestsMeetingEverySlo) {
   const JsonValue all = SimulateResult(false, " --goodput ttft:600000 e2el:600000");
   const JsonValue none = SimulateResult(false, " --goodput tpot:0");
