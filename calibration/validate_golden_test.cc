@@ -3,6 +3,7 @@
 // variable SERVESIM_UPDATE_GOLDEN=1 is set; otherwise any difference fails.
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -49,6 +50,17 @@ TEST(ValidateGoldenTest, ReportMatchesGoldenFile) {
       << "misses without a known gap: " << absl::StrJoin(report->undiagnosed, "; ");
   EXPECT_TRUE(report->stale_gaps.empty())
       << "stale known gaps: " << absl::StrJoin(report->stale_gaps, "; ");
+  // Every shipped gap files at least one miss (a misspelt device, build,
+  // metric or point would match nothing and go unnoticed otherwise).
+  auto config = LoadFitConfig(kRoot + "/" + kDefaultFitConfig);
+  ASSERT_TRUE(config.ok());
+  std::set<int> filed;
+  for (const Diagnosis& d : report->diagnoses) filed.insert(d.gap_index);
+  for (int i = 0; i < config->known_gaps_size(); ++i) {
+    EXPECT_TRUE(filed.count(i))
+        << "known_gaps[" << i << "] (" << config->known_gaps(i).device()
+        << ") files no miss of the shipped report";
+  }
   // The same data give byte-identical reports (text and JSON), whatever
   // the thread count.
   auto again = FullReport(2);

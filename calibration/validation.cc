@@ -108,7 +108,8 @@ std::string WrapIndented(const std::string& text, int indent, int width) {
   std::string out, line;
   const std::string pad(indent, ' ');
   for (const absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
-    if (!line.empty() && static_cast<int>(line.size() + 1 + word.size()) > width - indent) {
+    if (!line.empty() &&
+        static_cast<int>(line.size() + 1 + word.size()) > width - indent) {
       absl::StrAppend(&out, pad, line, "\n");
       line.clear();
     }
@@ -212,7 +213,8 @@ absl::Status CheckKnownGaps(const FitConfig& config, const std::string& path) {
     auto bad = [&where](const std::string& what) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
     };
-    if (gap.device().empty()) return bad("no device (the device whose misses it explains)");
+    if (gap.device().empty())
+      return bad("no device (the device whose misses it explains)");
     if (gap.passes().empty() && gap.metrics().empty() && gap.points().empty()) {
       return bad(absl::StrCat(
           "device ", gap.device(),
@@ -1046,6 +1048,7 @@ void GradeTargets(const FitConfig& fit_config, ValidationReport& report) {
         a.software_build = bp.software_build;
         a.pass_name = bp.pass;
         a.metric = me.metric;
+        a.id = a.name;
         add(std::move(a));
       }
     }
@@ -1066,7 +1069,53 @@ void GradeTargets(const FitConfig& fit_config, ValidationReport& report) {
     a.limit = t.limit_pct();
     a.device = t.device();
     a.metric = t.metric();
+    a.id = t.name();
     add(std::move(a));
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// What a gap can match: a check's device, build, pass ("" for a point
+// check or a point-set target), metric and id (point id, target name).
+struct CheckKey {
+  const std::string &device, &build, &pass, &metric, &id;
+};
+
+bool ListHas(const google::protobuf::RepeatedPtrField<std::string>& list,
+             const std::string& v) {
+  return std::find(list.begin(), list.end(), v) != list.end();
+}
+
+// The rule of proto/calibration.proto KnownGap: a block check matches the
+// gap's passes (none listed: any pass, when it lists metrics) and metrics
+// (none: any); a point check or point-set target matches the gap's points
+// by id, or, when it lists no points and no passes, its metrics.
+bool GapMatches(const servesim::proto::KnownGap& g, const CheckKey& c) {
+  if (g.device() != c.device) return false;
+  if (!g.software_build().empty() && g.software_build() != c.build) return false;
+  const bool metric_ok = g.metrics().empty() || ListHas(g.metrics(), c.metric);
+  if (c.pass.empty()) {
+    if (!g.points().empty()) return ListHas(g.points(), c.id);
+    return g.passes().empty() && !g.metrics().empty() && metric_ok;
+  }
+  const bool pass_ok =
+      g.passes().empty() ? !g.metrics().empty() : ListHas(g.passes(), c.pass);
+  return pass_ok && metric_ok;
+}
+
+// Every graded check of the report: point checks, then aggregate checks.
+template <typename F>
+void ForEachCheck(const ValidationReport& report, F&& f) {
+  static const std::string kNoPass;
+  for (const ValidatedPoint& v : report.points) {
+    if (v.checked)
+      f(CheckKey{v.device, v.software_build, kNoPass, v.metric, v.id}, v.pass, v.id);
+  }
+  for (const AggregateCheck& a : report.aggregates) {
+    f(CheckKey{a.device, a.software_build, a.pass_name, a.metric, a.id}, a.pass, a.name);
   }
 }
 
@@ -1076,78 +1125,62 @@ void DiagnoseMisses(const FitConfig& fit_config, ValidationReport& report) {
   report.diagnoses.clear();
   report.undiagnosed.clear();
   report.stale_gaps.clear();
+  report.diagnosed = true;
   const auto& gaps = fit_config.known_gaps();
-  auto contains = [](const auto& list, const std::string& v) {
-    return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
-  };
-  // The first gap matching the check; -1: none. A block check (`pass`
-  // set) matches the gap's passes (none listed: every pass, when it lists
-  // metrics) and metrics (none: every metric); a point check or point-set
-  // target matches the gap's points by id, or, when it lists no points and
-  // no passes, its metrics.
-  auto match = [&](const std::string& device, const std::string& build,
-                   const std::string& pass, const std::string& metric,
-                   const std::string& id) {
-    for (int i = 0; i < gaps.size(); ++i) {
-      const servesim::proto::KnownGap& g = gaps[i];
-      if (g.device() != device) continue;
-      if (!g.software_build().empty() && g.software_build() != build) continue;
-      const bool hit =
-          pass.empty()
-              ? (g.points().empty() ? g.passes().empty() && contains(g.metrics(), metric)
-                                    : contains(g.points(), id))
-              : (g.passes().empty() ? !g.metrics().empty() : contains(g.passes(), pass)) &&
-                    contains(g.metrics(), metric);
-      if (hit) return i;
-    }
-    return -1;
-  };
   std::map<int, Diagnosis> by_gap;
-  auto file = [&](int gap, const std::string& name) {
-    if (gap < 0) {
+  std::vector<bool> graded(gaps.size(), false);  // matches some graded check
+  std::set<std::pair<int, std::string>> listed_point_missed;
+  ForEachCheck(report, [&](const CheckKey& key, bool pass, const std::string& name) {
+    int first = -1;
+    for (int i = 0; i < gaps.size(); ++i) {
+      if (!GapMatches(gaps[i], key)) continue;
+      graded[i] = true;
+      if (first < 0) first = i;
+    }
+    if (pass) return;
+    if (first < 0) {
       report.undiagnosed.push_back(name);
       return;
     }
-    Diagnosis& d = by_gap[gap];
+    Diagnosis& d = by_gap[first];
     if (d.misses.empty()) {
-      d.gap_index = gap;
-      d.device = gaps[gap].device();
-      d.software_build = gaps[gap].software_build();
-      d.missing = gaps[gap].missing();
-      d.settle_with = gaps[gap].settle_with();
+      d.gap_index = first;
+      d.device = gaps[first].device();
+      d.software_build = gaps[first].software_build();
+      d.missing = gaps[first].missing();
+      d.settle_with = gaps[first].settle_with();
     }
     d.misses.push_back(name);
-  };
-  for (const ValidatedPoint& v : report.points) {
-    if (!v.checked || v.pass) continue;
-    file(match(v.device, v.software_build, "", v.metric, v.id), v.id);
-  }
-  for (const AggregateCheck& a : report.aggregates) {
-    if (a.pass) continue;
-    file(match(a.device, a.software_build, a.pass_name, a.metric, a.name), a.name);
-  }
+    if (key.pass.empty()) listed_point_missed.insert({first, key.id});
+  });
   for (auto& [gap, d] : by_gap) report.diagnoses.push_back(std::move(d));
-  // A gap that could have matched (its device reported; its passes run)
-  // and matched no miss is stale.
-  std::set<std::string> devices;
-  std::set<std::pair<std::string, std::string>> passes_run;
-  for (const ValidatedPoint& v : report.points) devices.insert(v.device);
-  for (const BlockPass& bp : report.blocks) {
-    if (bp.applicable) passes_run.insert({bp.device, bp.pass});
+  // Stale: a gap whose checks were graded and none missed, or a point it
+  // lists that was graded and passed. Only a held-out run grades what the
+  // gaps describe (with --no-held-out every check is in-sample).
+  if (!report.held_out) return;
+  std::set<std::string> graded_points;
+  for (const ValidatedPoint& v : report.points) {
+    if (v.checked) graded_points.insert(v.id);
   }
   for (int i = 0; i < gaps.size(); ++i) {
     const servesim::proto::KnownGap& g = gaps[i];
-    if (by_gap.count(i) || !devices.count(g.device())) continue;
-    bool could = g.passes().empty();
-    for (const std::string& pass : g.passes()) could |= passes_run.count({g.device(), pass}) > 0;
-    if (!could) continue;
-    std::vector<std::string> what(g.passes().begin(), g.passes().end());
-    what.insert(what.end(), g.metrics().begin(), g.metrics().end());
-    what.insert(what.end(), g.points().begin(), g.points().end());
-    report.stale_gaps.push_back(
-        absl::StrFormat("known_gaps[%d] %s%s%s: %s", i, g.device(),
-                        g.software_build().empty() ? "" : " / ", g.software_build(),
-                        absl::StrJoin(what, ", ")));
+    const std::string who =
+        absl::StrFormat("known_gaps[%d] %s%s%s", i, g.device(),
+                        g.software_build().empty() ? "" : " / ", g.software_build());
+    if (graded[i] && !by_gap.count(i)) {
+      std::vector<std::string> what(g.passes().begin(), g.passes().end());
+      what.insert(what.end(), g.metrics().begin(), g.metrics().end());
+      what.insert(what.end(), g.points().begin(), g.points().end());
+      report.stale_gaps.push_back(
+          absl::StrCat(who, ": no miss left (", absl::StrJoin(what, ", "), ")"));
+      continue;
+    }
+    for (const std::string& id : g.points()) {
+      if (graded_points.count(id) && !listed_point_missed.count({i, id})) {
+        report.stale_gaps.push_back(
+            absl::StrCat(who, ": point ", id, " no longer misses"));
+      }
+    }
   }
 }
 
@@ -1159,13 +1192,14 @@ std::vector<std::string> KnownGapNotes(const FitConfig& fit_config,
     const servesim::proto::KnownGap& g = fit_config.known_gaps(i);
     if (g.device() != device) continue;
     if (!g.software_build().empty() && g.software_build() != build) continue;
-    std::vector<std::string> what(g.passes().begin(), g.passes().end());
-    what.insert(what.end(), g.metrics().begin(), g.metrics().end());
-    what.insert(what.end(), g.points().begin(), g.points().end());
+    std::vector<std::string> what;
+    if (!g.passes().empty()) what.push_back(absl::StrJoin(g.passes(), ", "));
+    if (!g.metrics().empty()) what.push_back(absl::StrJoin(g.metrics(), ", "));
+    if (!g.points().empty()) what.push_back(absl::StrJoin(g.points(), ", "));
     out.push_back(absl::StrFormat(
-        "known gap %d of the shipped %s profile (`servesim validate` misses %s): %s "
-        "Would settle it: %s",
-        i, device, absl::StrJoin(what, ", "), g.missing(), g.settle_with()));
+        "known gap of the shipped %s profile (fit config known_gaps[%d]; `servesim "
+        "validate` misses %s): %s Would settle it: %s",
+        device, i, absl::StrJoin(what, "; "), g.missing(), g.settle_with()));
   }
   return out;
 }
@@ -1216,6 +1250,7 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
   }
   report.all_pass = report.num_failed == 0;
   // Known gaps describe the shipped data; a user's calibration has none.
+  report.held_out = !options.skip_loo;
   if (options.shipped_data_checks) DiagnoseMisses(fit_config, report);
   return report;
 }
@@ -1418,12 +1453,13 @@ std::string FormatReportText(const ValidationReport& r) {
   if (!r.diagnoses.empty() || !r.undiagnosed.empty() || !r.stale_gaps.empty()) {
     absl::StrAppend(&s,
                     "\n== misses: what the model lacks and what would settle it "
-                    "(known_gaps, calibration/fit_config.textproto)\n");
+                    "(known_gaps of the fit config)\n");
     for (const Diagnosis& d : r.diagnoses) {
-      absl::StrAppend(&s, absl::StrFormat("known_gaps[%d] %s%s%s, %d miss%s:\n", d.gap_index,
-                                          d.device, d.software_build.empty() ? "" : " / ",
-                                          d.software_build, d.misses.size(),
-                                          d.misses.size() == 1 ? "" : "es"));
+      absl::StrAppend(
+          &s,
+          absl::StrFormat("known_gaps[%d] %s%s%s, %d miss%s:\n", d.gap_index, d.device,
+                          d.software_build.empty() ? "" : " / ", d.software_build,
+                          d.misses.size(), d.misses.size() == 1 ? "" : "es"));
       for (const std::string& m : d.misses) absl::StrAppend(&s, "  ", m, "\n");
       absl::StrAppend(&s, "  missing:\n", WrapIndented(d.missing, 4, 100));
       absl::StrAppend(&s, "  would settle it:\n", WrapIndented(d.settle_with, 4, 100));
@@ -1435,7 +1471,9 @@ std::string FormatReportText(const ValidationReport& r) {
       for (const std::string& m : r.undiagnosed) absl::StrAppend(&s, "  ", m, "\n");
     }
     if (!r.stale_gaps.empty()) {
-      absl::StrAppend(&s, "stale known gaps (they match no miss: remove or rewrite them):\n");
+      absl::StrAppend(&s,
+                      "stale known gaps (what they list no longer misses: remove or "
+                      "rewrite them):\n");
       for (const std::string& g : r.stale_gaps) absl::StrAppend(&s, "  ", g, "\n");
     }
   }
@@ -1559,24 +1597,26 @@ std::string FormatReportJson(const ValidationReport& r) {
     w.EndObject();
   }
   w.EndArray();
-  w.Key("diagnoses").BeginArray();
-  for (const Diagnosis& d : r.diagnoses) {
-    w.BeginObject();
-    w.KV("known_gap", d.gap_index).KV("device", d.device);
-    w.KV("software_build", d.software_build);
-    w.Key("misses").BeginArray();
-    for (const std::string& m : d.misses) w.String(m);
+  if (r.diagnosed) {
+    w.Key("diagnoses").BeginArray();
+    for (const Diagnosis& d : r.diagnoses) {
+      w.BeginObject();
+      w.KV("known_gap", d.gap_index).KV("device", d.device);
+      w.KV("software_build", d.software_build);
+      w.Key("misses").BeginArray();
+      for (const std::string& m : d.misses) w.String(m);
+      w.EndArray();
+      w.KV("missing", d.missing).KV("settle_with", d.settle_with);
+      w.EndObject();
+    }
     w.EndArray();
-    w.KV("missing", d.missing).KV("settle_with", d.settle_with);
-    w.EndObject();
+    w.Key("undiagnosed").BeginArray();
+    for (const std::string& m : r.undiagnosed) w.String(m);
+    w.EndArray();
+    w.Key("stale_known_gaps").BeginArray();
+    for (const std::string& g : r.stale_gaps) w.String(g);
+    w.EndArray();
   }
-  w.EndArray();
-  w.Key("undiagnosed").BeginArray();
-  for (const std::string& m : r.undiagnosed) w.String(m);
-  w.EndArray();
-  w.Key("stale_known_gaps").BeginArray();
-  for (const std::string& g : r.stale_gaps) w.String(g);
-  w.EndArray();
   w.Key("excluded").BeginArray();
   for (const std::string& e : r.excluded) w.String(e);
   w.EndArray();

@@ -133,6 +133,8 @@ struct AggregateCheck {
   // build, pass and metric; a point-set target's device and metric (pass
   // empty).
   std::string device, software_build, pass_name, metric;
+  std::string id;  // what a known gap's `points` names: the check's name, or
+                   // the point-set target's name
 };
 
 // The misses one known gap (FitConfig.known_gaps) explains.
@@ -150,9 +152,11 @@ struct ValidationReport {
   std::vector<ConsistencyFinding> consistency;
   std::vector<BlockPass> blocks;  // by group, then pass
   // Every missed check, diagnosed or not (DiagnoseMisses).
-  std::vector<Diagnosis> diagnoses;       // by gap, in config order
-  std::vector<std::string> undiagnosed;   // misses no known gap matches
-  std::vector<std::string> stale_gaps;    // known gaps that match no miss
+  std::vector<Diagnosis> diagnoses;      // by gap, in config order
+  std::vector<std::string> undiagnosed;  // misses no known gap matches
+  std::vector<std::string> stale_gaps;   // what known gaps list that no longer misses
+  bool diagnosed = false;                // DiagnoseMisses ran (the shipped-data checks)
+  bool held_out = true;  // the held-out and block passes ran (not --no-held-out)
   // Cells excluded by the physics rule: "point id: reason".
   std::vector<std::string> excluded;
   double overall_fit_mape = 0, overall_loo_mape = 0;
@@ -193,16 +197,18 @@ absl::Status CheckJointFits(const servesim::proto::FitConfig& config,
                             const std::string& path);
 inline constexpr char kDefaultFitConfig[] = "calibration/fit_config.textproto";
 
-// Known gaps: device set; passes, metrics or points set; passes and metrics
-// names validate grades; missing and settle_with written. Messages name
-// `path` and the entry.
+// Known gaps: device set; passes, metrics or points set; passes among the
+// block passes; missing and settle_with written. Messages name `path` and
+// the entry. (A misspelt metric, build or point matches nothing; the golden
+// test checks that every shipped gap files a miss.)
 absl::Status CheckKnownGaps(const servesim::proto::FitConfig& config,
                             const std::string& path);
 
 // Files every missed check of `report` (point checks, aggregate checks)
 // under the first known gap that matches it (report.diagnoses), the rest
-// under report.undiagnosed, and the gaps that match nothing under
-// report.stale_gaps. RunValidation calls it last, with
+// under report.undiagnosed; with report.held_out, lists under
+// report.stale_gaps the gaps whose graded checks all pass and the points a
+// gap lists that were graded and pass. RunValidation calls it last, with
 // ValidateOptions::shipped_data_checks.
 void DiagnoseMisses(const servesim::proto::FitConfig& fit_config,
                     ValidationReport& report);

@@ -297,7 +297,8 @@ TEST(ValidationTest, FitConfigRejectsBrokenKnownGaps) {
   };
   for (const Bad& b : std::vector<Bad>{
            {R"(known_gaps { points: "t4/x" )" + why + " }", "no device"},
-           {R"(known_gaps { device: "t4" )" + why + " }", "set passes, metrics or points"},
+           {R"(known_gaps { device: "t4" )" + why + " }",
+            "set passes, metrics or points"},
            {R"(known_gaps { device: "t4" passes: "leave_one_cell_out" )" + why + " }",
             "'leave_one_cell_out' is not a block pass"},
            {R"(known_gaps { device: "t4" points: "t4/x" settle_with: "a run" })",
@@ -313,9 +314,10 @@ TEST(ValidationTest, FitConfigRejectsBrokenKnownGaps) {
 }
 
 // Every miss lands under the first known gap that matches it or in the
-// undiagnosed list; a gap that could have matched and did not is stale; a
-// passing check is never filed.
-TEST(ValidationTest, MissesAreFiledUnderTheFirstMatchingKnownGap) {
+// undiagnosed list; a gap whose graded checks all pass, or a listed point
+// that passes, is stale; a gap that matches no graded check (another build,
+// a pass that did not run) is not; a passing check is never filed.
+ValidationReport GapFixture() {
   ValidationReport r;
   auto point = [&r](const std::string& id, const std::string& device,
                     const std::string& metric, bool pass) {
@@ -329,12 +331,15 @@ TEST(ValidationTest, MissesAreFiledUnderTheFirstMatchingKnownGap) {
     r.points.push_back(v);
   };
   point("dev/median_tpot_ms/c1", "dev", "median_tpot_ms", false);
+  point("dev/median_tpot_ms/c4", "dev", "median_tpot_ms", true);
   point("dev/output_throughput/c1", "dev", "output_throughput", false);
   point("dev/output_throughput/c4", "dev", "output_throughput", true);
+  point("dev/decode_rate/e2b", "dev", "decode_rate", false);
   point("other/decode_rate", "other", "decode_rate", false);
   auto block = [&r](const std::string& pass, const std::string& metric, bool ok) {
     AggregateCheck a;
     a.name = absl::StrCat("dev / b ", pass, " ", metric, " MAPE");
+    a.id = a.name;
     a.device = "dev";
     a.software_build = "b";
     a.pass_name = pass;
@@ -346,81 +351,149 @@ TEST(ValidationTest, MissesAreFiledUnderTheFirstMatchingKnownGap) {
   block(kLeaveOneInputLengthOut, "median_ttft_ms", false);
   block(kLeaveOneDeviceOut, "output_throughput", false);
   block(kLeaveOneConcurrencyOut, "output_throughput", true);
-  BlockPass run;
-  run.device = "dev";
-  run.pass = kLeaveOneConcurrencyOut;
-  run.applicable = true;
-  r.blocks.push_back(run);
-  run.pass = kLeaveOneModelOut;
-  r.blocks.push_back(run);
+  block(kLeaveOneModelOut, "output_throughput", true);
+  AggregateCheck target;  // a point-set target
+  target.name = "dev grid (3 cells): held-out MAE";
+  target.id = "dev grid";
+  target.device = "dev";
+  target.metric = "output_throughput";
+  target.pass = false;
+  r.aggregates.push_back(target);
+  return r;
+}
 
+servesim::proto::FitConfig GapConfig() {
   servesim::proto::FitConfig c;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
       R"pb(
-        # 0: one point by id, and the concurrency-out TTFT block.
+        # 0: a point by id, a point that passes, and the concurrency-out TTFT block.
         known_gaps {
-          device: "dev" passes: "leave_one_concurrency_out" metrics: "median_ttft_ms"
-          points: "dev/median_tpot_ms/c1" missing: "m0" settle_with: "s0"
+          device: "dev"
+          passes: "leave_one_concurrency_out"
+          metrics: "median_ttft_ms"
+          points: "dev/median_tpot_ms/c1"
+          points: "dev/median_tpot_ms/c4"
+          missing: "m0"
+          settle_with: "s0"
         }
         # 1: every TTFT block of the device (the concurrency one went to 0).
-        known_gaps { device: "dev" metrics: "median_ttft_ms" missing: "m1" settle_with: "s1" }
-        # 2: another build: matches nothing of build "b", and is stale.
         known_gaps {
-          device: "dev" software_build: "other-build" metrics: "output_throughput"
-          missing: "m2" settle_with: "s2"
+          device: "dev"
+          metrics: "median_ttft_ms"
+          missing: "m1"
+          settle_with: "s1"
         }
-        # 3: a pass that ran and missed nothing: stale.
-        known_gaps { device: "dev" passes: "leave_one_model_out" missing: "m3" settle_with: "s3" }
-        # 4: a pass that did not run (length-out has no BlockPass here): not stale.
+        # 2: another build: matches no graded check, not stale.
         known_gaps {
-          device: "dev" passes: "leave_one_input_length_out" metrics: "output_throughput"
-          missing: "m4" settle_with: "s4"
+          device: "dev"
+          software_build: "other-build"
+          metrics: "output_throughput"
+          missing: "m2"
+          settle_with: "s2"
         }
-        # 5: a device not in the report: not stale.
-        known_gaps { device: "absent" metrics: "decode_rate" missing: "m5" settle_with: "s5" }
+        # 3: a pass whose checks all pass: stale.
+        known_gaps {
+          device: "dev"
+          passes: "leave_one_model_out"
+          missing: "m3"
+          settle_with: "s3"
+        }
+        # 4: metrics alone: the point checks of that metric.
+        known_gaps {
+          device: "dev"
+          metrics: "decode_rate"
+          missing: "m4"
+          settle_with: "s4"
+        }
+        # 5: a point-set target by name.
+        known_gaps { device: "dev" points: "dev grid" missing: "m5" settle_with: "s5" }
+        # 6: a device not in the report: not stale.
+        known_gaps {
+          device: "absent"
+          metrics: "decode_rate"
+          missing: "m6"
+          settle_with: "s6"
+        }
       )pb",
       &c));
-  ASSERT_TRUE(CheckKnownGaps(c, "test").ok());
-  DiagnoseMisses(c, r);
-  ASSERT_EQ(r.diagnoses.size(), 2u);
+  EXPECT_TRUE(CheckKnownGaps(c, "test").ok());
+  return c;
+}
+
+TEST(ValidationTest, MissesAreFiledUnderTheFirstMatchingKnownGap) {
+  ValidationReport r = GapFixture();
+  DiagnoseMisses(GapConfig(), r);
+  ASSERT_EQ(r.diagnoses.size(), 4u);
   EXPECT_EQ(r.diagnoses[0].gap_index, 0);
   EXPECT_EQ(r.diagnoses[0].misses,
-            (std::vector<std::string>{"dev/median_tpot_ms/c1",
-                                      "dev / b leave_one_concurrency_out median_ttft_ms MAPE"}));
+            (std::vector<std::string>{
+                "dev/median_tpot_ms/c1",
+                "dev / b leave_one_concurrency_out median_ttft_ms MAPE"}));
   EXPECT_EQ(r.diagnoses[0].missing, "m0");
   EXPECT_EQ(r.diagnoses[0].settle_with, "s0");
   EXPECT_EQ(r.diagnoses[1].gap_index, 1);
   EXPECT_EQ(r.diagnoses[1].misses,
             (std::vector<std::string>{
                 "dev / b leave_one_input_length_out median_ttft_ms MAPE"}));
-  EXPECT_EQ(r.undiagnosed,
-            (std::vector<std::string>{"dev/output_throughput/c1", "other/decode_rate",
-                                      "dev / b leave_one_device_out output_throughput MAPE"}));
-  ASSERT_EQ(r.stale_gaps.size(), 2u);
-  EXPECT_EQ(r.stale_gaps[0].rfind("known_gaps[2] dev / other-build", 0), 0u) << r.stale_gaps[0];
-  EXPECT_EQ(r.stale_gaps[1].rfind("known_gaps[3] dev:", 0), 0u) << r.stale_gaps[1];
+  EXPECT_EQ(r.diagnoses[2].gap_index, 4);
+  EXPECT_EQ(r.diagnoses[2].misses, (std::vector<std::string>{"dev/decode_rate/e2b"}));
+  EXPECT_EQ(r.diagnoses[3].gap_index, 5);
+  EXPECT_EQ(r.diagnoses[3].misses,
+            (std::vector<std::string>{"dev grid (3 cells): held-out MAE"}));
+  EXPECT_EQ(r.undiagnosed, (std::vector<std::string>{
+                               "dev/output_throughput/c1", "other/decode_rate",
+                               "dev / b leave_one_device_out output_throughput MAPE"}));
+  EXPECT_EQ(r.stale_gaps,
+            (std::vector<std::string>{
+                "known_gaps[0] dev: point dev/median_tpot_ms/c4 no longer misses",
+                "known_gaps[3] dev: no miss left (leave_one_model_out)"}));
 
   const std::string text = FormatReportText(r);
   EXPECT_NE(text.find("known_gaps[0] dev, 2 misses:\n  dev/median_tpot_ms/c1\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("  missing:\n    m0\n  would settle it:\n    s0\n"), std::string::npos)
+  EXPECT_NE(text.find("  missing:\n    m0\n  would settle it:\n    s0\n"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("no diagnosis recorded (3 misses):"), std::string::npos) << text;
   EXPECT_NE(text.find("stale known gaps"), std::string::npos) << text;
   const std::string json = FormatReportJson(r);
   EXPECT_NE(json.find(R"("settle_with": "s1")"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"undiagnosed\": [\n  \"dev/output_throughput/c1\""), std::string::npos)
+  EXPECT_NE(json.find("\"undiagnosed\": [\n  \"dev/output_throughput/c1\""),
+            std::string::npos)
       << json;
+}
+
+// With --no-held-out every check is graded in sample: misses are still
+// filed, but nothing is called stale. Without DiagnoseMisses (a user's
+// calibrate report) the JSON has no diagnosis keys at all.
+TEST(ValidationTest, KnownGapsAreNotStaleWithoutTheHeldOutPasses) {
+  ValidationReport r = GapFixture();
+  r.held_out = false;
+  DiagnoseMisses(GapConfig(), r);
+  EXPECT_EQ(r.diagnoses.size(), 4u);
+  EXPECT_TRUE(r.stale_gaps.empty());
+  ValidationReport plain = GapFixture();
+  EXPECT_EQ(FormatReportJson(plain).find("\"undiagnosed\""), std::string::npos);
+  EXPECT_EQ(FormatReportText(plain).find("== misses"), std::string::npos);
 }
 
 TEST(ValidationTest, KnownGapNotesAreTheDevicesAndTheProfilesBuilds) {
   servesim::proto::FitConfig c;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
       R"pb(
-        known_gaps { device: "l4" metrics: "median_ttft_ms" missing: "m0" settle_with: "s0" }
         known_gaps {
-          device: "l4" software_build: "b1" points: "l4/x" missing: "m1" settle_with: "s1"
+          device: "l4"
+          metrics: "median_ttft_ms"
+          missing: "m0"
+          settle_with: "s0"
+        }
+        known_gaps {
+          device: "l4"
+          software_build: "b1"
+          points: "l4/x"
+          missing: "m1"
+          settle_with: "s1"
         }
         known_gaps { device: "t4" metrics: "decode_rate" missing: "m2" settle_with: "s2" }
       )pb",
@@ -428,11 +501,11 @@ TEST(ValidationTest, KnownGapNotesAreTheDevicesAndTheProfilesBuilds) {
   const std::vector<std::string> b1 = KnownGapNotes(c, "l4", "b1");
   ASSERT_EQ(b1.size(), 2u);
   EXPECT_EQ(b1[0],
-            "known gap 0 of the shipped l4 profile (`servesim validate` misses "
-            "median_ttft_ms): m0 Would settle it: s0");
+            "known gap of the shipped l4 profile (fit config known_gaps[0]; `servesim "
+            "validate` misses median_ttft_ms): m0 Would settle it: s0");
   EXPECT_EQ(b1[1],
-            "known gap 1 of the shipped l4 profile (`servesim validate` misses l4/x): m1 "
-            "Would settle it: s1");
+            "known gap of the shipped l4 profile (fit config known_gaps[1]; `servesim "
+            "validate` misses l4/x): m1 Would settle it: s1");
   EXPECT_EQ(KnownGapNotes(c, "l4", "b2").size(), 1u);
   EXPECT_TRUE(KnownGapNotes(c, "mi300x", "").empty());
 }

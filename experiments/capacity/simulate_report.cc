@@ -122,14 +122,17 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
   // Where a shipped profile applies, what `servesim validate` misses with it
   // (the shipped fit config's known gaps): the checks, the missing term and
   // the measurement that would settle it.
-  std::set<std::string> gaps_noted;
+  std::set<std::pair<std::string, std::string>> gaps_noted;  // (device, build)
   for (const Deployment& d : run.fleet.deployments) {
-    if (!d.shipped_profile || !gaps_noted.insert(d.device.id()).second) continue;
+    if (!d.shipped_profile ||
+        !gaps_noted.insert({d.device.id(), d.profile_software_build}).second) {
+      continue;
+    }
     static const absl::StatusOr<proto::FitConfig> shipped =
         LoadNamedFitConfig(kDefaultFitConfig);
     if (!shipped.ok()) {
-      ctx.provenance.push_back(absl::StrCat("known gaps unavailable: ",
-                                            shipped.status().message()));
+      ctx.provenance.push_back(
+          absl::StrCat("known gaps unavailable: ", shipped.status().message()));
       continue;
     }
     for (std::string& note :

@@ -129,14 +129,15 @@ TEST(ResultJsonTest, ProvenanceNamesTheShippedProfilesKnownGaps) {
     const JsonValue* extra = v.Find("servesim");
     if (extra == nullptr || extra->Find("provenance") == nullptr) return out;
     for (const JsonValue& line : extra->Find("provenance")->items) {
-      if (line.str.rfind("known gap ", 0) == 0) out.push_back(line.str);
+      if (line.str.rfind("known gap of the shipped ", 0) == 0) out.push_back(line.str);
     }
     return out;
   };
   const std::vector<std::string> shipped = gap_lines(SimulateResult(false));
   ASSERT_FALSE(shipped.empty());
   for (const std::string& line : shipped) {
-    EXPECT_THAT(line, HasSubstr("of the shipped mi300x profile (`servesim validate` misses "));
+    EXPECT_THAT(line, HasSubstr("known gap of the shipped mi300x profile (fit config "
+                                "known_gaps["));
     EXPECT_THAT(line, HasSubstr("Would settle it: "));
   }
   const std::string path = Scratch("h100.json");
@@ -145,7 +146,8 @@ TEST(ResultJsonTest, ProvenanceNamesTheShippedProfilesKnownGaps) {
   CliRun r = Servesim(
       "simulate --device h100-sxm --model gemma-4-e2b --num-prompts 8 "
       "--random-input-len 128 --random-output-len 16 --max-concurrency 2 "
-      "--date 20260101-000000 --no-progress --save-result " + path);
+      "--date 20260101-000000 --no-progress --save-result " +
+      path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(gap_lines(ParseFile(path)).empty());
 }
