@@ -734,6 +734,22 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
   } else {
     out += "\nNo fleet meets the SLO.\n";
   }
+  // Each device's gaps once (a device planned at several TP sizes repeats).
+  std::vector<std::string> gap_devices;
+  for (const PlanDevice& d : o.devices) {
+    if (d.known_gaps.empty() || std::find(gap_devices.begin(), gap_devices.end(),
+                                          d.device) != gap_devices.end()) {
+      continue;
+    }
+    if (gap_devices.empty()) {
+      out +=
+          "\nKnown gaps of the shipped calibration profiles (what `servesim validate` "
+          "misses with them; docs/measurement_plan.md has the runs that would settle "
+          "them):\n";
+    }
+    gap_devices.push_back(d.device);
+    for (const std::string& g : d.known_gaps) absl::StrAppend(&out, "  ", g, "\n");
+  }
   return out;
 }
 
@@ -756,7 +772,11 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
     w.KV("instance", d.offer.instance).KV("region", d.offer.region);
     w.KV("date", d.offer.date).KV("source", d.offer.source);
     w.KV("price_note", d.price_note);
-    w.KV("calibration_profile", d.calibration_profile).EndObject();
+    w.KV("calibration_profile", d.calibration_profile);
+    w.Key("known_gaps").BeginArray();
+    for (const std::string& g : d.known_gaps) w.String(g);
+    w.EndArray();
+    w.EndObject();
   }
   w.EndArray();
   w.Key("candidates").BeginArray();

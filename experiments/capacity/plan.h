@@ -57,6 +57,10 @@ struct PlanDevice {
   std::string calibration_profile;
   // Chips per replica; `offer` is then an instance of that many chips.
   int tensor_parallel_size = 1;
+  // With the shipped profile: what `servesim validate` misses with it (the
+  // shipped fit config's known gaps, calibration/validation.h
+  // KnownGapNotes); empty with a user's profile.
+  std::vector<std::string> known_gaps;
 };
 
 // "l4", or "l4 TP4" for tensor_parallel_size 4: the group name.

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "calibration/validation.h"
 #include "experiments/capacity/cost.h"
 #include "experiments/capacity/intervals.h"
 #include "experiments/capacity/memory_fit.h"
@@ -333,11 +334,24 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
         tps.push_back(k);
       }
     }
+    // With the shipped profile, its known gaps (what validate misses).
+    std::vector<std::string> known_gaps;
+    if (profile_of(id).empty()) {
+      absl::StatusOr<ResolvedProfile> prof = ResolveCalibrationProfile("", id);
+      if (prof.ok() && prof->found && prof->shipped) {
+        static const absl::StatusOr<proto::FitConfig> shipped =
+            LoadNamedFitConfig(kDefaultFitConfig);
+        if (shipped.ok()) {
+          known_gaps = KnownGapNotes(*shipped, id, prof->profile.software_build());
+        }
+      }
+    }
     for (const int tp : tps) {
       PlanDevice pd;
       pd.device = id;
       pd.calibration_profile = profile_of(id);
       pd.tensor_parallel_size = tp;
+      pd.known_gaps = known_gaps;
       if (user != nullptr) {
         // The user's price is per chip; a TP replica pays it per chip.
         pd.offer =

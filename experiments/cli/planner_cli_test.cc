@@ -61,6 +61,14 @@ TEST(PlanCliTest, CalibrationProfilePerDeviceIsUsedAndChangesTheAnswer) {
   ASSERT_EQ(by_device.exit_code, 3) << by_device.err;  // 40 ms steps miss a 30 ms TPOT
   EXPECT_NE(shipped.out, by_device.out);
   EXPECT_THAT(by_device.out, HasSubstr(slow));
+  // The shipped profile's plan carries its known gaps (what validate
+  // misses with it); the user's profile's plan carries none.
+  EXPECT_THAT(shipped.out, HasSubstr("\"known gap of the shipped l4 profile (fit config "
+                                     "known_gaps["));
+  EXPECT_THAT(by_device.out, HasSubstr("\"known_gaps\": []"));
+  EXPECT_THAT(by_device.out, Not(HasSubstr("known gap of the shipped")));
+  CliRun text = Servesim(kPlan);
+  EXPECT_THAT(text.out, HasSubstr("Known gaps of the shipped calibration profiles"));
   EXPECT_EQ(by_field.exit_code, by_device.exit_code) << by_field.err;
   EXPECT_EQ(by_field.out, by_device.out);
 
