@@ -1204,6 +1204,15 @@ std::vector<std::string> KnownGapNotes(const FitConfig& fit_config,
   return out;
 }
 
+std::vector<std::string> ShippedKnownGapNotes(const std::string& device,
+                                              const std::string& build) {
+  static const absl::StatusOr<FitConfig> shipped = LoadNamedFitConfig(kDefaultFitConfig);
+  if (!shipped.ok()) {
+    return {absl::StrCat("known gaps unavailable: ", shipped.status().message())};
+  }
+  return KnownGapNotes(*shipped, device, build);
+}
+
 absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
                                                const FitConfig& fit_config,
                                                const ValidateOptions& options) {

@@ -220,6 +220,12 @@ std::vector<std::string> KnownGapNotes(const servesim::proto::FitConfig& fit_con
                                        const std::string& device,
                                        const std::string& build);
 
+// KnownGapNotes of the shipped fit config (embedded, loaded once; thread
+// safe): for a prediction made with the device's shipped profile of
+// `build`. If the embedded config does not load, one line saying so.
+std::vector<std::string> ShippedKnownGapNotes(const std::string& device,
+                                              const std::string& build);
+
 absl::StatusOr<ValidationReport> RunValidation(
     const MeasurementDb& db, const servesim::proto::FitConfig& fit_config,
     const ValidateOptions& options);

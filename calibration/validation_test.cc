@@ -508,6 +508,10 @@ TEST(ValidationTest, KnownGapNotesAreTheDevicesAndTheProfilesBuilds) {
             "validate` misses l4/x): m1 Would settle it: s1");
   EXPECT_EQ(KnownGapNotes(c, "l4", "b2").size(), 1u);
   EXPECT_TRUE(KnownGapNotes(c, "mi300x", "").empty());
+  // The embedded shipped config gives the same notes as the file.
+  const std::vector<std::string> shipped = ShippedKnownGapNotes("tpu-v5e", "");
+  EXPECT_FALSE(shipped.empty());
+  EXPECT_EQ(shipped, KnownGapNotes(Config(), "tpu-v5e", ""));
 }
 
 // A shared parameter must have one prior: sharing flops_eff_gemm between the

@@ -128,15 +128,8 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
         !gaps_noted.insert({d.device.id(), d.profile_software_build}).second) {
       continue;
     }
-    static const absl::StatusOr<proto::FitConfig> shipped =
-        LoadNamedFitConfig(kDefaultFitConfig);
-    if (!shipped.ok()) {
-      ctx.provenance.push_back(
-          absl::StrCat("known gaps unavailable: ", shipped.status().message()));
-      continue;
-    }
     for (std::string& note :
-         KnownGapNotes(*shipped, d.device.id(), d.profile_software_build)) {
+         ShippedKnownGapNotes(d.device.id(), d.profile_software_build)) {
       ctx.provenance.push_back(std::move(note));
     }
   }

@@ -339,11 +339,7 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
     if (profile_of(id).empty()) {
       absl::StatusOr<ResolvedProfile> prof = ResolveCalibrationProfile("", id);
       if (prof.ok() && prof->found && prof->shipped) {
-        static const absl::StatusOr<proto::FitConfig> shipped =
-            LoadNamedFitConfig(kDefaultFitConfig);
-        if (shipped.ok()) {
-          known_gaps = KnownGapNotes(*shipped, id, prof->profile.software_build());
-        }
+        known_gaps = ShippedKnownGapNotes(id, prof->profile.software_build());
       }
     }
     for (const int tp : tps) {
