@@ -2,13 +2,19 @@
 // 128 out, analytic step model, E2B-like hybrid KV spec: one full group of
 // 16-token blocks and four sliding groups of 32-token blocks, window 512).
 // Reports simulated requests/s (items) and engine steps/s (counter).
+// BM_PrefixHitWarm: the prefix-cache lookup a reused-seed bench cell makes
+// at each admission (KvCache::FindPrefixHit on a cache warmed with the
+// same prompts, every block a hit), per prompt length.
+#include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "sim/analytic_step_model.h"
 #include "sim/engine.h"
+#include "sim/kv_cache.h"
 #include "sim/random_source.h"
+#include "sim/scheduler.h"
 
 namespace servesim {
 namespace {
@@ -65,6 +71,45 @@ BENCHMARK(BM_ClosedLoop)
     ->Args({0, 100'000})
     ->Args({1, 100'000})
     ->Unit(benchmark::kMillisecond);
+
+void BM_PrefixHitWarm(benchmark::State& state) {
+  const int32_t input_tokens = static_cast<int32_t>(state.range(0));
+  constexpr int kPrompts = 64;
+  constexpr int32_t kHashBlock = 16;
+  std::vector<RequestSpec> prompts(kPrompts);
+  uint64_t x = 0x9e3779b97f4a7c15ULL;
+  for (int i = 0; i < kPrompts; ++i) {
+    prompts[i].id = i;
+    prompts[i].input_tokens = input_tokens;
+    prompts[i].output_tokens = 1;
+    prompts[i].hash_block_tokens = kHashBlock;
+    for (int32_t b = 0; b < input_tokens / kHashBlock; ++b) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      prompts[i].prefix_hashes.push_back(x | 1);
+    }
+  }
+  SchedulerConfig sc;
+  sc.max_num_batched_tokens = 8192;
+  sc.max_model_len = 32768;
+  KvCacheSpec spec = E2bLikeSpec();
+  spec.num_blocks = 1'000'000;
+  auto warm = Scheduler::Create(sc, spec).value();
+  warm->WarmPrefixCache(prompts);
+  std::unique_ptr<KvCache> kv = warm->kv().Clone();
+  int64_t lookups = 0, hit_tokens = 0;
+  for (auto _ : state) {
+    for (const RequestSpec& r : prompts) {
+      const KvRequestView v{r.id, r.input_tokens, r.prefix_hashes, r.hash_block_tokens};
+      hit_tokens += kv->FindPrefixHit(v, r.input_tokens, /*may_have_unique_hits=*/false);
+      ++lookups;
+    }
+  }
+  if (hit_tokens / lookups < input_tokens - 2 * kHashBlock) {
+    state.SkipWithError("the warmed prompts do not hit");
+  }
+  state.SetItemsProcessed(lookups);
+}
+BENCHMARK(BM_PrefixHitWarm)->ArgNames({"input_len"})->Arg(1024)->Arg(8192);
 
 }  // namespace
 }  // namespace servesim

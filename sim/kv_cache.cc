@@ -60,6 +60,11 @@ KvCache::KvCache(const KvCacheSpec& spec, bool caching)
     groups_.push_back(gi);
     align_tokens_ = std::lcm(align_tokens_, gs.block_size_tokens);
   }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int g = 0; g < num_groups_; ++g) {
+      if ((groups_[g].window > 0) == (pass == 1)) scan_order_.push_back(g);
+    }
+  }
   if (caching_) {
     meta_.assign(1, BlockMeta{});
     meta_[0].ref = 1;  // the null block is never free
@@ -68,7 +73,7 @@ KvCache::KvCache(const KvCacheSpec& spec, bool caching)
     PushAnonTail(num_blocks_);
     hit_ids_.resize(num_groups_);
     hit_hashes_.resize(num_groups_);
-    hit_prefix_.resize(num_groups_);
+    watch_.assign(kWatchBits / 64, 0);
   }
 }
 
@@ -163,7 +168,7 @@ void KvCache::PopFree(int64_t n) {
       // Evict the key; the block leaves as an anonymous block.
       auto it = cached_.find(m.key);
       if (it != cached_.end() && it->second == e.block) cached_.erase(it);
-      ++keys_version_;
+      KeyMoved(m.key);
       m.key = 0;
       ++m.stamp;  // any entry still naming the label is stale
       free_labels_.push_back(e.block);
@@ -339,8 +344,8 @@ void KvCache::ReleaseEntries(std::vector<int32_t>& blocks, int32_t lo, int32_t h
 void KvCache::Register(int32_t& entry, uint64_t key) {
   if (entry != kAnon) return;  // a label: already keyed
   auto [it, inserted] = cached_.try_emplace(key, 0);
-  if (!inserted) return;
-  ++keys_version_;  // another block holds the key: this one stays anonymous
+  if (!inserted) return;  // another block holds the key: this one stays anonymous
+  KeyMoved(key);
   const int32_t b = NewLabel();
   BlockMeta& m = meta_[b];
   m.key = key;
@@ -417,58 +422,63 @@ int32_t KvCache::FindPrefixHit(const KvRequestView& req, int32_t num_tokens,
     hit_tokens_ = last_answer_;
     return hit_tokens_;
   }
+  std::fill(watch_.begin(), watch_.end(), 0);
   const int32_t max_hit = num_tokens - 1;
   int32_t full_hit = max_hit - max_hit % align_tokens_;
-  bool any_full = false;
-  for (int g = 0; g < num_groups_; ++g) {
+  // Full-attention groups first: their leading run of found blocks bounds
+  // the hit, so a sliding group is hashed only up to it.
+  for (const int g : scan_order_) {
     const GroupInfo& gi = groups_[g];
-    const int32_t max_blocks = max_hit / gi.block_size;
+    int32_t max_blocks = max_hit / gi.block_size;
+    if (gi.window > 0) {
+      max_blocks =
+          std::min(max_blocks, static_cast<int32_t>(CeilDiv(full_hit, gi.block_size)));
+    }
     auto& ids = hit_ids_[g];
     auto& hashes = hit_hashes_[g];
-    auto& prefix = hit_prefix_[g];
     ids.clear();
     hashes.clear();
-    prefix.clear();
-    prefix.push_back(0);
     uint64_t h = SeedHash(g);
-    int32_t run = 0;  // leading consecutive found blocks
-    bool in_run = true;
     for (int32_t j = 0; j < max_blocks; ++j) {
       bool shared = false;
       h = BlockHash(h, req, g, j, &shared);
       if (!shared && !may_have_unique_hits) break;
-      auto it = cached_.find(h);
-      const int32_t id = it == cached_.end() ? -1 : it->second;
-      if (gi.window == 0 && id < 0) break;  // full attention: stop at the first miss
-      ids.push_back(id);
       hashes.push_back(h);
-      prefix.push_back(prefix.back() + (id >= 0 ? 1 : 0));
-      if (in_run && id >= 0)
-        ++run;
-      else
-        in_run = false;
+      if (gi.window > 0) {
+        ids.push_back(kNotLooked);  // looked up only where a window needs it
+        continue;
+      }
+      const int32_t id = LookUp(h);
+      if (id < 0) break;  // full attention: stop at the first miss
+      ids.push_back(id);
     }
-    if (gi.window == 0) {
-      any_full = true;
-      full_hit = std::min(full_hit, run * gi.block_size);
-    } else {
-      // Blocks beyond what was examined are misses.
-      full_hit = std::min(full_hit, static_cast<int32_t>(ids.size()) * gi.block_size);
-    }
+    // Blocks beyond those examined are misses.
+    full_hit = std::min(full_hit, static_cast<int32_t>(ids.size()) * gi.block_size);
   }
-  (void)any_full;
+  // Sliding groups need every block overlapping [L - window + 1, L). A
+  // missing block m rules out every L whose window holds it, so the next
+  // candidate is the largest aligned L <= m x block size. Allocate reads
+  // the ids of that window only.
   int32_t hit = full_hit - full_hit % align_tokens_;
-  // Sliding groups need every block overlapping [L - window + 1, L).
-  for (; hit > 0; hit -= align_tokens_) {
-    bool ok = true;
-    for (int g = 0; g < num_groups_ && ok; ++g) {
+  while (hit > 0) {
+    int32_t next = hit;
+    for (int g = 0; g < num_groups_ && next == hit; ++g) {
       const GroupInfo& gi = groups_[g];
       if (gi.window == 0) continue;
+      auto& ids = hit_ids_[g];
       const int32_t end = hit / gi.block_size;
       const int32_t begin = std::max<int32_t>(0, hit - gi.window + 1) / gi.block_size;
-      ok = hit_prefix_[g][end] - hit_prefix_[g][begin] == end - begin;
+      for (int32_t j = end - 1; j >= begin; --j) {
+        if (ids[j] == kNotLooked) ids[j] = LookUp(hit_hashes_[g][j]);
+        if (ids[j] < 0) {
+          next = j * gi.block_size;
+          next -= next % align_tokens_;
+          break;
+        }
+      }
     }
-    if (ok) break;
+    if (next == hit) break;
+    hit = next;
   }
   hit_tokens_ = std::max(hit, 0);
   last_question_ = q;

@@ -237,6 +237,7 @@ class KvCache {
   int64_t num_free_;
   int64_t num_used_ = 0;
   std::vector<GroupInfo> groups_;
+  std::vector<int> scan_order_;  // FindPrefixHit: full-attention groups first
   int32_t num_groups_;
   int32_t align_tokens_;            // lcm of block sizes
   std::vector<GroupTable> tables_;  // slot * num_groups + g
@@ -262,9 +263,21 @@ class KvCache {
   uint64_t ring_head_ = 0, ring_tail_ = 0;
   absl::flat_hash_map<uint64_t, int32_t> cached_;  // lookup only, never iterated
 
-  // Bumped whenever a key enters or leaves cached_: a FindPrefixHit answer
-  // stays valid while it does not move.
+  // Bumped whenever a key the last FindPrefixHit examined may have entered
+  // or left cached_ (KeyMoved): that answer stays valid while it does not
+  // move. The examined keys are kept as a bitmap of their hash bits, so a
+  // key outside them bumps it only by a collision (a needless recount).
   uint64_t keys_version_ = 0;
+  static constexpr int kWatchBits = 1 << 14;
+  std::vector<uint64_t> watch_;  // kWatchBits / 64 words, empty: no caching
+  static uint32_t WatchBit(uint64_t key) {
+    return static_cast<uint32_t>(key >> 40) & (kWatchBits - 1);
+  }
+  void KeyMoved(uint64_t key) {
+    if (watch_.empty()) return;
+    const uint32_t b = WatchBit(key);
+    if ((watch_[b >> 6] >> (b & 63)) & 1) ++keys_version_;
+  }
   struct HitQuestion {
     RequestId id = -1;
     int32_t input_tokens = 0;
@@ -280,9 +293,18 @@ class KvCache {
   int32_t last_answer_ = 0;
   // Scratch of the last FindPrefixHit (reused, no per-call allocation).
   int32_t hit_tokens_ = 0;
-  std::vector<std::vector<int32_t>> hit_ids_;      // per group, per block (-1 missing)
-  std::vector<std::vector<uint64_t>> hit_hashes_;  // per group, chain hash per block
-  std::vector<std::vector<int32_t>> hit_prefix_;   // per group, found-count prefix sums
+  // Per group, per block examined: the label (-1 missing; kNotLooked: a
+  // sliding group's block no window needed) and the chain hash.
+  static constexpr int32_t kNotLooked = -2;
+  std::vector<std::vector<int32_t>> hit_ids_;
+  std::vector<std::vector<uint64_t>> hit_hashes_;
+  // cached_'s label for `key` (-1: none), marked in watch_.
+  int32_t LookUp(uint64_t key) {
+    const uint32_t b = WatchBit(key);
+    watch_[b >> 6] |= uint64_t{1} << (b & 63);
+    const auto it = cached_.find(key);
+    return it == cached_.end() ? -1 : it->second;
+  }
 };
 
 }  // namespace servesim
