@@ -2,11 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <exception>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
 
 #include "Eigen/Dense"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/base/parallel.h"
 #include "sim/base/status_macros.h"
@@ -256,23 +263,31 @@ absl::StatusOr<FitResult> FitParameters(const ParameterSet& start,
   return result;
 }
 
-absl::StatusOr<std::vector<double>> LeaveOneGroupOut(
+absl::StatusOr<GroupsLeftOut> LeaveGroupsOut(
     const ParameterSet& start, const std::vector<FitPoint>& points,
-    const std::vector<std::string>& group, const PredictFn& predict,
+    const std::vector<std::vector<std::string>>& labelings, const PredictFn& predict,
     const FitOptions& options) {
-  if (group.size() != points.size()) {
-    return absl::InvalidArgumentError(absl::StrFormat("loo: %d group names for %d points",
-                                                      group.size(), points.size()));
-  }
-  // Ordered map: the folds in a fixed order, whatever the thread count.
-  std::map<std::string, std::vector<size_t>> members;
-  for (size_t i = 0; i < points.size(); ++i) members[group[i]].push_back(i);
-  std::vector<const std::vector<size_t>*> folds;
-  for (const auto& [name, idx] : members) {
-    if (name.empty()) continue;  // never held out
-    bool any_used = false;
-    for (size_t i : idx) any_used |= points[i].use;
-    if (any_used) folds.push_back(&idx);
+  // One labeling's folds: the indices of each held-out group.
+  struct Fold {
+    size_t labeling;
+    const std::vector<size_t>* members;
+  };
+  // Ordered maps: the folds in a fixed order, whatever the thread count.
+  std::vector<std::map<std::string, std::vector<size_t>>> members(labelings.size());
+  std::vector<Fold> folds;
+  for (size_t l = 0; l < labelings.size(); ++l) {
+    const std::vector<std::string>& group = labelings[l];
+    if (group.size() != points.size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "loo: %d group names for %d points", group.size(), points.size()));
+    }
+    for (size_t i = 0; i < points.size(); ++i) members[l][group[i]].push_back(i);
+    for (const auto& [name, idx] : members[l]) {
+      if (name.empty()) continue;  // never held out
+      bool any_used = false;
+      for (size_t i : idx) any_used |= points[i].use;
+      if (any_used) folds.push_back({l, &idx});
+    }
   }
   // Task 0 fits every used point; task t > 0 refits without fold t - 1.
   // Each task writes only its own slot, so the results are the same on any
@@ -286,7 +301,7 @@ absl::StatusOr<std::vector<double>> LeaveOneGroupOut(
         return;
       }
       std::vector<FitPoint> train = points;
-      for (size_t i : *folds[t - 1]) train[i].use = false;
+      for (size_t i : *folds[t - 1].members) train[i].use = false;
       fits[t] = FitParameters(start, train, predict, options);
     } catch (const std::exception& e) {  // e.g. bad_alloc: an error, not a crash
       fits[t] = absl::InternalError(
@@ -295,11 +310,86 @@ absl::StatusOr<std::vector<double>> LeaveOneGroupOut(
   });
 
   for (const absl::StatusOr<FitResult>& f : fits) RETURN_IF_ERROR(f.status());
-  std::vector<double> held_out = fits[0]->predicted;
+  GroupsLeftOut out;
+  out.all = *std::move(fits[0]);
+  out.held_out.assign(labelings.size(), out.all.predicted);
   for (size_t f = 0; f < folds.size(); ++f) {
-    for (size_t i : *folds[f]) held_out[i] = fits[f + 1]->predicted[i];
+    for (size_t i : *folds[f].members) {
+      out.held_out[folds[f].labeling][i] = fits[f + 1]->predicted[i];
+    }
   }
-  return held_out;
+  return out;
+}
+
+absl::StatusOr<std::vector<double>> LeaveOneGroupOut(
+    const ParameterSet& start, const std::vector<FitPoint>& points,
+    const std::vector<std::string>& group, const PredictFn& predict,
+    const FitOptions& options) {
+  ASSIGN_OR_RETURN(GroupsLeftOut r,
+                   LeaveGroupsOut(start, points, {group}, predict, options));
+  return std::move(r.held_out[0]);
+}
+
+namespace {
+
+// MemoizePredict's shared state: one entry per parameter set asked for.
+class PredictMemo {
+ public:
+  explicit PredictMemo(PredictFn predict) : predict_(std::move(predict)) {}
+
+  absl::StatusOr<std::vector<double>> Get(const ParameterSet& params) {
+    std::string key;
+    key.reserve(params.size() * sizeof(double));
+    for (const Parameter& p : params.params()) {
+      key.append(reinterpret_cast<const char*>(&p.value), sizeof(double));
+    }
+    std::shared_ptr<Entry> entry;
+    bool compute = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::shared_ptr<Entry>& slot = entries_[key];
+      if (slot == nullptr) {
+        slot = std::make_shared<Entry>();
+        compute = true;
+      }
+      entry = slot;
+    }
+    if (compute) {
+      absl::StatusOr<std::vector<double>> value;
+      try {
+        value = predict_(params);
+      } catch (const std::exception& e) {  // waiters get an error, not a hang
+        value = absl::InternalError(absl::StrCat("predict: ", e.what()));
+      }
+      {
+        std::lock_guard<std::mutex> lock(entry->mu);
+        entry->value = std::move(value);
+        entry->done = true;
+      }
+      entry->cv.notify_all();
+    }
+    std::unique_lock<std::mutex> lock(entry->mu);
+    entry->cv.wait(lock, [&entry] { return entry->done; });
+    return entry->value;
+  }
+
+ private:
+  struct Entry {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    absl::StatusOr<std::vector<double>> value;
+  };
+  const PredictFn predict_;
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Entry>> entries_;
+};
+
+}  // namespace
+
+PredictFn MemoizePredict(PredictFn predict) {
+  auto memo = std::make_shared<PredictMemo>(std::move(predict));
+  return [memo](const ParameterSet& params) { return memo->Get(params); };
 }
 
 }  // namespace servesim

@@ -89,6 +89,33 @@ absl::StatusOr<std::vector<double>> LeaveOneGroupOut(
     const std::vector<std::string>& group, const PredictFn& predict,
     const FitOptions& options);
 
+// LeaveOneGroupOut for several labelings of the same points at once (one
+// per block pass: cells, input lengths, concurrencies, ...): the fit on
+// all used points and every refit of every labeling run as one pool of
+// tasks on options.jobs threads, so no pass waits for the slowest refit of
+// the one before. `held_out[l]` is what LeaveOneGroupOut(start, points,
+// labelings[l], predict, options) returns; `all` is FitParameters(start,
+// points, predict, options). Same errors as those.
+struct GroupsLeftOut {
+  FitResult all;
+  std::vector<std::vector<double>> held_out;
+};
+absl::StatusOr<GroupsLeftOut> LeaveGroupsOut(
+    const ParameterSet& start, const std::vector<FitPoint>& points,
+    const std::vector<std::vector<std::string>>& labelings, const PredictFn& predict,
+    const FitOptions& options);
+
+// A PredictFn that remembers every answer of `predict` by the exact values
+// (bit for bit) of the parameter set it was asked for. The refits of one
+// problem all start from the same values, so each refit's first residuals
+// and Jacobian are the all-points fit's, and a fit repeated with the same
+// points costs only lookups. `predict` must be pure (the same values give
+// the same answer): then the results are exactly those without the memo.
+// Thread-safe; a caller asking for values another thread is computing waits
+// for that answer rather than computing it twice. Memory: one prediction
+// vector per distinct parameter set asked for, for the memo's lifetime.
+PredictFn MemoizePredict(PredictFn predict);
+
 }  // namespace servesim
 
 #endif  // SERVESIM_CALIBRATION_FITTER_H_

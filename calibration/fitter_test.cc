@@ -1,11 +1,13 @@
 #include "calibration/fitter.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <random>
 
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
+#include "sim/base/parallel.h"
 
 namespace servesim {
 namespace {
@@ -391,6 +393,111 @@ TEST(LeaveOneOutTest, GroupIsHeldOutTogether) {
   ASSERT_TRUE(loo.ok());
   EXPECT_EQ((*loo)[0], (*base)[0]);
   EXPECT_EQ((*loo)[1], (*base)[1]);
+}
+
+// Several labelings at once give, bit for bit, what one LeaveOneGroupOut
+// per labeling and a FitParameters on all points give, on any thread count,
+// with or without the memo.
+TEST(LeaveGroupsOutTest, SameAsOnePassAtATime) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  auto pts = Synthetic(model, Truth(), 0.03, 41);
+  pts[5].use = false;  // a point no fit sees
+  std::vector<std::vector<std::string>> labelings(3);
+  for (size_t i = 0; i < pts.size(); ++i) {
+    labelings[0].push_back("cell" + std::to_string(i / 2));
+    labelings[1].push_back(absl::StrFormat("work%g", designs[i].work));
+    labelings[2].push_back(i < 4 ? "" : absl::StrFormat("seqs%g", designs[i].seqs));
+  }
+  auto all = FitParameters(StartSet(), pts, model, Options());
+  ASSERT_TRUE(all.ok()) << all.status();
+  std::vector<std::vector<double>> one_pass;
+  for (const auto& labels : labelings) {
+    auto loo = LeaveOneGroupOut(StartSet(), pts, labels, model, Options());
+    ASSERT_TRUE(loo.ok()) << loo.status();
+    one_pass.push_back(*loo);
+  }
+  // The labelings really differ: a pass that ignored its labels would not
+  // match the others.
+  ASSERT_NE(one_pass[0], one_pass[1]);
+  ASSERT_NE(one_pass[1], one_pass[2]);
+  for (bool memo : {false, true}) {
+    for (int jobs : {1, 3}) {
+      FitOptions o = Options();
+      o.jobs = jobs;
+      const PredictFn fn = memo ? MemoizePredict(model) : model;
+      auto r = LeaveGroupsOut(StartSet(), pts, labelings, fn, o);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->all.predicted, all->predicted) << "memo " << memo << " jobs " << jobs;
+      EXPECT_EQ(r->all.cost, all->cost);
+      EXPECT_EQ(r->all.iterations, all->iterations);
+      EXPECT_EQ(r->all.covariance, all->covariance);
+      ASSERT_EQ(r->held_out.size(), labelings.size());
+      for (size_t l = 0; l < labelings.size(); ++l) {
+        EXPECT_EQ(r->held_out[l], one_pass[l])
+            << "labeling " << l << " memo " << memo << " jobs " << jobs;
+      }
+    }
+  }
+  // No labeling: just the all-points fit.
+  auto none = LeaveGroupsOut(StartSet(), pts, {}, model, Options());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->all.predicted, all->predicted);
+  EXPECT_TRUE(none->held_out.empty());
+  // A labeling of the wrong length names itself.
+  auto bad = LeaveGroupsOut(StartSet(), pts, {labelings[0], {"x"}}, model, Options());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The memo calls the model once per distinct parameter set, also when
+// several threads ask for the same one at once, and hands every caller the
+// model's answer (errors included).
+TEST(MemoizePredictTest, OneCallPerDistinctParameterSet) {
+  const auto designs = MakeDesigns();
+  const PredictFn model = MakeModel(designs);
+  std::atomic<int> calls{0};
+  const PredictFn counted =
+      [&](const ParameterSet& ps) -> absl::StatusOr<std::vector<double>> {
+    ++calls;
+    if (ps.Get("eff") > 0.9) return absl::InvalidArgumentError("eff too high");
+    return model(ps);
+  };
+  const PredictFn memo = MemoizePredict(counted);
+  ParameterSet a = StartSet(), b = StartSet(), bad = StartSet();
+  b.FindMutable("per_seq_ms")->value = std::nextafter(0.1, 1.0);  // one ulp away
+  bad.FindMutable("eff")->value = 0.95;
+  std::vector<absl::StatusOr<std::vector<double>>> got(64);
+  ParallelFor(64, 8, [&](int i) {
+    got[i] = memo(i % 3 == 0 ? a : i % 3 == 1 ? b : bad);
+  });
+  EXPECT_EQ(calls.load(), 3);
+  for (int i = 0; i < 64; ++i) {
+    const ParameterSet& ps = i % 3 == 0 ? a : i % 3 == 1 ? b : bad;
+    const auto want = model(ps);
+    if (i % 3 == 2) {
+      EXPECT_EQ(got[i].status().message(), "eff too high") << i;
+    } else {
+      ASSERT_TRUE(got[i].ok()) << i;
+      EXPECT_EQ(*got[i], *want) << i;
+    }
+  }
+  ASSERT_NE(*model(a), *model(b));  // one ulp of a parameter is another key
+  // A fit through the memo is the fit without it; refitting the same
+  // points costs no model call.
+  auto pts = Synthetic(model, Truth(), 0.03, 7);
+  const PredictFn fit_memo = MemoizePredict(counted);
+  calls = 0;
+  auto first = FitParameters(StartSet(), pts, fit_memo, Options());
+  ASSERT_TRUE(first.ok()) << first.status();
+  const int first_calls = calls.load();
+  EXPECT_GT(first_calls, 0);
+  auto again = FitParameters(StartSet(), pts, fit_memo, Options());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(calls.load(), first_calls);
+  auto plain = FitParameters(StartSet(), pts, model, Options());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(first->predicted, plain->predicted);
+  EXPECT_EQ(again->predicted, plain->predicted);
 }
 
 }  // namespace

@@ -410,31 +410,31 @@ absl::StatusOr<std::vector<GroupFit>> FitJointly(const std::vector<GroupData*>& 
     }
     return q;
   };
-  const PredictFn fn =
+  // Memoized: every refit starts where the all-points fit did.
+  const PredictFn fn = MemoizePredict(
       [&](const ParameterSet& joint) -> absl::StatusOr<std::vector<double>> {
-    std::vector<double> out;
-    out.reserve(pts.size());
-    for (size_t k = 0; k < members.size(); ++k) {
-      ASSIGN_OR_RETURN(std::vector<double> v,
-                       members[k]->predictor->PredictValues(member_params(k, joint)));
-      out.insert(out.end(), v.begin(), v.end());
-    }
-    return out;
-  };
-  ASSIGN_OR_RETURN(FitResult fit, FitParameters(start, pts, fn, fo));
-  std::vector<double> held_out = fit.predicted;
-  std::map<std::string, std::vector<double>> block_held_out;
+        std::vector<double> out;
+        out.reserve(pts.size());
+        for (size_t k = 0; k < members.size(); ++k) {
+          ASSIGN_OR_RETURN(std::vector<double> v,
+                           members[k]->predictor->PredictValues(member_params(k, joint)));
+          out.insert(out.end(), v.begin(), v.end());
+        }
+        return out;
+      });
+  // The all-points fit and every refit, in one pool of tasks.
+  std::vector<std::vector<std::string>> labelings;
+  std::set<std::string> passes;
   if (!skip_loo) {
-    ASSIGN_OR_RETURN(held_out, LeaveOneGroupOut(start, pts, cells, fn, fo));
+    labelings.push_back(cells);
     // Block passes: a member's block is held out of the whole joint
     // problem (labels carry the member index, so one member's block at a
     // time).
-    std::set<std::string> passes;
     for (const GroupData* g : members) {
       for (const auto& [pass, labels] : g->block_labels) passes.insert(pass);
     }
     for (const std::string& pass : passes) {
-      std::vector<std::string> labels;
+      std::vector<std::string>& labels = labelings.emplace_back();
       for (size_t k = 0; k < members.size(); ++k) {
         auto it = members[k]->block_labels.find(pass);
         for (size_t i = 0; i < members[k]->pts.size(); ++i) {
@@ -443,8 +443,17 @@ absl::StatusOr<std::vector<GroupFit>> FitJointly(const std::vector<GroupData*>& 
           labels.push_back(l.empty() ? "" : absl::StrCat("m", k, ":", l));
         }
       }
-      ASSIGN_OR_RETURN(block_held_out[pass],
-                       LeaveOneGroupOut(start, pts, labels, fn, fo));
+    }
+  }
+  ASSIGN_OR_RETURN(GroupsLeftOut left_out, LeaveGroupsOut(start, pts, labelings, fn, fo));
+  const FitResult& fit = left_out.all;
+  std::vector<double> held_out = fit.predicted;
+  std::map<std::string, std::vector<double>> block_held_out;
+  if (!skip_loo) {
+    held_out = std::move(left_out.held_out[0]);
+    size_t l = 1;
+    for (const std::string& pass : passes) {
+      block_held_out[pass] = std::move(left_out.held_out[l++]);
     }
   }
   std::vector<GroupFit> out(members.size());
@@ -690,12 +699,21 @@ absl::StatusOr<std::map<GroupKey, GroupFit>> FitGroups(
     progress(absl::StrCat(gd.device, " / ", gd.build));
     ++fits_done;
     const Predictor& predictor = *gd.predictor;
-    const PredictFn fn = [&predictor](const ParameterSet& p) {
-      return predictor.PredictValues(p);
-    };
+    // Memoized: every refit starts where the all-points fit did.
+    const PredictFn fn = MemoizePredict(
+        [&predictor](const ParameterSet& p) { return predictor.PredictValues(p); });
     const ParameterSet& start = predictor.prior_params();
+    // The all-points fit, and with the held-out passes every refit of the
+    // cell pass and the block passes, in one pool of tasks.
+    std::vector<std::vector<std::string>> labelings;
+    if (!options.skip_loo) {
+      labelings.push_back(gd.cells);
+      for (const auto& [pass, labels] : gd.block_labels) labelings.push_back(labels);
+    }
+    ASSIGN_OR_RETURN(GroupsLeftOut left_out,
+                     LeaveGroupsOut(start, gd.pts, labelings, fn, gd.fo));
+    const FitResult& fit = left_out.all;
     GroupFit gf;
-    ASSIGN_OR_RETURN(FitResult fit, FitParameters(start, gd.pts, fn, gd.fo));
     gf.params = fit.params;
     gf.covariance_names = fit.covariance_names;
     gf.covariance = fit.covariance;
@@ -704,10 +722,10 @@ absl::StatusOr<std::map<GroupKey, GroupFit>> FitGroups(
     if (options.skip_loo) {
       gf.held_out = fit.predicted;
     } else {
-      ASSIGN_OR_RETURN(gf.held_out, LeaveOneGroupOut(start, gd.pts, gd.cells, fn, gd.fo));
+      gf.held_out = std::move(left_out.held_out[0]);
+      size_t l = 1;
       for (const auto& [pass, labels] : gd.block_labels) {
-        ASSIGN_OR_RETURN(gf.block_held_out[pass],
-                         LeaveOneGroupOut(start, gd.pts, labels, fn, gd.fo));
+        gf.block_held_out[pass] = std::move(left_out.held_out[l++]);
       }
     }
     fits[key] = std::move(gf);
