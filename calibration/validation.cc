@@ -777,6 +777,18 @@ absl::StatusOr<GroupReport> ReportGroupPoints(const MeasurementDb& db,
     v.device = device;
     v.software_build = build;
     v.run = m.run();
+    const servesim::proto::ServerRun* point_run = db.FindRun(m.run());
+    v.model = point_run != nullptr ? point_run->model() : "";
+    const ClientMethod& client = m.client();
+    if (client.input_lens_size() > 0) {
+      const auto [lo, hi] =
+          std::minmax_element(client.input_lens().begin(), client.input_lens().end());
+      v.min_input_tokens = *lo;
+      v.max_input_tokens = *hi;
+    } else {
+      v.min_input_tokens = v.max_input_tokens = client.input_tokens();
+    }
+    v.concurrency = client.max_concurrency();
     v.metric = MetricName(m.metric());
     v.unit = m.unit();
     v.cell = absl::StrCat(m.provenance().writeup(), ": ", m.provenance().section(), ", ",
@@ -1287,13 +1299,29 @@ servesim::proto::CalibrationProfile MakeProfile(
   servesim::proto::CalibrationProfile p;
   p.set_device(group.device);
   p.set_software_build(group.software_build);
-  std::set<std::string> runs;
+  std::set<std::string> runs, models;
   for (const ValidatedPoint& v : points) {
     if (v.device != group.device || v.software_build != group.software_build || !v.fitted)
       continue;
     p.add_fitted_from(v.id);
     runs.insert(v.run);
+    // The workloads the fit saw.
+    servesim::proto::FittedRange& r = *p.mutable_fitted_range();
+    if (v.max_input_tokens > 0) {
+      if (r.min_input_tokens() == 0 || v.min_input_tokens < r.min_input_tokens()) {
+        r.set_min_input_tokens(v.min_input_tokens);
+      }
+      r.set_max_input_tokens(std::max(r.max_input_tokens(), v.max_input_tokens));
+    }
+    if (v.concurrency > 0) {
+      if (r.min_concurrency() == 0 || v.concurrency < r.min_concurrency()) {
+        r.set_min_concurrency(v.concurrency);
+      }
+      r.set_max_concurrency(std::max(r.max_concurrency(), v.concurrency));
+    }
+    if (!v.model.empty()) models.insert(v.model);
   }
+  for (const std::string& model : models) p.mutable_fitted_range()->add_models(model);
   for (const std::string& name : group.free_parameters) {
     const Parameter* q = group.fitted.Find(name);
     if (q == nullptr) continue;

@@ -30,6 +30,13 @@ namespace servesim {
 
 struct ValidatedPoint {
   std::string id, device, software_build, run, metric, unit, cell;
+  // The workload of the point's cell (the profile's FittedRange): the run's
+  // model, the prompt lengths (shortest, longest; 0 when the client sent
+  // none, e.g. a server-log row) and the concurrent requests (0: none
+  // fixed, e.g. an uncapped open loop).
+  std::string model;
+  int32_t min_input_tokens = 0, max_input_tokens = 0;
+  int32_t concurrency = 0;
   double measured = 0;
   double predicted = 0;           // in-sample (fit on every fitted point of the group)
   double held_out = 0;            // the fit that did not see this point's cell

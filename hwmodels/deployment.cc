@@ -322,6 +322,8 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       d.calibrated = true;
       d.shipped_profile = prof.shipped;
       d.profile_software_build = prof.profile.software_build();
+      d.profile_origin = path;
+      d.fitted_range = prof.profile.fitted_range();
       d.api_overhead_ms = 0;
       for (const auto& p : prof.profile.parameters()) {
         if (p.name() == "api_overhead_ms" && p.value() > 0) d.api_overhead_ms = p.value();

@@ -100,6 +100,11 @@ struct Deployment {
   // go into the prediction's provenance (experiments/capacity/simulate_report.cc).
   bool shipped_profile = false;
   std::string profile_software_build;
+  // The applied profile: where it came from (a path, or the shipped
+  // profile's name) and the workloads its fit saw (empty without a
+  // profile, or in a profile written before the range was recorded).
+  std::string profile_origin;
+  proto::FittedRange fitted_range;
   // The profile's api_overhead_ms (a client-side cost, not a step-time
   // knob: the client adds it); 0 when none.
   double api_overhead_ms = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "calibration/validation.h"
 #include "experiments/capacity/cost.h"
 #include "experiments/runner/config.h"
@@ -104,6 +106,87 @@ void SetRequestGoodput(ReportContext& ctx, const RunResult& result,
           : 0.0;
 }
 
+namespace {
+
+// "40" or "128 to 8192".
+std::string Span(int32_t lo, int32_t hi) {
+  return lo == hi ? absl::StrCat(lo) : absl::StrCat(lo, " to ", hi);
+}
+
+}  // namespace
+
+std::vector<std::string> FitRangeWarnings(const ExperimentRun& run,
+                                          const RunResult& result) {
+  std::vector<std::string> out;
+  const std::vector<RequestRecord>& records = run.engine->records();
+  std::set<std::string> seen;  // profiles already checked
+  for (const Deployment& d : run.fleet.deployments) {
+    const proto::FittedRange& range = d.fitted_range;
+    if (!d.calibrated || !seen.insert(d.profile_origin).second) continue;
+    const std::string profile =
+        d.shipped_profile ? absl::StrCat("the shipped ", d.device.id(), " profile (",
+                                         d.profile_software_build, ")")
+                          : absl::StrCat("the calibration profile ", d.profile_origin);
+    if (range.max_input_tokens() > 0) {
+      int64_t longer = 0, shorter = 0, total = 0;
+      int32_t longest = 0, shortest = std::numeric_limits<int32_t>::max();
+      for (const RequestRecord& r : records) {
+        ++total;
+        longest = std::max(longest, r.input_tokens);
+        shortest = std::min(shortest, r.input_tokens);
+        longer += r.input_tokens > range.max_input_tokens();
+        shorter += r.input_tokens < range.min_input_tokens();
+      }
+      const std::string fitted = absl::StrCat(
+          profile, " was fitted on cells with prompts of ",
+          Span(range.min_input_tokens(), range.max_input_tokens()), " tokens");
+      if (longer > 0) {
+        out.push_back(absl::StrFormat(
+            "outside the fit: %s; %d of this run's %d requests (%.1f%%) have longer "
+            "prompts (up to %d tokens): their prefill and attention times extrapolate "
+            "the fitted efficiencies (how far that held on measured cells: `servesim "
+            "validate`, leave_one_input_length_out)",
+            fitted, longer, total, 100.0 * static_cast<double>(longer) / total, longest));
+      }
+      if (shorter > 0) {
+        out.push_back(absl::StrFormat(
+            "outside the fit: %s; %d of this run's %d requests (%.1f%%) have shorter "
+            "prompts (down to %d tokens): the split between per-step floor and "
+            "per-token cost is extrapolated (`servesim validate`, "
+            "leave_one_input_length_out)",
+            fitted, shorter, total, 100.0 * static_cast<double>(shorter) / total,
+            shortest));
+      }
+    }
+    const double max_batch = result.batch_size[3];
+    if (range.max_concurrency() > 0 && max_batch > range.max_concurrency()) {
+      out.push_back(absl::StrFormat(
+          "outside the fit: %s was fitted on cells of %s concurrent requests; this "
+          "run batches up to %.0f sequences in one step: the per-sequence terms are "
+          "extrapolated (`servesim validate`, leave_one_concurrency_out)",
+          profile, Span(range.min_concurrency(), range.max_concurrency()), max_batch));
+    }
+    // A profile names its models as its cells' runs did: a catalog id or a
+    // Hugging Face id (a `calibrate` bench file's model_id); compare the
+    // catalog entries they resolve to.
+    auto canonical = [](const std::string& name) {
+      absl::StatusOr<proto::ModelArch> arch = FindModel(name);
+      return arch.ok() ? arch->id() : name;
+    };
+    const std::string served = canonical(d.model.id);
+    if (range.models_size() > 0 &&
+        std::none_of(range.models().begin(), range.models().end(),
+                     [&](const std::string& m) { return canonical(m) == served; })) {
+      out.push_back(absl::StrFormat(
+          "outside the fit: %s was fitted on %s; this run serves %s, whose operator "
+          "shapes reach the fitted efficiencies through the shape law "
+          "(docs/step_model.md; `servesim validate`, leave_one_model_out)",
+          profile, absl::StrJoin(range.models(), ", "), d.model.id));
+    }
+  }
+  return out;
+}
+
 ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
                                     const ExperimentRun& run, const std::string& date) {
   const ClientConfig& client = run.client;
@@ -133,6 +216,8 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
       ctx.provenance.push_back(std::move(note));
     }
   }
+  for (std::string& w : FitRangeWarnings(run, result))
+    ctx.provenance.push_back(std::move(w));
   ctx.provenance.push_back(absl::StrCat("client: ", run.source->Describe()));
   if (client.replay_arrivals)
     ctx.provenance.emplace_back("arrivals: replayed from the trace");

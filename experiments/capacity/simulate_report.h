@@ -24,6 +24,20 @@ namespace servesim {
 ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
                                     const ExperimentRun& run, const std::string& date);
 
+// Where `run` leaves the workloads its deployments' calibration profiles
+// were fitted on (Deployment::fitted_range, from the fitted cells): prompts
+// longer or shorter than every fitted cell's, more sequences in one step
+// than the most concurrent fitted cell had requests, a model no fitted
+// cell served. The fitted terms are then extrapolated, which the profile's
+// held-out errors do not cover (validate's block passes show how far such
+// extrapolation held on measured data). One line per finding and distinct
+// profile, each starting "outside the fit:"; empty when the run stays
+// inside or no profile records its range. A mixed fleet compares every
+// request with every profile. SimulateReportContext puts them in the
+// provenance; the CLI and the Python module also warn with them.
+std::vector<std::string> FitRangeWarnings(const ExperimentRun& run,
+                                          const RunResult& result);
+
 // vLLM's --goodput "KEY:VALUE" pairs (KEY ttft, tpot or e2el; VALUE a
 // non-negative number of milliseconds). Errors name the pair and the rule.
 absl::StatusOr<GoodputSlos> ParseGoodput(const std::vector<std::string>& pairs);

@@ -333,6 +333,9 @@ int RunSimulate(SimulateArgs& args) {
   const std::unique_ptr<Engine>& engine = run->engine;
 
   const RunResult result = engine->Result();
+  for (const std::string& w : FitRangeWarnings(*run, result)) {
+    std::fprintf(stderr, "servesim simulate: warning: %s\n", w.c_str());
+  }
   const std::string config_text = ConfigToText(config);
   ReportContext ctx = SimulateReportContext(config, *run, args.date);
   std::optional<IntervalReport> intervals;

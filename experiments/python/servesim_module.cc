@@ -213,6 +213,9 @@ py::dict Simulate(const std::vector<std::string>& argv, bool detailed,
       error = std::string(WithFitHint(run.status(), config).message());
     } else {
       warnings = UncalibratedWarnings(run->fleet.deployments);
+      for (std::string& w : FitRangeWarnings(*run, run->engine->Result())) {
+        warnings.push_back(std::move(w));
+      }
       ReportContext ctx = SimulateReportContext(config, *run, date);
       ctx.label = label;
       SetRequestGoodput(ctx, run->engine->Result(), run->engine->records(), *slos);
