@@ -2,6 +2,10 @@
 // to a temp folder, simulates, plans and calibrates with no rebuild; bad
 // files and unsupported weight formats are exit 2 naming what is wrong;
 // `devices` / `models` list the catalog.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -184,6 +188,28 @@ TEST(CatalogCliTest, CalibrateUserDeviceFileBindsTheProfileToItsHash) {
   CliRun shipped =
       Servesim("simulate --device mi300x --calibration '" + prof + "'" + kSmallRun);
   EXPECT_EQ(shipped.exit_code, 2) << shipped.out;
+}
+
+// Standard output that cannot be written (here /dev/full: a full disk)
+// fails the run with exit 2 and says so, whatever the subcommand, instead
+// of leaving a script an empty file and exit 0.
+TEST(CliOutputTest, UnwritableStandardOutputFailsTheRun) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  for (const std::string args :
+       {"devices --json", "memory --device l4 --model gemma-4-e2b --json", "models",
+        "--help"}) {
+    const std::string err = Scratch("stderr.txt");
+    const std::string cmd =
+        std::string("'") + SERVESIM_BINARY + "' " + args + " >/dev/full 2>'" + err + "'";
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << args;
+    EXPECT_EQ(WEXITSTATUS(status), 2) << args;
+    EXPECT_THAT(ReadText(err),
+                HasSubstr("servesim: error: could not write standard output"))
+        << args;
+    // Written normally, the same command exits 0.
+    EXPECT_EQ(Servesim(args).exit_code, 0) << args;
+  }
 }
 
 }  // namespace

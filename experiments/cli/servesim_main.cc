@@ -1,10 +1,31 @@
 // servesim: simulate LLM inference serving (vLLM V1) without the hardware.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 
 #include "experiments/cli/cli.h"
 #include "sim/base/version.h"
+
+namespace {
+
+// Standard output that could not be written (a full disk, a closed or
+// broken descriptor) fails the run: a script redirecting `--json` into a
+// file must not get a truncated file and exit status 0. stdio reports a
+// failed write through ferror, a failed final flush through fflush (with
+// errno, named when it is this flush's; an earlier write's is not known).
+int FinishStdout(int exit_code) {
+  errno = 0;
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return exit_code;
+  const int err = errno;
+  std::fprintf(stderr, "servesim: error: could not write standard output%s%s\n",
+               err != 0 ? ": " : "", err != 0 ? std::strerror(err) : "");
+  return exit_code == servesim::cli::kExitOk ? servesim::cli::kExitBadInput : exit_code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -30,12 +51,12 @@ int main(int argc, char** argv) {
     // --help and --version print and exit 0; parse errors take the form of
     // every other error: "servesim <subcommand>: error: ...".
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
-      return app.exit(e);
+      return FinishStdout(app.exit(e));
     std::fprintf(stderr, "%s\n", servesim::cli::ParseErrorText(app, e).c_str());
     return servesim::cli::kExitBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "servesim: error: %s\n", e.what());
     return 1;
   }
-  return exit_code;
+  return FinishStdout(exit_code);
 }
