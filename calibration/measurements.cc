@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
@@ -13,6 +11,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "proto/text_format.h"
+#include "sim/base/read_file.h"
 #include "sim/base/status_macros.h"
 
 namespace servesim {
@@ -23,12 +22,9 @@ using servesim::proto::MeasurementSet;
 using servesim::proto::ServerRun;
 
 absl::StatusOr<MeasurementSet> ParseFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
+  ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path, "measurement set"));
   MeasurementSet set;
-  RETURN_IF_ERROR(ParseTextProto(buf.str(), path, &set));
+  RETURN_IF_ERROR(ParseTextProto(text, path, &set));
   return set;
 }
 

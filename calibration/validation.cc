@@ -6,7 +6,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +21,7 @@
 #include "proto/text_format.h"
 #include "sim/base/hash.h"
 #include "sim/base/json_writer.h"
+#include "sim/base/read_file.h"
 #include "sim/base/status_macros.h"
 
 namespace servesim {
@@ -136,12 +136,9 @@ std::string ValidateMetricFamily(const std::string& metric) {
 }
 
 absl::StatusOr<FitConfig> LoadFitConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
+  ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path, "fit config"));
   FitConfig config;
-  RETURN_IF_ERROR(ParseTextProto(buf.str(), path, &config));
+  RETURN_IF_ERROR(ParseTextProto(text, path, &config));
   RETURN_IF_ERROR(CheckJointFits(config, path));
   RETURN_IF_ERROR(CheckKnownGaps(config, path));
   return config;

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "hwmodels/embedded_data.h"
 #include "proto/text_format.h"
+#include "sim/base/read_file.h"
 #include "sim/base/status_macros.h"
 #include "sim/base/version.h"
 
@@ -28,13 +28,9 @@ const internal::EmbeddedFile* FindShipped(const std::string& name) {
 
 absl::StatusOr<proto::CalibrationProfile> LoadCalibrationProfile(
     const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat(path, ": cannot open calibration profile"));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path, "calibration profile"));
   proto::CalibrationProfile p;
-  RETURN_IF_ERROR(ParseTextProto(ss.str(), path, &p));
+  RETURN_IF_ERROR(ParseTextProto(text, path, &p));
   return p;
 }
 

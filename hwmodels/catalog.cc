@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -568,8 +569,28 @@ absl::Status UnknownModel(const std::string& name) {
 
 }  // namespace
 
-absl::StatusOr<proto::ModelArch> FindModel(const std::string& name_or_path) {
+namespace {
+
+// `vllm serve /path/to/model` takes the model's folder: its config.json is
+// the model. Other names pass through; a folder without one is an error.
+absl::StatusOr<std::string> ModelFilePath(const std::string& name_or_path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(name_or_path, ec)) return name_or_path;
+  const std::string config =
+      (std::filesystem::path(name_or_path) / "config.json").string();
+  if (FileExists(config)) return config;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--model ", name_or_path,
+      ": is a directory without a config.json (give a model folder with the Hugging "
+      "Face config.json, the config.json itself, a model .textproto or a catalog id: "
+      "`servesim models`)"));
+}
+
+}  // namespace
+
+absl::StatusOr<proto::ModelArch> FindModel(const std::string& name_or_dir) {
   RETURN_IF_ERROR(Embedded().status);
+  ASSIGN_OR_RETURN(const std::string name_or_path, ModelFilePath(name_or_dir));
   const bool text_proto = absl::EndsWith(name_or_path, ".textproto") ||
                           absl::EndsWith(name_or_path, ".txtpb") ||
                           absl::EndsWith(name_or_path, ".pbtxt");
@@ -584,8 +605,9 @@ absl::StatusOr<proto::ModelArch> FindModel(const std::string& name_or_path) {
   return UnknownModel(name_or_path);
 }
 
-absl::StatusOr<std::string> ModelFileText(const std::string& name_or_path) {
+absl::StatusOr<std::string> ModelFileText(const std::string& name_or_dir) {
   RETURN_IF_ERROR(Embedded().status);
+  ASSIGN_OR_RETURN(const std::string name_or_path, ModelFilePath(name_or_dir));
   if (LooksLikePath(name_or_path) && FileExists(name_or_path))
     return ReadWholeFile(name_or_path, "--model");
   const int i = FindEmbeddedModel(name_or_path);

@@ -50,8 +50,9 @@ absl::Status CheckWeightFormat(const servesim::proto::Device& device,
                                const std::string& format_id);
 
 // Model by id ("gemma-4-e2b"), Hugging Face id ("google/gemma-4-E2B-it";
-// case-insensitive, "-it" and the "google/" owner optional), or a path to
-// a config.json or to a servesim model text proto (.textproto).
+// case-insensitive, "-it" and the "google/" owner optional), a path to a
+// config.json or to a servesim model text proto (.textproto), or a model
+// folder holding a config.json (as `vllm serve /path/to/model` takes it).
 // InvalidArgument names --model (or FILE:LINE: field).
 absl::StatusOr<servesim::proto::ModelArch> FindModel(const std::string& name_or_path);
 std::vector<std::string> ModelIds();  // sorted

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -348,6 +349,34 @@ TEST(CatalogTest, ImportsGemma4StyleConfigWithTextConfigAndLayerTypes) {
   EXPECT_FALSE(m->layers[8].holds_kv);
   EXPECT_TRUE(m->layers[7].holds_kv);
   EXPECT_EQ(m->per_layer_embedding_dim, 128);
+}
+
+// `vllm serve /path/to/model` takes the model's folder: its config.json is
+// the model; a folder without one is an error naming it.
+TEST(CatalogTest, ModelFolderMeansItsConfigJson) {
+  const std::string dir = ::testing::TempDir() + "/servesim_model_folder";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/config.json")
+      << R"({"model_type": "qwen2", "vocab_size": 151936, "hidden_size": 896,
+      "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
+      "intermediate_size": 4864, "tie_word_embeddings": true,
+      "max_position_embeddings": 32768})";
+  auto folder = FindModel(dir);
+  ASSERT_TRUE(folder.ok()) << folder.status();
+  auto file = FindModel(dir + "/config.json");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(folder->SerializeAsString(), file->SerializeAsString());
+  EXPECT_EQ(folder->num_layers(), 24);
+  auto text = ModelFileText(dir);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_NE(text->find("qwen2"), std::string::npos);
+  std::filesystem::remove(dir + "/config.json");
+  auto empty = FindModel(dir);
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("--model " + dir +
+                                          ": is a directory without a config.json"),
+            std::string::npos)
+      << empty.status();
 }
 
 TEST(CatalogTest, ConfigJsonPathIsAcceptedAsModel) {

@@ -7,11 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <unordered_map>
 #include <utility>
 
@@ -33,6 +31,7 @@
 #include "sim/base/hash.h"
 #include "sim/base/json_writer.h"
 #include "sim/base/parallel.h"
+#include "sim/base/read_file.h"
 #include "sim/base/status_macros.h"
 #include "sim/base/version.h"
 
@@ -529,12 +528,9 @@ int64_t CountGridPoints(const proto::SweepGrid& grid) {
 }
 
 absl::StatusOr<proto::SweepGrid> ReadGridFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open grid file"));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path, "grid file"));
   proto::SweepGrid grid;
-  RETURN_IF_ERROR(ParseTextProto(ss.str(), path, &grid));
+  RETURN_IF_ERROR(ParseTextProto(text, path, &grid));
   return grid;
 }
 

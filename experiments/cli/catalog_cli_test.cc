@@ -212,5 +212,30 @@ TEST(CliOutputTest, UnwritableStandardOutputFailsTheRun) {
   }
 }
 
+// A mistyped --calibration path (a folder, an empty file) is an error, not
+// a silently uncalibrated prediction; so is --fit-config or a sweep grid.
+TEST(CliInputFilesTest, FolderOrEmptyFileWhereAFileIsExpectedIsExit2) {
+  const std::string dir = Scratch("folder");
+  std::filesystem::create_directories(dir);
+  const std::string empty = Scratch("empty.textproto");
+  std::ofstream(empty).flush();
+  const std::string base = "simulate --device l4 --model gemma-4-e2b --num-prompts 5 ";
+  CliRun r = Servesim(base + "--calibration '" + dir + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("calibration profile " + dir + ": is a directory, not a file"));
+  r = Servesim(base + "--calibration '" + empty + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("calibration profile " + empty + ": the file is empty"));
+  r = Servesim("sweep --grid '" + dir + "' --out '" + Scratch("out") + "' --no-progress");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("grid file " + dir + ": is a directory, not a file"));
+  r = Servesim("validate --device t4 --no-held-out --fit-config '" + empty + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("fit config " + empty + ": the file is empty"));
+  // Control: the shipped profile, no --calibration.
+  EXPECT_EQ(Servesim(base).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace servesim

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +27,7 @@
 #include "hwmodels/catalog_priors.h"
 #include "hwmodels/deployment.h"
 #include "hwmodels/model_arch.h"
+#include "sim/base/read_file.h"
 #include "sim/base/status_macros.h"
 #include "sim/router.h"
 
@@ -112,12 +111,8 @@ absl::Status AddConfidence(const PlanFlags& f, PointRunner& runner, PlanOptions&
 absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& runner) {
   PlanOptions o;
   if (!f.config.empty()) {
-    std::ifstream in(f.config);
-    if (!in)
-      return absl::NotFoundError(absl::StrCat("--config ", f.config, ": cannot open"));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (!google::protobuf::TextFormat::ParseFromString(ss.str(), &o.base)) {
+    ASSIGN_OR_RETURN(const std::string text, ReadTextFile(f.config, "--config"));
+    if (!google::protobuf::TextFormat::ParseFromString(text, &o.base)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--config ", f.config, ": not a text-format ExperimentConfig"));
     }

@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -18,6 +15,7 @@
 #include "hwmodels/parallelism.h"
 #include "hwmodels/server_spec.h"
 #include "proto/text_format.h"
+#include "sim/base/read_file.h"
 #include "sim/base/status_macros.h"
 #include "sim/client.h"
 #include "sim/random_source.h"
@@ -234,19 +232,8 @@ void ExperimentFlags::RegisterConfigFlags(CLI::App* cmd) {
 absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
   proto::ExperimentConfig c;
   if (!config_path_.empty()) {
-    if (std::error_code ec; std::filesystem::is_directory(config_path_, ec)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "--config: %s is a directory; give an ExperimentConfig text-proto file",
-          config_path_));
-    }
-    std::ifstream in(config_path_);
-    if (!in) {
-      return absl::NotFoundError(
-          absl::StrFormat("--config: cannot read %s", config_path_));
-    }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    RETURN_IF_ERROR(MergeText(ss.str(), config_path_, c));
+    ASSIGN_OR_RETURN(const std::string text, ReadTextFile(config_path_, "--config"));
+    RETURN_IF_ERROR(MergeText(text, config_path_, c));
   }
   for (size_t i = 0; i < sets_.size(); ++i) {
     RETURN_IF_ERROR(MergeText(sets_[i], absl::StrFormat("--set #%d", i + 1), c));
