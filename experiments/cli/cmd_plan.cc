@@ -44,7 +44,7 @@ struct PlanFlags {
   int output_len = 128;
   double range_ratio = 0;
   int max_concurrency = 0;
-  uint64_t seed = 0;
+  std::string seed;  // ParseSeed: [0, 2^63)
   std::string slo;
   // The shared server flags (--calibration is plan's own, per device, below);
   // --device D searches D alone, as --devices D does.
@@ -90,7 +90,10 @@ absl::Status AddConfidence(const PlanFlags& f, PointRunner& runner, PlanOptions&
     bounds.push_back(
         {t.metric, t.op == SloTerm::Op::kLe || t.op == SloTerm::Op::kLt, t.threshold});
   }
-  const uint64_t seed = f.seed;
+  uint64_t seed = 0;
+  if (!f.seed.empty()) {
+    ASSIGN_OR_RETURN(seed, ParseSeed(f.seed));
+  }
   runner.run =
       [base = runner.run, bounds, io,
        seed](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
@@ -147,7 +150,10 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   }
   if (f.num_prompts > 0) c->set_num_prompts(f.num_prompts);
   if (f.max_concurrency > 0) c->set_max_concurrency(f.max_concurrency);
-  if (f.seed != 0) c->set_seed(f.seed);
+  if (!f.seed.empty()) {
+    ASSIGN_OR_RETURN(const uint64_t seed, ParseSeed(f.seed));
+    c->set_seed(seed);
+  }
   if (!f.router.empty()) o.base.mutable_fleet()->set_router(f.router);
 
   static const char* const kTiers[] = {"on-demand", "spot", "commit-1y", "commit-3y"};

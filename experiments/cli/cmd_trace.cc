@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "experiments/cli/cli.h"
 #include "experiments/cli/output_files.h"
+#include "experiments/cli/server_flags.h"
 #include "sim/base/json_writer.h"
 #include "traces/open_trace.h"
 #include "traces/synthetic.h"
@@ -52,16 +53,6 @@ absl::Status OutOfRange(absl::string_view flag, int64_t value, absl::string_view
 }
 absl::Status OutOfRange(absl::string_view flag, int32_t value, absl::string_view range) {
   return OutOfRange(flag, int64_t{value}, range);
-}
-
-// --seed: an integer in [0, 2^63), as `servesim simulate --seed`.
-absl::StatusOr<uint64_t> ParseSeed(const std::string& text) {
-  int64_t seed = -1;
-  if (!absl::SimpleAtoi(text, &seed) || seed < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--seed: ", text, " is out of range: an integer in [0, 2^63)"));
-  }
-  return static_cast<uint64_t>(seed);
 }
 
 // Where the JSON summary of convert/generate goes: one object on stdout.

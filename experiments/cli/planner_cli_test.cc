@@ -274,6 +274,29 @@ TEST(CliErrorTest, ParseErrorsTakeTheSubcommandForm) {
   EXPECT_EQ(Servesim("--help").exit_code, 0);
 }
 
+// --seed reads the same in every subcommand: an integer in [0, 2^63);
+// plan's used to wrap -1 and saturate 2^64 and beyond into one seed.
+TEST(CliErrorTest, SeedIsRangeCheckedInEverySubcommand) {
+  const std::string plan =
+      "plan --model gemma-4-e2b --no-progress --devices l4 --slo 'ttft_p99<=1s' --rate 2 "
+      "--num-prompts 20 --seed ";
+  const std::string gen =
+      "trace generate '" + Scratch("g.csv") + "' --num-prompts 3 --seed ";
+  for (const std::string& cmd :
+       {plan, gen,
+        std::string(
+            "simulate --device l4 --model gemma-4-e2b --num-prompts 3 --seed ")}) {
+    for (const char* bad : {"-1", "18446744073709551616", "1e3"}) {
+      CliRun r = Servesim(cmd + bad);
+      EXPECT_EQ(r.exit_code, 2) << cmd << bad;
+      EXPECT_THAT(r.err, HasSubstr(std::string("--seed: ") + bad +
+                                   " is out of range [0, 2^63) (an integer)"))
+          << cmd << bad;
+    }
+    EXPECT_EQ(Servesim(cmd + "9223372036854775807").exit_code, 0) << cmd;
+  }
+}
+
 // trace convert IN IN rewrote the input; an unknown extension was written
 // as binary; a filter that left no request wrote a file every reader refuses.
 TEST(TraceConvertCliTest, RefusesInPlaceUnknownExtensionAndEmptyResults) {

@@ -21,6 +21,14 @@
 #include "sim/random_source.h"
 
 namespace servesim::cli {
+
+absl::StatusOr<uint64_t> ParseSeed(const std::string& text) {
+  int64_t seed = -1;
+  if (!absl::SimpleAtoi(text, &seed) || seed < 0) {
+    return OutOfRangeError("--seed", text, "[0, 2^63) (an integer)");
+  }
+  return static_cast<uint64_t>(seed);
+}
 namespace {
 
 bool Given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
@@ -285,11 +293,8 @@ absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
   }
   if (Given(range_ratio_)) cl.set_random_range_ratio(range_ratio_v_);
   if (Given(seed_)) {
-    int64_t seed = -1;
-    if (!absl::SimpleAtoi(seed_v_, &seed) || seed < 0) {
-      return OutOfRangeError("--seed", seed_v_, "[0, 2^63) (an integer)");
-    }
-    cl.set_seed(static_cast<uint64_t>(seed));
+    ASSIGN_OR_RETURN(const uint64_t seed, ParseSeed(seed_v_));
+    cl.set_seed(seed);
   }
   if (Given(ignore_eos_)) cl.set_ignore_eos(ignore_eos_v_);
   if (Given(overhead_)) cl.set_client_overhead_s(overhead_v_);

@@ -22,6 +22,12 @@
 
 namespace servesim::cli {
 
+// --seed as every subcommand reads it: an integer in [0, 2^63) (vLLM's
+// seeds are Python ints; negative or wider values would wrap or saturate
+// silently, two distinct seeds becoming one). InvalidArgument naming
+// --seed otherwise.
+absl::StatusOr<uint64_t> ParseSeed(const std::string& text);
+
 // The `vllm serve` flags: one vocabulary, one set of help texts and
 // defaults (ServerSpec's initialisers, applied by ApplyDefaults) for every
 // subcommand that takes a server: simulate, memory, calibrate, plan and
