@@ -211,6 +211,51 @@ TEST(ValidateCliTest, EmptyOrUnknownDeviceIsExit2NamingAllowedIds) {
   }
 }
 
+// A result file of another model is an error naming it, not a cell fitted
+// as the model being calibrated; a Hugging Face id of the same model is
+// that model, and an id servesim does not know is taken with a note.
+TEST(CalibrateCliTest, ResultFileOfAnotherModelIsRefused) {
+  const std::string e2b = Scratch("e2b.json");
+  CliRun sim = Servesim(
+      "simulate --device l4 --model gemma-4-e2b --random-input-len 256 "
+      "--random-output-len 32 --max-concurrency 2 --num-prompts 8 --save-result '" +
+      e2b + "'");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const std::string text = cli_test::ReadText(e2b);
+  const std::string id = "\"model_id\": \"google/gemma-4-E2B-it\"";
+  ASSERT_NE(text.find(id), std::string::npos) << text.substr(0, 400);
+  auto with_model = [&](const std::string& name, const std::string& model) {
+    std::string t = text;
+    t.replace(t.find(id), id.size(), "\"model_id\": \"" + model + "\"");
+    const std::string path = Scratch(name);
+    std::ofstream(path) << t;
+    return path;
+  };
+  const std::string e4b = with_model("e4b.json", "google/gemma-4-E4B-it");
+  const std::string ft = with_model("ft.json", "my-org/private-finetune");
+  CliRun r =
+      Servesim("calibrate --device l4 --model gemma-4-e2b --no-progress --bench '" + e2b +
+               "' '" + e4b + "' --out '" + ProfileOut() + "' --overwrite");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr(e4b + ": model_id 'google/gemma-4-E4B-it' (gemma-4-e4b) is "
+                              "not the model being calibrated, gemma-4-e2b"));
+  // Without --model the first file names it.
+  r = Servesim("calibrate --device l4 --no-progress --bench '" + e4b + "' '" + e2b +
+               "' --out '" + ProfileOut() + "' --overwrite");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr(e2b + ": model_id 'google/gemma-4-E2B-it' (gemma-4-e2b) is "
+                              "not the model being calibrated, google/gemma-4-E4B-it"));
+  r = Servesim(
+      "calibrate --device l4 --model gemma-4-e2b --no-progress "
+      "--bench '" +
+      e2b + "' '" + ft + "' --out '" + ProfileOut() + "' --overwrite");
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(ft + ": model_id 'my-org/private-finetune' is not a model "
+                                    "servesim knows; taken as gemma-4-e2b"));
+}
+
 // A shared parameter belongs to every member's profile: refitting one
 // member alone would leave the other's copy stale.
 TEST(ValidateCliTest, RefitOfOneJointMemberIsRefusedAndWritesNothing) {

@@ -206,7 +206,10 @@ int RunCalibrate(const CalibrateFlags& f) {
   std::string model = model_flag;
   if (model.empty()) {
     for (const ImportedCell& c : cells) {
-      if (!c.model_id.empty()) model = c.model_id;
+      if (!c.model_id.empty()) {
+        model = c.model_id;  // the first file's; the others must agree
+        break;
+      }
     }
   }
   if (model.empty()) {
@@ -221,6 +224,33 @@ int RunCalibrate(const CalibrateFlags& f) {
           "--model with one of its ids, or a Hugging Face config.json path",
           model, known.status().message()));
       return kExitBadInput;
+    }
+  }
+  // Every file must have measured that model: a result file of another
+  // model in the folder would otherwise be fitted as this one. Ids compare
+  // by the catalog entry they name (google/gemma-4-E2B-it is gemma-4-e2b);
+  // an id servesim does not know (a private fine-tune's name) is taken as
+  // the model given, with a note.
+  if (absl::StatusOr<servesim::proto::ModelArch> want = FindModel(model); want.ok()) {
+    for (const ImportedCell& c : cells) {
+      if (c.model_id.empty()) continue;
+      absl::StatusOr<servesim::proto::ModelArch> got = FindModel(c.model_id);
+      if (!got.ok()) {
+        std::fprintf(
+            stderr,
+            "servesim calibrate: note: %s: model_id '%s' is not a model servesim "
+            "knows; taken as %s\n",
+            c.path.c_str(), c.model_id.c_str(), model.c_str());
+        continue;
+      }
+      if (got->id() != want->id()) {
+        Err(absl::StrFormat(
+            "%s: model_id '%s' (%s) is not the model being calibrated, %s (%s%s); "
+            "calibrate one model at a time: leave this file out or pass its model",
+            c.path, c.model_id, got->id(), model, want->id(),
+            model_flag.empty() ? ", from another file's model_id" : ", from --model"));
+        return kExitBadInput;
+      }
     }
   }
   run->set_model(model);
