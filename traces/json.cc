@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -243,10 +245,17 @@ class Scanner {
           ++pos_;
           return true;
         }
+        // Keys seen in this object: a key given twice is an error (RFC 8259
+        // leaves it undefined; Python keeps the last value, this parser
+        // would find the first, so the two readers would disagree).
+        std::set<std::string> keys;
         while (true) {
           SkipWs();
           std::string key;
           if (!ScanString(&raw, &key)) return false;
+          if (!keys.insert(key).second) {
+            return Fail(absl::StrCat("duplicate key \"", key, "\" in an object"));
+          }
           SkipWs();
           if (!Expect(':')) return false;
           out.members.push_back(JsonMember{std::move(key), JsonValue()});
@@ -532,6 +541,12 @@ absl::Status FlatJsonParser::Parse(std::string_view line) {
           s.Fail("unexpected character");
         }
         return fail();
+      }
+      for (const FlatJsonField& g : fields_) {
+        if (g.key == f.key) {  // see ParseJson: a key may appear once
+          s.Fail(absl::StrCat("duplicate key \"", std::string(f.key), "\" in an object"));
+          return fail();
+        }
       }
       fields_.push_back(f);
       s.SkipWs();

@@ -46,6 +46,24 @@ TEST(JsonTest, ErrorNamesLineAndColumn) {
   EXPECT_THAT(v.status().message(), HasSubstr("f.json:2:8"));
 }
 
+// A key twice in one object is an error in both parsers (Python's json
+// keeps the last value, these would read the first: the row is ambiguous);
+// the same key in two different objects is fine.
+TEST(JsonTest, DuplicateKeyInAnObjectIsAnError) {
+  auto dom = ParseJson("{\"a\": 1,\n \"b\": {\"c\": 1, \"c\": 2}}", "f.json");
+  EXPECT_EQ(dom.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dom.status().message(),
+            "f.json:2:19: invalid JSON: duplicate key \"c\" in an object");
+  EXPECT_TRUE(ParseJson(R"({"a": {"c": 1}, "b": {"c": 2}})", "f.json").ok());
+  FlatJsonParser flat;
+  const absl::Status st = flat.Parse(R"({"input_length": 10, "input_length": 99999})");
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            "invalid JSON at column 43: duplicate key \"input_length\" in an "
+            "object");
+  EXPECT_TRUE(flat.Parse(R"({"input_length": 10, "output_length": 10})").ok());
+}
+
 TEST(JsonTest, Utf8ValidatorRejectsOverlongsSurrogatesAndCutSequences) {
   EXPECT_TRUE(IsValidUtf8("plain \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));
   EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong '/'
