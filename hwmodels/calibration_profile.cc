@@ -1,9 +1,16 @@
 #include "hwmodels/calibration_profile.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "hwmodels/embedded_data.h"
@@ -66,8 +73,27 @@ std::vector<std::string> ShippedProfileNames() {
 absl::StatusOr<ResolvedProfile> ResolveCalibrationProfile(const std::string& value,
                                                           const std::string& device_id) {
   ResolvedProfile r;
-  const std::string name =
+  std::string name =
       value.empty() ? ShippedProfileName(absl::StrCat(device_id, ".textproto")) : value;
+  // A bare name ("l4", "l4@vllm-0.28.0") that is no file here names a
+  // shipped profile; neither is an error listing the shipped names.
+  std::error_code ec;
+  if (!value.empty() && !absl::StrContains(value, '/') &&
+      !absl::EndsWith(value, ".textproto") && !std::filesystem::exists(value, ec)) {
+    name = ShippedProfileName(absl::StrCat(value, ".textproto"));
+    if (FindShipped(name) == nullptr) {
+      std::vector<std::string> shipped;
+      for (const std::string& n : ShippedProfileNames()) {
+        shipped.push_back(n.substr(sizeof(kShippedProfilePrefix) - 1,
+                                   n.size() - (sizeof(kShippedProfilePrefix) - 1) -
+                                       std::string_view(".textproto").size()));
+      }
+      return absl::NotFoundError(
+          absl::StrCat("--calibration ", value,
+                       ": no such file, and no shipped profile of that name (shipped: ",
+                       absl::StrJoin(shipped, ", "), "; or a path to a profile file)"));
+    }
+  }
   if (const internal::EmbeddedFile* f = FindShipped(name)) {
     RETURN_IF_ERROR(ParseTextProto(f->text, name, &r.profile));
     r.found = true;

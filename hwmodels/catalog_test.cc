@@ -535,6 +535,26 @@ TEST(CatalogTest, UnsupportedArchitecturesNameModelTypeAndField) {
   EXPECT_THAT(mamba.status().message(), HasSubstr("field model_type: 'mamba'"));
 }
 
+// --calibration NAME: a shipped profile by its bare name (the help's form),
+// the same as its full name; an unknown bare name lists the shipped ones.
+TEST(CatalogTest, ShippedProfileByBareName) {
+  auto bare = ResolveCalibrationProfile("l4@vllm-0.28.0", "l4");
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  auto full =
+      ResolveCalibrationProfile("calibration/profiles/l4@vllm-0.28.0.textproto", "l4");
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_TRUE(bare->shipped);
+  EXPECT_EQ(bare->origin, full->origin);
+  EXPECT_EQ(bare->profile.SerializeAsString(), full->profile.SerializeAsString());
+  EXPECT_EQ(bare->profile.software_build(), "vllm-0.28.0");
+  auto unknown = ResolveCalibrationProfile("l5", "l4");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(
+      unknown.status().message(),
+      HasSubstr("--calibration l5: no such file, and no shipped profile of that name "
+                "(shipped: l4, l4@vllm-0.28.0, mi300x, t4, tpu-v5e, tpu-v6e;"));
+}
+
 // The calibrated value of `key` on shipped device `id`: the shipped
 // profile's fit where it fits the key, else the device file's prior.
 double CalibratedValue(const std::string& id, const std::string& key) {

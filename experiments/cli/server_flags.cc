@@ -97,7 +97,8 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
   calibration_ = cmd->add_option(
       "--calibration,--calibration-profile", calibration_v_,
       "calibration profile: a file from `servesim calibrate`, or a shipped one by name "
-      "(calibration/profiles/NAME.textproto); default: the device's shipped profile");
+      "(l4, l4@vllm-0.28.0, ...: calibration/profiles/NAME.textproto); default: the "
+      "device's shipped profile");
 }
 
 std::vector<CLI::Option*> ServerFlags::All() const {
@@ -233,8 +234,10 @@ void ExperimentFlags::RegisterClientFlags(CLI::App* cmd) {
 void ExperimentFlags::RegisterConfigFlags(CLI::App* cmd) {
   cmd->add_option("--config", config_path_, "experiment config (text proto)");
   cmd->add_option("--set", sets_,
-                  "text-proto override merged on top, e.g. "
-                  "'client { max_concurrency: 8 }' (repeatable)");
+                  "text-proto override merged on top of --config, e.g. "
+                  "'client { max_concurrency: 8 }' (repeatable; a later one over an "
+                  "earlier one; a field a command-line flag also sets takes the flag's "
+                  "value)");
 }
 
 absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
