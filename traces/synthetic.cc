@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "sim/base/status_macros.h"
 #include "sim/random_source.h"
 #include "traces/prefix_hash.h"
@@ -27,8 +28,14 @@ TimeNs SaturatingNs(double t) {
   return static_cast<TimeNs>(std::llround(t));
 }
 
+// The value as given: an integer in full (StrCat's 6 digits printed
+// 10,000,001 as 1e+07, which reads as inside [1, 10000000]), else the
+// shortest exact form.
 absl::Status RangeError(std::string_view field, double v, std::string_view allowed) {
-  return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": ", v,
+  const std::string value = std::isfinite(v) && v == std::trunc(v) && std::abs(v) < 1e18
+                                ? absl::StrCat(static_cast<int64_t>(v))
+                                : absl::StrFormat("%.17g", v);
+  return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": ", value,
                                                  " is outside the allowed range ",
                                                  std::string(allowed)));
 }

@@ -44,6 +44,20 @@ std::pair<double, double> GapStats(const ArrivalSpec& spec, int n, uint64_t seed
   return {mean, std::sqrt(sum2 / n - mean * mean) / mean};
 }
 
+// A range error prints the value as given: 10,000,001 in full (it read
+// "1e+07", inside the range it is outside of).
+TEST(SyntheticValidationTest, RangeErrorPrintsTheValueInFull) {
+  LengthSpec l;
+  l.input_len = 10'000'001;
+  EXPECT_EQ(ValidateLengthSpec(l).message(),
+            "lengths input_len: 10000001 is outside the allowed range [1, 10000000]");
+  ArrivalSpec a;
+  a.kind = ArrivalSpec::Kind::kPoisson;
+  a.rate_per_s = -0.125;
+  EXPECT_EQ(ValidateArrivalSpec(a).message(),
+            "arrival rate_per_s: -0.125 is outside the allowed range (0, 1e9]");
+}
+
 TEST(SamplerTest, UniformIntStaysInRangeAndHitsBothEnds) {
   Rng s(7);
   std::map<int64_t, int> counts;
