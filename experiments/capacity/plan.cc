@@ -292,6 +292,7 @@ PlanCandidate EvaluateOnce(const PlanOptions& o, const PointRunner& runner,
   const int failed = IndexOf(runner.metric_names, "failed");
   if (failed >= 0 && c.metrics[failed] > 0) {
     c.met = false;
+    c.rejected_requests = c.metrics[failed];
     c.missed.push_back(absl::StrCat(Num(c.metrics[failed]),
                                     " requests rejected by the server (longer than "
                                     "max_model_len or the KV cache)"));
@@ -368,6 +369,14 @@ GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner,
     if (c.met) {
       w.group.chosen = idx;
       if (idx > 0) w.group.one_fewer.push_back(idx - 1);
+      return w;
+    }
+    if (n == 1 && c.rejected_requests > 0) {
+      w.group.reason = absl::StrCat(
+          "cannot serve the workload: one replica rejects ", Num(c.rejected_requests),
+          " requests (longer than max_model_len or the KV cache), and so does any number "
+          "of them (a request does not span replicas): raise --max-model-len, use a "
+          "larger tensor parallel size or shorter prompts");
       return w;
     }
     if (n == 1) {
@@ -659,6 +668,10 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
         absl::StrAppend(&line, "  ", c.error);
       }
       out += line;
+      if (c.rejected_requests > 0) {
+        absl::StrAppend(&out, "  [", Num(c.rejected_requests),
+                        " requests rejected: longer than max_model_len or the KV cache]");
+      }
       if (c.saturated) {
         absl::StrAppend(&out, "  [saturated: serves ", Num(c.served_requests_per_s, 3),
                         " of ", Num(o.base.client().request_rate(), 3),

@@ -90,6 +90,9 @@ struct PlanCandidate {
   // $/1M looks cheap only because it drops throughput.
   bool saturated = false;
   double served_requests_per_s = 0;  // when saturated
+  // Requests the server rejected (longer than max_model_len or the KV
+  // cache): a miss no replica count fixes (requests do not span replicas).
+  double rejected_requests = 0;
 };
 
 struct PlanOptions {

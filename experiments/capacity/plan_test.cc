@@ -396,6 +396,16 @@ TEST(RunPlanTest, RejectedRequestsMissTheSlo) {
   EXPECT_FALSE(c.met);
   ASSERT_FALSE(c.missed.empty());
   EXPECT_THAT(c.missed[0], HasSubstr("3 requests rejected"));
+  // No replica count fixes it: the search stops at one replica and says
+  // why, and the text table shows the cause next to the SLO value that
+  // meets its bound.
+  EXPECT_EQ(plan->groups[0].candidates.size(), 1u);
+  EXPECT_THAT(plan->groups[0].reason,
+              HasSubstr("cannot serve the workload: one replica rejects 3 requests"));
+  const std::string text = FormatPlanText(o, *plan);
+  EXPECT_THAT(text, HasSubstr("[3 requests rejected: longer than max_model_len or the KV "
+                              "cache]"));
+  EXPECT_THAT(text, Not(HasSubstr("no fleet of up to")));
 }
 
 TEST(RunPlanTest, NothingMeetsWithinMaxReplicas) {
