@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "experiments/capacity/sweep_rows.h"
 #include "experiments/capacity/sweep_shard.h"
+#include "experiments/runner/config.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -422,6 +423,21 @@ absl::StatusOr<GridPoints> GridPoints::Make(const proto::SweepGrid& grid) {
       if (!st.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "axis ", a, " (", axis.path(), ") value '", v, "': ", st.message()));
+      }
+      // The config format reads a zero scalar as "unset": the defaults
+      // would replace the value and the row would carry the label of a
+      // point that never ran. The value survives the defaults when setting
+      // it before them and after them gives the same config.
+      proto::ExperimentConfig after = probe;
+      ApplyDefaults(after);
+      proto::ExperimentConfig reset = after;
+      if (SetFieldByPath(reset, axis.path(), v).ok() &&
+          ConfigToText(reset) != ConfigToText(after)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "axis ", a, " (", axis.path(), ") value '", v,
+            "': the config reads it as unset (proto3 scalar default), so the default "
+            "would run under this label; give a value in the field's range "
+            "(servesim simulate's flag of the same name states it)"));
       }
     }
   }

@@ -210,6 +210,34 @@ TEST(ExpandGridTest, ZippedAxesMoveTogether) {
   EXPECT_EQ((*points)[2].config.client().random_input_len(), 1024);
 }
 
+// An axis value the config reads as unset (0 of a field the defaults fill)
+// would run the default under the value's label: an error naming the axis
+// and value. A value the defaults keep (0 seeds, ratio 0) is fine.
+TEST(ExpandGridTest, AxisValueTheDefaultsWouldReplaceIsAnError) {
+  for (const char* path : {"client.num_prompts", "client.random_input_len"}) {
+    auto points = ExpandGrid(ParseGrid(absl::StrCat(
+        "base { server { device: \"l4\" model: \"gemma-4-e2b\" } } axes { path: \"", path,
+        "\" values: [ \"8\", \"0\" ] }")));
+    EXPECT_EQ(points.status().code(), absl::StatusCode::kInvalidArgument) << path;
+    EXPECT_THAT(points.status().message(),
+                HasSubstr(absl::StrCat("axis 0 (", path,
+                                       ") value '0': the config reads it "
+                                       "as unset")));
+  }
+  auto fine = ExpandGrid(ParseGrid(R"pb(
+    base { server { device: "l4" model: "gemma-4-e2b" } }
+    axes {
+      path: "client.random_range_ratio"
+      values: [ "0", "0.5" ]
+    }
+    axes {
+      path: "client.seed"
+      values: [ "0", "3" ]
+    }
+  )pb"));
+  EXPECT_TRUE(fine.ok()) << fine.status();
+}
+
 // A 10^7-point grid (seven axes of 10 values) is decoded one point at a
 // time from its id, in the order the points were expanded in (first axis
 // outermost): the last point has every axis at its last value, and point
