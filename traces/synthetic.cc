@@ -317,7 +317,9 @@ class SyntheticSource : public RequestSource {
     if (!multi_turn_) {
       out.arrival_ns = next_start_ns_;
       next_start_ns_ = arrivals_->Next();
-      out.input_tokens = Clamp(int64_t{opts_.sessions.shared_prefix_tokens} + new_input);
+      ASSIGN_OR_RETURN(
+          out.input_tokens,
+          PromptTokens(int64_t{opts_.sessions.shared_prefix_tokens} + new_input));
       FillHashes(-1, opts_.sessions.shared_prefix_tokens, out);
       return true;
     }
@@ -338,7 +340,7 @@ class SyntheticSource : public RequestSource {
     }
     out.arrival_ns = turn.arrival_ns;
     out.session_id = turn.session_id;
-    out.input_tokens = Clamp(turn.context_tokens);
+    ASSIGN_OR_RETURN(out.input_tokens, PromptTokens(turn.context_tokens));
     FillHashes(turn.session_id, out.input_tokens, out);
     // Schedule the follow-up turn: the history grows by this answer.
     turn.turns_left -= 1;
@@ -393,8 +395,19 @@ class SyntheticSource : public RequestSource {
     }
   };
 
-  static int32_t Clamp(int64_t tokens) {
-    return static_cast<int32_t>(std::min<int64_t>(tokens, 10'000'000));
+  // A prompt (shared prefix + input, or a session's context so far) over
+  // the 10,000,000 tokens a trace may hold is an error naming the request,
+  // not a prompt silently cut to the limit.
+  absl::StatusOr<int32_t> PromptTokens(int64_t tokens) const {
+    if (tokens > 10'000'000) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "synthetic workload: request ", emitted_ - 1, " has a prompt of ", tokens,
+          " tokens (shared prefix + input", multi_turn_ ? " + the session's history" : "",
+          "), over the 10000000 a trace holds; allowed: shorter lengths or prefix",
+          multi_turn_ ? ", fewer turns, or --max-input-tokens to end a session sooner"
+                      : ""));
+    }
+    return static_cast<int32_t>(tokens);
   }
 
   std::pair<int32_t, int32_t> DrawLengths() {

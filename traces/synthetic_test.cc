@@ -174,6 +174,41 @@ TEST(SyntheticSourceTest, SameSeedSameStreamDifferentSeedDifferentStream) {
   EXPECT_TRUE(differs);
 }
 
+// A prompt over the 10,000,000 tokens a trace holds (each length within
+// its own range, their sum not) is an error naming the request; it used to
+// be cut to the limit without a word.
+TEST(SyntheticSourceTest, PromptOverTheTraceLimitIsAnErrorNotCut) {
+  SyntheticOptions o = Base();
+  o.num_requests = 2;
+  o.sessions.shared_prefix_tokens = 9'000'000;
+  o.lengths.input_len = 2'000'000;
+  auto single = MakeSyntheticSource(o);
+  ASSERT_TRUE(single.ok()) << single.status();
+  RequestSpec r;
+  auto got = (*single)->Next(r);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(got.status().message()),
+              ::testing::HasSubstr("request 0 has a prompt of 11000000 tokens (shared "
+                                   "prefix + input), over the 10000000 a trace holds"));
+  // A session's history grows past it on its third turn: 4M, 4M + 1M + 4M,
+  // then 14M.
+  o = Base();
+  o.num_requests = 3;
+  o.arrival.rate_per_s = 1e-3;  // one session: its turns come first
+  o.lengths.input_len = 4'000'000;
+  o.lengths.output_len = 1'000'000;
+  o.sessions.min_turns = o.sessions.max_turns = 3;
+  auto multi = MakeSyntheticSource(o);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  ASSERT_TRUE((*multi)->Next(r).ok());
+  EXPECT_EQ(r.input_tokens, 4'000'000);
+  ASSERT_TRUE((*multi)->Next(r).ok());
+  EXPECT_EQ(r.input_tokens, 9'000'000);
+  got = (*multi)->Next(r);
+  EXPECT_THAT(std::string(got.status().message()),
+              ::testing::HasSubstr("request 2 has a prompt of 14000000 tokens"));
+}
+
 TEST(SyntheticSourceTest, UniformLengthsFollowVllmRandomDatasetBounds) {
   SyntheticOptions o = Base();
   o.num_requests = 5000;
