@@ -403,6 +403,11 @@ struct GenerateFlags {
   CLI::Option* max_turns_opt = nullptr;
   CLI::Option* arrival_opt = nullptr;
   CLI::Option* burstiness_opt = nullptr;
+  CLI::Option* rate_opt = nullptr;
+  CLI::Option* schedule_opt = nullptr;
+  std::vector<CLI::Option*> spike_opts;   // --spike-period-s, -duration-s, -multiplier
+  std::vector<CLI::Option*> length_opts;  // --random-input-len, -output-len, -range-ratio
+  CLI::Option* lengths_from_opt = nullptr;
 };
 
 // Ranges of generate's flags that MakeSyntheticSource cannot name, and
@@ -426,6 +431,35 @@ absl::Status CheckGenerateFlags(const GenerateFlags& g) {
         "--burstiness ", syn.arrival.shape, " does not apply to --arrival ", g.arrival,
         " (allowed with gamma or weibull; without --arrival it selects gamma, as in "
         "vllm bench serve)"));
+  }
+  // Flags of another arrival process or length source would be ignored.
+  if (g.schedule_opt->count() > 0 && g.arrival != "schedule") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--schedule applies to --arrival schedule, not ", g.arrival,
+                     " (give --arrival schedule, or leave --schedule out)"));
+  }
+  for (const CLI::Option* o : g.spike_opts) {
+    if (o->count() > 0 && g.arrival != "spikes") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(o->get_name(), " applies to --arrival spikes, not ", g.arrival));
+    }
+  }
+  if (g.rate_opt->count() > 0 &&
+      (g.arrival == "all" || g.arrival == "inf" || g.arrival == "schedule")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--request-rate does not apply to --arrival ", g.arrival,
+                     g.arrival == "schedule" ? " (each --schedule phase has its rate)"
+                                             : " (every request is sent at t = 0)"));
+  }
+  if (g.lengths_from_opt->count() > 0) {
+    for (const CLI::Option* o : g.length_opts) {
+      if (o->count() > 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(o->get_name(),
+                         " does not apply with --lengths-from (its file's (input, "
+                         "output) pairs give the lengths)"));
+      }
+    }
   }
   const SessionSpec& ss = syn.sessions;
   if (ss.min_turns < 1 || ss.min_turns > 10'000) {
@@ -487,24 +521,32 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
       "--arrival", g->arrival,
       absl::StrCat("poisson|gamma|weibull|constant|all|schedule|spikes (default ",
                    g->arrival, ", or gamma when --burstiness is not 1)"));
-  cmd->add_option("--request-rate", g->request_rate,
-                  WithDefault("mean requests (or sessions) per second, (0, 1e9]",
-                              kSyn.arrival.rate_per_s));
+  g->rate_opt =
+      cmd->add_option("--request-rate", g->request_rate,
+                      WithDefault("mean requests (or sessions) per second, (0, 1e9]",
+                                  kSyn.arrival.rate_per_s));
   g->burstiness_opt = cmd->add_option(
       "--burstiness", g->syn.arrival.shape,
       WithDefault("Gamma/Weibull shape, [0.001, 1000]", kSyn.arrival.shape));
-  cmd->add_option("--schedule", g->schedule, "schedule phases: DURATION_S:RATE,...");
-  cmd->add_option("--spike-period-s", g->syn.arrival.spike_period_s);
-  cmd->add_option("--spike-duration-s", g->syn.arrival.spike_duration_s);
-  cmd->add_option("--spike-multiplier", g->syn.arrival.spike_multiplier);
-  cmd->add_option("--random-input-len", g->syn.lengths.input_len,
-                  WithDefault("", kSyn.lengths.input_len));
-  cmd->add_option("--random-output-len", g->syn.lengths.output_len,
-                  WithDefault("", kSyn.lengths.output_len));
-  cmd->add_option("--random-range-ratio", g->syn.lengths.range_ratio,
-                  "uniform lengths within +-ratio (vLLM random dataset)");
-  cmd->add_option("--lengths-from", g->lengths_from,
-                  "draw (input, output) pairs from this trace's empirical distribution");
+  g->schedule_opt =
+      cmd->add_option("--schedule", g->schedule,
+                      "schedule phases: DURATION_S:RATE,... (--arrival schedule)");
+  g->spike_opts = {cmd->add_option("--spike-period-s", g->syn.arrival.spike_period_s,
+                                   "(--arrival spikes)"),
+                   cmd->add_option("--spike-duration-s", g->syn.arrival.spike_duration_s,
+                                   "(--arrival spikes)"),
+                   cmd->add_option("--spike-multiplier", g->syn.arrival.spike_multiplier,
+                                   "(--arrival spikes)")};
+  g->length_opts = {
+      cmd->add_option("--random-input-len", g->syn.lengths.input_len,
+                      WithDefault("", kSyn.lengths.input_len)),
+      cmd->add_option("--random-output-len", g->syn.lengths.output_len,
+                      WithDefault("", kSyn.lengths.output_len)),
+      cmd->add_option("--random-range-ratio", g->syn.lengths.range_ratio,
+                      "uniform lengths within +-ratio (vLLM random dataset)")};
+  g->lengths_from_opt = cmd->add_option(
+      "--lengths-from", g->lengths_from,
+      "draw (input, output) pairs from this trace's empirical distribution");
   cmd->add_option("--lengths-from-format", g->lengths_from_format);
   g->min_turns_opt =
       cmd->add_option("--min-turns", g->syn.sessions.min_turns,

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -103,11 +104,24 @@ TEST(TraceCliTest, GoodFlagsConvertAndGenerateExactlyWhatWasAsked) {
   EXPECT_THAT(r.out, HasSubstr("\"requests_written\": 7"));
   EXPECT_THAT(r.out, HasSubstr("arrivals poisson"));
 
-  // --arrival all takes no rate.
-  r = Servesim(
-      "trace generate --num-prompts 3 --arrival all --request-rate 0 --overwrite '" +
-      gen + "'");
+  // --arrival all takes no rate: none is needed, and one given would be
+  // ignored, so it is an error (as are the other flags of another arrival
+  // process or length source).
+  r = Servesim("trace generate --num-prompts 3 --arrival all --overwrite '" + gen + "'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--arrival all --request-rate 0",
+            "--request-rate does not apply to --arrival all"},
+           {"--schedule 10:5", "--schedule applies to --arrival schedule, not poisson"},
+           {"--arrival gamma --spike-multiplier 3",
+            "--spike-multiplier applies to --arrival spikes, not gamma"},
+           {"--lengths-from '" + gen + "' --random-output-len 5",
+            "--random-output-len does not apply with --lengths-from"}}) {
+    r = Servesim("trace generate --num-prompts 3 " + flags + " --overwrite '" +
+                 Scratch("ignored.csv") + "'");
+    EXPECT_EQ(r.exit_code, 2) << flags;
+    EXPECT_THAT(r.err, HasSubstr(message)) << flags;
+  }
 
   // A burstiness other than 1 without --arrival gives Gamma gaps, as in
   // vllm bench serve.
