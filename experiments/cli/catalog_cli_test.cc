@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -235,6 +237,27 @@ TEST(CliInputFilesTest, FolderOrEmptyFileWhereAFileIsExpectedIsExit2) {
   EXPECT_THAT(r.err, HasSubstr("fit config " + empty + ": the file is empty"));
   // Control: the shipped profile, no --calibration.
   EXPECT_EQ(Servesim(base).exit_code, 0);
+}
+
+// `show` has --json like every subcommand (after show or before it), an
+// empty id is an error, and errors take the "servesim CMD: error:" form.
+TEST(CatalogCliTest, ShowHasJsonAndRefusesAnEmptyId) {
+  for (const auto& [args, id] : std::vector<std::pair<std::string, std::string>>{
+           {"devices show l4 --json", "l4"},
+           {"models --json show gemma-4-e2b", "gemma-4-e2b"}}) {
+    CliRun r = Servesim(args);
+    ASSERT_EQ(r.exit_code, 0) << args << r.err;
+    auto v = ParseJson(r.out, "stdout");
+    ASSERT_TRUE(v.ok()) << args << v.status();
+    ASSERT_NE(v->Find("id"), nullptr) << args;
+    EXPECT_EQ(v->Find("id")->str, id) << args;
+  }
+  CliRun e = Servesim("devices show ''");
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.err, HasSubstr("servesim devices show: error: id: empty"));
+  e = Servesim("models show nope-model");
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.err, HasSubstr("servesim models show: error: "));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "experiments/cli/cli.h"
+#include "google/protobuf/util/json_util.h"
 #include "hwmodels/catalog.h"
 #include "hwmodels/catalog_priors.h"
 #include "hwmodels/model_arch.h"
@@ -19,12 +20,34 @@ namespace {
 
 struct ListFlags {
   bool json = false;
-  std::string show;  // id, alias or path for `show`
+  bool show_given = false;  // the `show` subcommand ran
+  std::string show;         // id, alias or path for `show`
 };
 
 int Fail(const char* cmd, const absl::Status& st) {
-  std::fprintf(stderr, "servesim %s: %s\n", cmd, std::string(st.message()).c_str());
+  std::fprintf(stderr, "servesim %s: error: %s\n", cmd,
+               std::string(st.message()).c_str());
   return kExitBadInput;
+}
+
+// `show ID --json`: the parsed file as one JSON object (the proto's own
+// field names), for scripts; the text form is the file itself.
+int PrintJson(const char* cmd, const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = true;
+  o.preserve_proto_field_names = true;
+  std::string out;
+  if (auto st = google::protobuf::util::MessageToJsonString(m, &out, o); !st.ok()) {
+    return Fail(cmd, absl::InternalError(st.message().as_string()));
+  }
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
+absl::Status CheckShowId(const std::string& id, const char* list) {
+  if (!id.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "id: empty; give an id, alias or path (`servesim ", list, "` lists them)"));
 }
 
 // Peak dense FLOP/s by dtype, as the file lists its dtypes.
@@ -56,12 +79,16 @@ std::string PeaksText(const proto::Device& d) {
 }
 
 int RunDevices(const ListFlags& f) {
-  if (!f.show.empty()) {
+  if (f.show_given) {
+    if (absl::Status st = CheckShowId(f.show, "devices"); !st.ok()) {
+      return Fail("devices show", st);
+    }
     absl::StatusOr<std::string> text = DeviceFileText(f.show);
     if (!text.ok()) return Fail("devices show", text.status());
     // A file given by path is validated before it is shown as usable.
     absl::StatusOr<proto::Device> d = FindDevice(f.show);
     if (!d.ok()) return Fail("devices show", d.status());
+    if (f.json) return PrintJson("devices show", *d);
     std::fputs(text->c_str(), stdout);
     return kExitOk;
   }
@@ -140,9 +167,13 @@ int RunDevices(const ListFlags& f) {
 }
 
 int RunModels(const ListFlags& f) {
-  if (!f.show.empty()) {
+  if (f.show_given) {
+    if (absl::Status st = CheckShowId(f.show, "models"); !st.ok()) {
+      return Fail("models show", st);
+    }
     absl::StatusOr<proto::ModelArch> m = FindModel(f.show);
     if (!m.ok()) return Fail("models show", m.status());
+    if (f.json) return PrintJson("models show", *m);
     absl::StatusOr<std::string> text = ModelFileText(f.show);
     if (!text.ok()) return Fail("models show", text.status());
     std::fputs(text->c_str(), stdout);
@@ -220,9 +251,15 @@ void Register(CLI::App& app, int* exit_code, const char* name, const char* what,
   cmd->add_flag(
       "--json", f->json,
       absl::StrCat("a JSON object with a `", name, "` array of objects keyed id, ..."));
-  CLI::App* show = cmd->add_subcommand("show", "print one whole file");
+  CLI::App* show = cmd->add_subcommand(
+      "show", "print one whole file (--json: the parsed file as a JSON object)");
   show->add_option("id", f->show, "id, alias or path")->required();
-  show->callback([f, exit_code, run] { *exit_code = run(*f); });
+  show->add_flag("--json", f->json,
+                 "the parsed file as one JSON object (proto field names)");
+  show->callback([f, exit_code, run] {
+    f->show_given = true;
+    *exit_code = run(*f);
+  });
   cmd->callback([f, exit_code, run, cmd] {
     if (cmd->got_subcommand("show")) return;  // show's own callback ran
     *exit_code = run(*f);
