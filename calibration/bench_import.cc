@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "calibration/measurements.h"
@@ -271,6 +272,13 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
     ASSIGN_OR_RETURN(std::optional<double> v,
                      CheckedNumber(r, path, keys[i], non_negative, kMetricRange));
     *targets[i] = v.value_or(0);
+    // A latency of one request cannot outlast the whole run.
+    if (v && duration && absl::EndsWith(keys[i], "_ms") && *v > *duration * 1e3 * 1.001) {
+      return OutOfRange(
+          path, keys[i], JsonNumberText(*v),
+          absl::StrFormat("a latency no longer than the run (duration %s s)",
+                          JsonNumberText(*duration)));
+    }
   }
   if (c.output_throughput <= 0) {
     if (duration) {

@@ -256,6 +256,37 @@ TEST(CalibrateCliTest, ResultFileOfAnotherModelIsRefused) {
                                     "servesim knows; taken as gemma-4-e2b"));
 }
 
+// Checked before any fit: a build label that cannot name the profile file,
+// and a latency longer than the whole run (1e300 ms broke the report).
+TEST(CalibrateCliTest, BadBuildLabelAndImpossibleLatencyAreRefused) {
+  const std::string bench = Scratch("c1.json");
+  CliRun sim = Servesim(
+      "simulate --device l4 --model gemma-4-e2b --random-input-len 256 "
+      "--random-output-len 32 --max-concurrency 2 --num-prompts 8 --save-result '" +
+      bench + "'");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  for (const char* label : {"a/b", "''", "'with space'"}) {
+    CliRun r =
+        Servesim(std::string("calibrate --device l4 --no-progress --bench '") + bench +
+                 "' --software-build " + label + " --out '" + ProfileOut() + "'");
+    EXPECT_EQ(r.exit_code, 2) << label;
+    EXPECT_THAT(r.err, HasSubstr("--software-build")) << label;
+    EXPECT_THAT(r.err, HasSubstr("allowed: a non-empty label")) << label;
+  }
+  std::string text = cli_test::ReadText(bench);
+  const size_t at = text.find("\"mean_ttft_ms\": ");
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = text.find_first_of(",}", at);
+  text.replace(at, end - at, "\"mean_ttft_ms\": 1e300");
+  const std::string huge = Scratch("huge.json");
+  std::ofstream(huge) << text;
+  CliRun r = Servesim("calibrate --device l4 --no-progress --bench '" + huge +
+                      "' --out '" + ProfileOut() + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("key \"mean_ttft_ms\": 1e+300 is out of range (allowed: a "
+                               "latency no longer than the run"));
+}
+
 // A shared parameter belongs to every member's profile: refitting one
 // member alone would leave the other's copy stale.
 TEST(ValidateCliTest, RefitOfOneJointMemberIsRefusedAndWritesNothing) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "calibration/bench_import.h"
@@ -149,6 +150,20 @@ int RunCalibrate(const CalibrateFlags& f) {
         absl::StrFormat("--tolerance-pct: %g is out of range (allowed: a finite "
                         "percentage > 0 and <= %g)",
                         f.tolerance_pct, kMaxTolerancePct));
+    return kExitBadInput;
+  }
+  // The build label names the profile file (<device>@<build>.textproto):
+  // checked before the fit, so a bad one costs nothing.
+  if (f.software_build.empty() ||
+      !std::all_of(f.software_build.begin(), f.software_build.end(), [](char ch) {
+        return absl::ascii_isalnum(static_cast<unsigned char>(ch)) || ch == '.' ||
+               ch == '_' || ch == '-' || ch == '+';
+      })) {
+    Err(
+        absl::StrFormat("--software-build '%s': allowed: a non-empty label of letters, "
+                        "digits and . _ - + "
+                        "(it names the profile file <device>@<build>.textproto)",
+                        f.software_build));
     return kExitBadInput;
   }
   const std::vector<std::string> paths = ExpandPaths(f.bench);
@@ -418,14 +433,16 @@ void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
                                      "--request-rate; fixed lengths, or per-request "
                                      "lengths from --save-detailed files), report "
                                      "in-sample and leave-one-out errors, save the "
-                                     "profile.");
+                                     "profile. Exit 3 when a point misses its "
+                                     "tolerance (the profile is still written).");
   f->server.Register(cmd);  // the flags the measured server ran with
   f->server.device()->required();
   cmd->add_option("--bench", f->bench,
                   "result files (.json, .json.gz) or folders of them")
       ->required()
       ->expected(1, -1);
-  cmd->add_option("--software-build", f->software_build, "label stored in the profile")
+  cmd->add_option("--software-build", f->software_build,
+                  "label stored in the profile (letters, digits, . _ - +)")
       ->capture_default_str();
   cmd->add_option("--out", f->out,
                   "profile to write (default <device>@<build>.textproto; an existing "
