@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "experiments/capacity/sweep_test_util.h"
+#include "experiments/runner/config.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -210,19 +211,30 @@ TEST(ExpandGridTest, ZippedAxesMoveTogether) {
   EXPECT_EQ((*points)[2].config.client().random_input_len(), 1024);
 }
 
-// An axis value the config reads as unset (0 of a field the defaults fill)
-// would run the default under the value's label: an error naming the axis
-// and value. A value the defaults keep (0 seeds, ratio 0) is fine.
+// An axis value the config reads as unset (an empty string the defaults
+// fill) would run the default under the value's label: an error naming the
+// axis and value. A 0 of a field whose presence is tracked stays a 0, and
+// the range check (run on every point before a sweep starts) names the
+// flag. A value the defaults keep (0 seeds, ratio 0) is fine.
 TEST(ExpandGridTest, AxisValueTheDefaultsWouldReplaceIsAnError) {
+  auto points = ExpandGrid(ParseGrid(
+      R"pb(base { server { device: "l4" model: "gemma-4-e2b" } }
+           axes {
+             path: "server.dtype"
+             values: [ "bf16", "" ]
+           })pb"));
+  EXPECT_EQ(points.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(points.status().message(),
+              HasSubstr("axis 0 (server.dtype) value '': the config reads it as unset"));
   for (const char* path : {"client.num_prompts", "client.random_input_len"}) {
-    auto points = ExpandGrid(ParseGrid(absl::StrCat(
+    auto zero = ExpandGrid(ParseGrid(absl::StrCat(
         "base { server { device: \"l4\" model: \"gemma-4-e2b\" } } axes { path: \"", path,
         "\" values: [ \"8\", \"0\" ] }")));
-    EXPECT_EQ(points.status().code(), absl::StatusCode::kInvalidArgument) << path;
-    EXPECT_THAT(points.status().message(),
-                HasSubstr(absl::StrCat("axis 0 (", path,
-                                       ") value '0': the config reads it "
-                                       "as unset")));
+    ASSERT_TRUE(zero.ok()) << path << zero.status();
+    proto::ExperimentConfig c = (*zero)[1].config;
+    ApplyDefaults(c);
+    const absl::Status st = ValidateRanges(c);
+    EXPECT_THAT(st.message(), HasSubstr(": 0 is out of range")) << path;
   }
   auto fine = ExpandGrid(ParseGrid(R"pb(
     base { server { device: "l4" model: "gemma-4-e2b" } }

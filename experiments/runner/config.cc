@@ -56,10 +56,12 @@ void ApplyDefaults(proto::ExperimentConfig& c) {
   const RandomDatasetConfig kData;
   const ClientConfig kClient;
   // With a trace, num_prompts 0 means every request of the trace.
-  if (cl.num_prompts() == 0 && cl.trace().empty())
+  // An explicit 0 is kept for ValidateRanges to refuse (or, with a trace,
+  // for num_prompts, to mean all of it).
+  if (!cl.has_num_prompts() && cl.trace().empty())
     cl.set_num_prompts(static_cast<int32_t>(kData.num_prompts));
-  if (cl.random_input_len() == 0) cl.set_random_input_len(kData.input_len);
-  if (cl.random_output_len() == 0) cl.set_random_output_len(kData.output_len);
+  if (!cl.has_random_input_len()) cl.set_random_input_len(kData.input_len);
+  if (!cl.has_random_output_len()) cl.set_random_output_len(kData.output_len);
   if (!cl.has_burstiness()) cl.set_burstiness(kClient.burstiness);
   if (!cl.has_seed()) cl.set_seed(kClient.seed);
   if (!cl.has_ignore_eos()) cl.set_ignore_eos(true);

@@ -116,6 +116,29 @@ TEST(ConfigTest, EachOutOfRangeFieldIsAnErrorNamingItsFlag) {
   }
 }
 
+// An explicit 0 (a config file, --set or a sweep axis) is a value, not
+// "unset": it is refused like the flag, not replaced by the default. With
+// a trace, num_prompts 0 means the whole trace.
+TEST(ConfigTest, AnExplicitZeroIsCheckedNotReplacedByTheDefault) {
+  using C = proto::ExperimentConfig;
+  ExpectErrorNaming([](C& c) { c.mutable_client()->set_num_prompts(0); },
+                    "--num-prompts: 0 is out of range");
+  ExpectErrorNaming([](C& c) { c.mutable_client()->set_random_input_len(0); },
+                    "--random-input-len: 0 is out of range");
+  ExpectErrorNaming([](C& c) { c.mutable_client()->set_random_output_len(0); },
+                    "--random-output-len: 0 is out of range");
+  proto::ExperimentConfig c = Base();
+  c.mutable_client()->set_trace("t.csv");
+  c.mutable_client()->set_num_prompts(0);
+  ApplyDefaults(c);
+  EXPECT_TRUE(Validate(c).ok()) << Validate(c);
+  EXPECT_EQ(c.client().num_prompts(), 0);
+  proto::ExperimentConfig unset = Base();
+  unset.mutable_client()->set_trace("t.csv");
+  ApplyDefaults(unset);
+  EXPECT_FALSE(unset.client().has_num_prompts());  // all of the trace
+}
+
 TEST(ConfigTest, MissingDeviceOrModelIsAnError) {
   ExpectErrorNaming(
       [](proto::ExperimentConfig& c) { c.mutable_server()->clear_device(); },
