@@ -13,6 +13,14 @@
 namespace servesim {
 namespace {
 
+// A UTF-8 byte-order mark (Windows editors write one) is not JSON: say so
+// when the parse fails at it, rather than leave "expected '{'" unexplained.
+std::string BomHint(std::string_view text, size_t error_pos) {
+  if (error_pos > 0 || !text.starts_with("\xEF\xBB\xBF")) return "";
+  return " (the text starts with a UTF-8 byte-order mark, EF BB BF; save the file "
+         "without it)";
+}
+
 constexpr int kMaxDepth = 256;
 
 // Length of the UTF-8 sequence starting at p (0 when invalid).
@@ -454,16 +462,18 @@ absl::StatusOr<JsonValue> ParseJson(std::string_view text, std::string_view sour
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(std::string(source_name), ":", line, ":",
-                                                 col, ": invalid JSON: ", s.error()));
+                                                 col, ": invalid JSON: ", s.error(),
+                                                 BomHint(text, s.error_pos())));
 }
 
 absl::Status FlatJsonParser::Parse(std::string_view line) {
   fields_.clear();
   num_count_ = 0;
   Scanner s(line);
-  auto fail = [&s]() {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid JSON at column ", s.error_pos() + 1, ": ", s.error()));
+  auto fail = [&s, line]() {
+    return absl::InvalidArgumentError(absl::StrCat("invalid JSON at column ",
+                                                   s.error_pos() + 1, ": ", s.error(),
+                                                   BomHint(line, s.error_pos())));
   };
   s.SkipWs();
   if (!s.Expect('{')) return fail();

@@ -10,6 +10,7 @@ namespace servesim {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Kind = FlatJsonField::Kind;
 
 TEST(JsonTest, ParsesNestedDocumentAndDecodesEscapes) {
@@ -121,6 +122,20 @@ TEST(FlatJsonParserTest, TruncatedLineSaysTruncated) {
   auto st = p.Parse(R"({"timestamp": 27, "input_length": 6758, "hash_ids": [0, 1)");
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("truncated"));
+}
+
+// A byte-order mark is named, in both parsers, when the parse fails at it.
+TEST(JsonTest, LeadingByteOrderMarkIsNamed) {
+  auto dom = ParseJson("\xEF\xBB\xBF{\"a\": 1}", "f.json");
+  ASSERT_FALSE(dom.ok());
+  EXPECT_THAT(dom.status().message(), HasSubstr("f.json:1:1"));
+  EXPECT_THAT(dom.status().message(), HasSubstr("UTF-8 byte-order mark"));
+  FlatJsonParser flat;
+  const absl::Status st = flat.Parse("\xEF\xBB\xBF{\"input_length\": 10}");
+  EXPECT_THAT(st.message(), HasSubstr("invalid JSON at column 1"));
+  EXPECT_THAT(st.message(), HasSubstr("UTF-8 byte-order mark"));
+  // Any other bad first byte says nothing of a BOM.
+  EXPECT_THAT(flat.Parse("x{}").message(), Not(HasSubstr("byte-order")));
 }
 
 TEST(FlatJsonParserTest, RejectsInvalidUtf8InStrings) {

@@ -78,6 +78,15 @@ absl::StatusOr<std::unique_ptr<RequestSource>> OpenOnePass(
     const TraceOptions& opts, double time_factor, const TimeScaleOrigin& origin) {
   ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTraceReaderFor(opts));
   std::unique_ptr<RequestSource> src;
+  if (reader->HasArrivalTimes() && opts.arrivals.kind != ArrivalSpec::Kind::kAllAtOnce) {
+    // Drawn arrivals are for files without timestamps; ignoring them here
+    // would replay other arrivals than the ones asked for.
+    return absl::InvalidArgumentError(absl::StrCat(
+        opts.path,
+        ": --arrival (a drawn arrival process) is for files without timestamps, and this "
+        "file has its own arrival times; change their rate with --rate-scale or "
+        "--target-rate, or leave --arrival and --request-rate out"));
+  }
   if (!reader->HasArrivalTimes() && opts.arrivals.kind != ArrivalSpec::Kind::kAllAtOnce) {
     ASSIGN_OR_RETURN(auto arrivals, ArrivalProcess::Create(opts.arrivals, opts.seed));
     src = WithArrivals(std::move(reader), std::move(arrivals));

@@ -126,6 +126,22 @@ TEST(OpenTraceTest, LengthTableGetsTheRequestedArrivalProcess) {
   EXPECT_NEAR(rate, 8.0, 0.4);
 }
 
+// A file with its own timestamps does not take a drawn arrival process:
+// an error naming the file and what would change its rate, not a replay
+// of other arrivals than the ones asked for.
+TEST(OpenTraceTest, DrawnArrivalsOnATimestampedTraceAreAnError) {
+  TraceOptions o;
+  o.path = kFixtures + "mooncake_good.jsonl";
+  o.arrivals.kind = ArrivalSpec::Kind::kPoisson;
+  o.arrivals.rate_per_s = 100;
+  auto src = OpenTrace(o);
+  ASSERT_FALSE(src.ok());
+  EXPECT_EQ(src.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(src.status().message().find("has its own arrival times"), std::string::npos)
+      << src.status();
+  EXPECT_NE(src.status().message().find(o.path), std::string::npos) << src.status();
+}
+
 TEST(OpenTraceTest, TargetRateOnALengthTableMeansPoissonAtThatRate) {
   TraceOptions o;
   o.path = kData + "sharegpt_8k_filtered_stats_llama2_tokenizer.csv.gz";

@@ -373,6 +373,12 @@ class SyntheticSource : public RequestSource {
       absl::StrAppend(&d, ", sessions of ", opts_.sessions.min_turns, "-",
                       opts_.sessions.max_turns, " turns, think ",
                       opts_.sessions.think_time_s, " s");
+      // Once the request count is reached, each session with a turn still
+      // pending was cut short: fewer turns than drawn (maybe than min_turns).
+      if (emitted_ >= opts_.num_requests && !pending_.empty()) {
+        absl::StrAppend(&d, ", ", pending_.size(), " of ", next_session_,
+                        " sessions cut short by the request count");
+      }
     }
     if (opts_.sessions.shared_prefix_tokens > 0) {
       absl::StrAppend(&d, ", shared prefix ", opts_.sessions.shared_prefix_tokens,

@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/random_source.h"
@@ -270,6 +271,41 @@ TEST(SyntheticSourceTest, EachTurnExtendsItsSessionPrefix) {
     last_turn[r.session_id] = r;
   }
   EXPECT_GT(follow_ups, 1000);
+}
+
+// The request count ends the trace mid-session: the description counts
+// the sessions cut short (they have fewer turns than drawn), and says
+// nothing when every session finished.
+TEST(SyntheticSourceTest, SessionsCutByTheRequestCountAreCounted) {
+  SyntheticOptions o = Base();
+  o.num_requests = 6;
+  o.sessions.min_turns = 3;
+  o.sessions.max_turns = 3;
+  o.sessions.think_time_s = 1;
+  auto s = MakeSyntheticSource(o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->Describe().find("cut short"), std::string::npos);
+  const std::vector<RequestSpec> reqs = Drain(**s);
+  ASSERT_EQ(reqs.size(), 6u);
+  std::map<int64_t, int> turns;
+  for (const RequestSpec& r : reqs) ++turns[r.session_id];
+  int cut = 0;
+  for (const auto& [session, n] : turns) cut += n < 3 ? 1 : 0;
+  ASSERT_GT(cut, 0);
+  EXPECT_NE(
+      (*s)->Describe().find(absl::StrCat(", ", cut, " of ", turns.size(),
+                                         " sessions cut short by the request count")),
+      std::string::npos)
+      << (*s)->Describe();
+
+  o.num_requests = 9;  // three sessions of three turns, all at once
+  o.sessions.think_time_s = 0;
+  o.arrival.kind = ArrivalSpec::Kind::kAllAtOnce;
+  auto whole = MakeSyntheticSource(o);
+  ASSERT_TRUE(whole.ok());
+  ASSERT_EQ(Drain(**whole).size(), 9u);
+  EXPECT_EQ((*whole)->Describe().find("cut short"), std::string::npos)
+      << (*whole)->Describe();
 }
 
 TEST(SyntheticSourceTest, SharedSystemPromptIsHashedForEveryRequest) {
