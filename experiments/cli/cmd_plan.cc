@@ -43,6 +43,8 @@ struct PlanFlags {
   int input_len = 1024;
   int output_len = 128;
   double range_ratio = 0;
+  // The three length flags above, to tell given from default.
+  std::vector<const CLI::Option*> length_flags;
   int max_concurrency = 0;
   std::string seed;  // ParseSeed: [0, 2^63)
   std::string slo;
@@ -138,15 +140,32 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
     s->clear_device();  // each candidate fleet sets its own
   }
   if (s->model().empty()) s->set_model("gemma-4-e2b");
+  // A trace gives each request's lengths: a length flag beside it would be
+  // ignored.
+  for (const CLI::Option* o : f.length_flags) {
+    if (o->count() > 0 && (has_trace || !c->trace().empty())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(o->get_name(), " does not apply with a trace (",
+                       has_trace ? "--trace" : "the --config's client.trace",
+                       " gives each request's lengths)"));
+    }
+  }
+  const auto flag_given = [&f](size_t i) {
+    return i < f.length_flags.size() && f.length_flags[i]->count() > 0;
+  };
   if (has_trace) {
     c->set_trace(f.trace);
     c->set_trace_format(f.trace_format);
     if (has_rate) c->set_request_rate(f.rate);  // rescales the trace's timeline
   } else if (has_rate) {
     c->set_request_rate(f.rate);
-    c->set_random_input_len(f.input_len);
-    c->set_random_output_len(f.output_len);
-    c->set_random_range_ratio(f.range_ratio);
+  }
+  // With --rate the flags (or their defaults) set the lengths; a --config
+  // workload keeps its own unless a flag is given.
+  if (!has_trace && c->trace().empty()) {
+    if (has_rate || flag_given(0)) c->set_random_input_len(f.input_len);
+    if (has_rate || flag_given(1)) c->set_random_output_len(f.output_len);
+    if (has_rate || flag_given(2)) c->set_random_range_ratio(f.range_ratio);
   }
   if (f.num_prompts > 0) c->set_num_prompts(f.num_prompts);
   if (f.max_concurrency > 0) c->set_max_concurrency(f.max_concurrency);
@@ -436,9 +455,11 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       "timeline rescaled to a mean of R requests/s");
   cmd->add_option("--num-prompts", f->num_prompts,
                   "requests to simulate (trace: the first N)");
-  cmd->add_option("--random-input-len", f->input_len, "with --rate: prompt tokens");
-  cmd->add_option("--random-output-len", f->output_len, "with --rate: output tokens");
-  cmd->add_option("--random-range-ratio", f->range_ratio, "with --rate: length spread");
+  f->length_flags = {
+      cmd->add_option("--random-input-len", f->input_len, "with --rate: prompt tokens"),
+      cmd->add_option("--random-output-len", f->output_len, "with --rate: output tokens"),
+      cmd->add_option("--random-range-ratio", f->range_ratio,
+                      "with --rate: length spread")};
   cmd->add_option("--max-concurrency", f->max_concurrency, "client concurrency cap")
       ->check(CLI::Range(1, INT32_MAX));
   cmd->add_option("--seed", f->seed, "client seed");

@@ -65,6 +65,7 @@ struct SimulateArgs {
   // --interval LEVEL (0: off), --interval-samples K, --jobs.
   double interval = 0;
   bool interval_given = false;
+  bool interval_samples_given = false;
   int interval_samples = kDefaultIntervalSamples;
   int jobs = 1;
   std::optional<std::string> label;  // --label (vLLM: null when not given)
@@ -217,6 +218,18 @@ int RunSimulate(SimulateArgs& args) {
     return fail(absl::InvalidArgumentError(
         "--result-dir / --result-filename: given without --save-result (as in vllm "
         "bench serve, they place the file --save-result writes)"));
+  }
+  if (args.save_result_given && !args.save_result.empty() &&
+      (!args.result_dir.empty() || !args.result_filename.empty())) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(
+        "--save-result ", args.save_result,
+        " and --result-dir / --result-filename: give one (a path after --save-result "
+        "names the file; without one, --result-dir and --result-filename place it)")));
+  }
+  if (args.interval_samples_given && !args.interval_given) {
+    return fail(absl::InvalidArgumentError(
+        "--interval-samples: given without --interval (it sets the draws of the "
+        "--interval re-simulations)"));
   }
   absl::StatusOr<proto::ExperimentConfig> resolved_early = args.flags.Resolve();
   if (!resolved_early.ok()) return fail(resolved_early.status());
@@ -467,7 +480,7 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       "prediction intervals at this level (0 < LEVEL < 1, e.g. 0.9) on every metric:\n"
       "parameter draws, workload seeds and the device's validate errors, apart and\n"
       "combined (servesim.intervals in the JSON; 2K more simulations)");
-  cmd->add_option(
+  CLI::Option* interval_samples = cmd->add_option(
       "--interval-samples", args->interval_samples,
       WithDefault("K: parameter draws, and workload seeds, per --interval run",
                   kDefaultIntervalSamples));
@@ -480,9 +493,10 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--overwrite", args->overwrite,
                 "let --save-result, --requests-csv and --chrome-trace replace\n"
                 "existing files (refused otherwise, whoever named them)");
-  cmd->callback([args, save, interval, exit_code] {
+  cmd->callback([args, save, interval, interval_samples, exit_code] {
     args->save_result_given = save->count() > 0;
     args->interval_given = interval->count() > 0;
+    args->interval_samples_given = interval_samples->count() > 0;
     *exit_code = RunSimulate(*args);
   });
 }

@@ -124,10 +124,11 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       "--interval", flags->interval,
       "add <metric>_lo / <metric>_hi columns: prediction intervals at this level\n"
       "(0 < LEVEL < 1) as simulate --interval makes them (2K + 1 more runs a point)");
-  cmd->add_option("--interval-samples", flags->interval_samples,
-                  WithDefault("K for --interval: parameter draws and workload seeds",
-                              kDefaultIntervalSamples));
-  cmd->callback([flags, exit_code, merge, grid_opt, out_opt, interval_opt] {
+  CLI::Option* samples_opt =
+      cmd->add_option("--interval-samples", flags->interval_samples,
+                      WithDefault("K for --interval: parameter draws and workload seeds",
+                                  kDefaultIntervalSamples));
+  cmd->callback([flags, exit_code, merge, grid_opt, out_opt, interval_opt, samples_opt] {
     if (merge->parsed()) return;  // `sweep merge` ran
     for (const CLI::Option* o : {grid_opt, out_opt}) {
       if (o->count() == 0) {
@@ -136,6 +137,13 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
         *exit_code = kExitBadInput;
         return;
       }
+    }
+    if (samples_opt->count() > 0 && interval_opt->count() == 0) {
+      std::fprintf(stderr,
+                   "servesim sweep: error: --interval-samples: given without --interval "
+                   "(it sets the draws of the --interval re-simulations)\n");
+      *exit_code = kExitBadInput;
+      return;
     }
     ShardSpec shard;
     if (!flags->shard.empty()) {

@@ -134,8 +134,9 @@ absl::StatusOr<ArrivalSpec::Kind> ArrivalKind(const std::string& name) {
                    ": allowed all, constant, poisson, gamma, weibull, schedule, spikes"));
 }
 
-// Checks every flag's range, whether or not it applies to this file (a
-// rate for a trace with timestamps is ignored, but a bad one is an error).
+// Checks every flag's range, whether or not it applies to this file (an
+// arrival process for a trace with timestamps is refused when the file is
+// opened, OpenTrace; a bad rate is an error here first).
 absl::Status Resolve(TraceFlags& f) {
   if (!std::isfinite(f.window_start_s) || f.window_start_s < 0 ||
       f.window_start_s > 9e9) {
@@ -197,6 +198,17 @@ absl::Status Resolve(TraceFlags& f) {
   }
   auto kind = ArrivalKind(f.arrival);
   if (!kind.ok()) return kind.status();
+  using K = ArrivalSpec::Kind;
+  if (*kind == K::kSchedule || *kind == K::kSpikes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--arrival ", f.arrival,
+        ": allowed here all, constant, poisson, gamma, weibull (a schedule or spikes: "
+        "servesim trace generate)"));
+  }
+  if (*kind != K::kAllAtOnce && !(f.request_rate > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--arrival ", f.arrival, " needs --request-rate R (requests/s, in (0, 1e9])"));
+  }
   // The Gamma shape only shapes Gamma (or Weibull) gaps, or picks Gamma for
   // --arrival all with a rate, as vllm bench serve does.
   if (f.burstiness != 1.0 && *kind != ArrivalSpec::Kind::kGamma &&
@@ -231,6 +243,13 @@ absl::StatusOr<std::vector<RatePhase>> ParseSchedule(const std::string& text) {
         !absl::SimpleAtod(kv[1], &p.rate_per_s)) {
       return absl::InvalidArgumentError(absl::StrCat("--schedule: \"", std::string(part),
                                                      "\" is not DURATION_S:RATE_PER_S"));
+    }
+    // Ranges named by the flag (the arrival process would name its field).
+    if (!(p.duration_s > 0 && p.duration_s <= 1e8) ||
+        !(p.rate_per_s >= 0 && p.rate_per_s <= 1e9)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--schedule: phase ", phases.size() + 1, " \"", std::string(part),
+                       "\": allowed DURATION_S in (0, 1e8] and RATE_PER_S in [0, 1e9]"));
     }
     phases.push_back(p);
   }
@@ -450,6 +469,25 @@ absl::Status CheckGenerateFlags(const GenerateFlags& g) {
         absl::StrCat("--request-rate does not apply to --arrival ", g.arrival,
                      g.arrival == "schedule" ? " (each --schedule phase has its rate)"
                                              : " (every request is sent at t = 0)"));
+  }
+  // The synthetic source's own ranges, named by the flags.
+  const LengthSpec& len = syn.lengths;
+  if (len.input_len < 1 || len.input_len > 10'000'000) {
+    return OutOfRange("--random-input-len", len.input_len, "[1, 10000000]");
+  }
+  if (len.output_len < 1 || len.output_len > 10'000'000) {
+    return OutOfRange("--random-output-len", len.output_len, "[1, 10000000]");
+  }
+  if (!(len.range_ratio >= 0 && len.range_ratio < 1)) {
+    return OutOfRange("--random-range-ratio", len.range_ratio, "[0, 1)");
+  }
+  if (syn.sessions.shared_prefix_tokens < 0 ||
+      syn.sessions.shared_prefix_tokens > 10'000'000) {
+    return OutOfRange("--shared-prefix", syn.sessions.shared_prefix_tokens,
+                      "[0, 10000000]");
+  }
+  if (!(syn.sessions.think_time_s >= 0 && syn.sessions.think_time_s <= 1e7)) {
+    return OutOfRange("--think-time-s", syn.sessions.think_time_s, "[0, 1e7]");
   }
   if (g.lengths_from_opt->count() > 0) {
     for (const CLI::Option* o : g.length_opts) {

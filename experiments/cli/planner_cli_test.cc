@@ -450,6 +450,22 @@ TEST(SimulateCliTest, ProgressLineOnRequest) {
   EXPECT_EQ(on.out, off.out);
 }
 
+// A trace gives each request's lengths: a random-length flag beside it
+// is an error (it was silently ignored). With --rate they set the lengths.
+TEST(PlanCliTest, RandomLengthFlagsDoNotApplyWithATrace) {
+  const std::string base = std::string("plan --devices l4 --trace ") + SERVESIM_DATA_DIR +
+                           "/traces/AzureLLMInferenceTrace_conv.csv.gz --num-prompts 20 "
+                           "--slo 'ttft_p99<=1s' --max-replicas 1 --no-progress";
+  for (const char* flag :
+       {"--random-input-len 50", "--random-output-len 9", "--random-range-ratio 0.5"}) {
+    CliRun r = Servesim(base + " " + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_THAT(r.err, HasSubstr("does not apply with a trace (--trace gives each "
+                                 "request's lengths)"))
+        << flag;
+  }
+}
+
 TEST(PlanCliTest, ProgressLineOnRequest) {
   const std::string base =
       "plan --devices l4 --model gemma-4-e2b --rate 1 --num-prompts 8 --max-replicas 1 "
@@ -692,6 +708,10 @@ TEST(SimulateIntervalCliTest, RefusesLevelsOutOfRangeNamingTheFlag) {
   CliRun k = Servesim(std::string(kSimulate) + " --interval 0.9 --interval-samples 1");
   EXPECT_EQ(k.exit_code, 2);
   EXPECT_THAT(k.err, HasSubstr("--interval-samples: 1 is out of range"));
+  // Without --interval the draws are never made: an error, not ignored.
+  CliRun alone = Servesim(std::string(kSimulate) + " --interval-samples 8");
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_THAT(alone.err, HasSubstr("--interval-samples: given without --interval"));
 }
 
 TEST(SweepIntervalCliTest, LoHiColumnsBracketThePointWhateverJobs) {

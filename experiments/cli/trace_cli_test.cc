@@ -68,6 +68,14 @@ TEST(TraceCliTest, ConvertRefusesOutOfRangeTransformFlags) {
   ExpectRefused(convert + " --seed -3", "--seed", "");
   ExpectRefused(convert + " --arrival poisson --request-rate 2 --burstiness 0.5",
                 "--burstiness", "does not apply to --arrival poisson");
+  // An arrival process needs its rate (the message named a field of the
+  // library), and a file with timestamps takes none (it was ignored).
+  ExpectRefused(convert + " --arrival poisson", "--arrival poisson needs --request-rate",
+                "(0, 1e9]");
+  ExpectRefused(convert + " --arrival spikes --request-rate 2", "--arrival spikes",
+                "servesim trace generate");
+  ExpectRefused(convert + " --arrival poisson --request-rate 100", "--arrival",
+                "this file has its own arrival times");
 }
 
 TEST(TraceCliTest, GenerateRefusesOutOfRangeFlags) {
@@ -83,6 +91,17 @@ TEST(TraceCliTest, GenerateRefusesOutOfRangeFlags) {
   ExpectRefused("trace generate --arrival constant --burstiness 0.5", "--burstiness",
                 "does not apply to --arrival constant");
   ExpectRefused("trace generate --request-rate 0", "--request-rate", "(0, 1e9]");
+  // Named by the flag, not by the synthetic source's fields.
+  ExpectRefused("trace generate --random-input-len 10000001", "--random-input-len",
+                "10000001 is out of range [1, 10000000]");
+  ExpectRefused("trace generate --random-output-len 0", "--random-output-len",
+                "[1, 10000000]");
+  ExpectRefused("trace generate --random-range-ratio 1", "--random-range-ratio",
+                "[0, 1)");
+  ExpectRefused("trace generate --shared-prefix -1", "--shared-prefix", "[0, 10000000]");
+  ExpectRefused("trace generate --think-time-s -2", "--think-time-s", "[0, 1e7]");
+  ExpectRefused("trace generate --arrival schedule --schedule 10:-5",
+                "--schedule: phase 1 \"10:-5\"", "RATE_PER_S in [0, 1e9]");
 }
 
 TEST(TraceCliTest, GoodFlagsConvertAndGenerateExactlyWhatWasAsked) {
@@ -244,6 +263,14 @@ TEST(SimulateCliTest, SaveResultIsASwitchPlacedLikeVllmBenchServe) {
   r = Servesim(base + " --result-dir '" + dir + "'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("given without --save-result"));
+  // A path after --save-result and --result-dir both place the file: one
+  // would be ignored (the directory was created and left empty).
+  r = Servesim(base + " --save-result '" + dir + "/p.json' --result-dir '" + dir +
+               "/rd'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("and --result-dir / --result-filename: give one"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/rd"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/p.json"));
 }
 
 // The default name has the device and the real date-time (it was fixed at
