@@ -662,7 +662,10 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
       for (size_t i = 1; i < cl.size(); ++i) {
         if (!ParseRowKey(cl[i], false, &id, &hash)) continue;
         const auto it = jmap.find(id);
-        if (it != jmap.end() && it->second.first == hash) {
+        // A point is done when both its lines agree on its status; a
+        // corrupted line reruns the point.
+        if (it != jmap.end() && it->second.first == hash &&
+            !AgreedStatus(it->second.second, cl[i], axis_columns.size()).empty()) {
           done[id] = std::make_unique<PointLines>(
               PointLines{it->second.second, std::move(cl[i])});
         }

@@ -53,6 +53,60 @@ bool ParseRowKey(std::string_view line, bool jsonl, int64_t* id, std::string* ha
   return true;
 }
 
+namespace {
+
+// Cell `index` of one CSV row (RFC 4180 quoting, "" for a quote); false
+// when the row has fewer cells or a quote is left open.
+bool CsvCell(std::string_view row, size_t index, std::string* cell) {
+  size_t i = 0, n = 0;
+  while (true) {
+    std::string value;
+    if (i < row.size() && row[i] == '"') {
+      ++i;
+      while (true) {
+        if (i >= row.size()) return false;
+        if (row[i] == '"') {
+          if (i + 1 < row.size() && row[i + 1] == '"') {
+            value.push_back('"');
+            i += 2;
+            continue;
+          }
+          ++i;
+          break;
+        }
+        value.push_back(row[i++]);
+      }
+    } else {
+      while (i < row.size() && row[i] != ',' && row[i] != '\n') value.push_back(row[i++]);
+    }
+    if (n == index) {
+      *cell = std::move(value);
+      return true;
+    }
+    if (i >= row.size() || row[i] != ',') return false;
+    ++i;
+    ++n;
+  }
+}
+
+}  // namespace
+
+std::string AgreedStatus(std::string_view jsonl, std::string_view csv, size_t num_axes) {
+  // `"},"status":"` cannot occur inside a JSON string (its quotes would be
+  // escaped): the first match is the key after the axes object.
+  constexpr std::string_view kKey = "},\"status\":\"";
+  const size_t at = jsonl.find(kKey);
+  if (at == std::string_view::npos) return "";
+  const size_t begin = at + kKey.size();
+  const size_t end = jsonl.find('"', begin);
+  if (end == std::string_view::npos) return "";
+  const std::string_view status = jsonl.substr(begin, end - begin);
+  if (status != "ok" && status != "infeasible" && status != "error") return "";
+  std::string cell;
+  if (!CsvCell(csv, 2 + num_axes, &cell) || cell != status) return "";
+  return cell;
+}
+
 absl::Status WriteFileAtomic(const std::filesystem::path& path, const std::string& text) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");

@@ -29,6 +29,12 @@ absl::StatusOr<std::vector<std::string>> ReadCompleteLines(
 // False for anything else (a header, a torn or foreign line).
 bool ParseRowKey(std::string_view line, bool jsonl, int64_t* id, std::string* hash);
 
+// The status both result lines of one point give ("ok", "infeasible" or
+// "error"), read from the jsonl line's "status" key and the csv row's
+// status column (after the `num_axes` axis cells); "" when either is
+// missing or not one of those, or they differ (a corrupted line).
+std::string AgreedStatus(std::string_view jsonl, std::string_view csv, size_t num_axes);
+
 // Writes `text` to PATH.tmp and renames it over `path`.
 absl::Status WriteFileAtomic(const std::filesystem::path& path, const std::string& text);
 

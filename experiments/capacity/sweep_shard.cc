@@ -123,6 +123,13 @@ absl::StatusOr<MergeSummary> MergeSweepShards(const std::vector<std::string>& sh
     }
     for (int64_t p = 0; p < num; ++p) {
       if (!jmap[p] || !cmap[p]) continue;
+      if (AgreedStatus(*jmap[p], *cmap[p], points[p].axis_values.size()).empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sweep merge: point ", p, " in ", shard_dirs[d],
+            ": results.jsonl and results.csv do not agree on a status (ok, infeasible "
+            "or error); a corrupted line: rerun that shard to resume (it reruns the "
+            "point)"));
+      }
       if (found[p]) {
         return absl::InvalidArgumentError(absl::StrCat(
             "sweep merge: point ", p, " is in both ", shard_dirs[found[p]->dir], " and ",

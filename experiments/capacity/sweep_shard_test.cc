@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "experiments/capacity/sweep.h"
+#include "experiments/capacity/sweep_rows.h"
 #include "experiments/capacity/sweep_test_util.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -142,6 +143,53 @@ TEST(SweepShardTest, UnfinishedShardIsNamedAndResumesToTheSameBytes) {
   EXPECT_EQ(ReadFile(root / "m" / "results.csv"),
             ReadFile(root / "local" / "results.csv"));
   fs::remove_all(root);
+}
+
+// A line whose status was corrupted (the jsonl and the csv disagree, or
+// the word is none of ok / infeasible / error) is not merged as it is: the
+// merge names the point and folder, and rerunning the shard reruns that
+// point alone, after which the merge gives the local bytes.
+TEST(SweepShardTest, ACorruptedStatusIsNamedAndItsPointRerun) {
+  const proto::SweepGrid grid = Grid12();
+  const fs::path root = FreshDir("corrupt");
+  CountingRunner runner;
+  ASSERT_TRUE(
+      RunSweep(grid, (root / "local").string(), runner.Runner(), Shard(0, 1)).ok());
+  const std::vector<std::string> dirs = {(root / "s0").string(), (root / "s1").string()};
+  ASSERT_TRUE(RunSweep(grid, dirs[0], runner.Runner(), Shard(0, 2)).ok());
+  ASSERT_TRUE(RunSweep(grid, dirs[1], runner.Runner(), Shard(1, 2)).ok());
+  const fs::path jsonl = fs::path(dirs[1]) / "results.jsonl";
+  std::string text = ReadFile(jsonl);
+  const size_t at = text.find("\"status\":\"ok\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 13, "\"status\":\"okk\"");
+  std::ofstream(jsonl, std::ios::binary | std::ios::trunc) << text;
+  absl::StatusOr<MergeSummary> m = MergeSweepShards(dirs, (root / "m").string());
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr(absl::StrCat(" in ", dirs[1], ": ")));
+  EXPECT_THAT(m.status().message(), HasSubstr("do not agree on a status"));
+  CountingRunner rerun;
+  absl::StatusOr<SweepSummary> s = RunSweep(grid, dirs[1], rerun.Runner(), Shard(1, 2));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->num_run, 1);
+  m = MergeSweepShards(dirs, (root / "m").string());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(ReadFile(root / "m" / "results.jsonl"),
+            ReadFile(root / "local" / "results.jsonl"));
+  EXPECT_EQ(ReadFile(root / "m" / "results.csv"),
+            ReadFile(root / "local" / "results.csv"));
+  fs::remove_all(root);
+}
+
+TEST(SweepRowsTest, AgreedStatusReadsBothLines) {
+  const std::string j =
+      R"({"point":3,"config_hash":"0123456789abcdef","axes":{"a":"x\"},\"status\":\"ok"},)"
+      R"("status":"infeasible","error":"e","metrics":{"m":null}})"
+      "\n";
+  EXPECT_EQ(AgreedStatus(j, "3,0123456789abcdef,\"x\"\"},,\",infeasible,e,\n", 1),
+            "infeasible");
+  EXPECT_EQ(AgreedStatus(j, "3,0123456789abcdef,y,ok,e,\n", 1), "");
+  EXPECT_EQ(AgreedStatus(j, "3,0123456789abcdef,y\n", 1), "");  // too few cells
 }
 
 TEST(SweepShardTest, APointInTwoFoldersOrADifferentGridIsAnError) {
