@@ -62,9 +62,9 @@ absl::StatusOr<PriceOffer> SelectOfferForDevices(const std::vector<PriceOffer>& 
   if (num_devices != 1)
     absl::StrAppend(&filter_text, " for an instance of ", num_devices, " devices");
   if (best == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no ", A(kind), " or on-demand price offer",
-                                            filter_text, " for device '", A(device),
-                                            "'"));
+    return absl::NotFoundError(absl::StrCat(
+        "no ", kind == "on-demand" ? "on-demand" : absl::StrCat(A(kind), " or on-demand"),
+        " price offer", filter_text, " for device '", A(device), "'"));
   }
   if (note != nullptr) {
     note->clear();

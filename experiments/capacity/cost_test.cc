@@ -93,6 +93,12 @@ TEST(CostTest, SelectOfferWithoutAnyOfferIsNotFound) {
   auto o = SelectOffer(Offers(), "t4", "on-demand");
   EXPECT_EQ(o.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(o.status().message().find("t4"), std::string::npos);
+  EXPECT_NE(o.status().message().find("no on-demand price offer"), std::string::npos)
+      << o.status();  // it read "no on-demand or on-demand"
+  auto spot = SelectOffer(Offers(), "t4", "spot");
+  EXPECT_NE(spot.status().message().find("no spot or on-demand price offer"),
+            std::string::npos)
+      << spot.status();
 }
 
 PriceOffer Listed(std::string device, std::string kind, double usd, std::string provider,
