@@ -374,6 +374,14 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
                  "a bandwidth or max_devices_per_node is out of range (allowed: bytes/s "
                  "in [0, 1e14], devices in [0, 65536])");
     }
+    // Checked here, where the file is read, not first at
+    // --tensor-parallel-size > 1 (where the message named no line).
+    if (!(std::isfinite(ic.latency_s()) && ic.latency_s() >= 0 && ic.latency_s() <= 1)) {
+      return bad(
+          "interconnect",
+          absl::StrCat("latency_s ", ic.latency_s(),
+                       " is out of range (allowed: seconds per collective in [0, 1])"));
+    }
   }
   if (d.sources().empty())
     return missing("sources", "where the numbers come from (datasheet name, URL, date)");

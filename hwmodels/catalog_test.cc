@@ -95,6 +95,17 @@ TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
                     ": field sustained_clock_ratio: 1.5 is out of range "
                     "(allowed: fraction of the boost clock in (0, 1]")));
   }
+  // A negative collective latency: named where the file is read (it was
+  // accepted until --tensor-parallel-size > 1, then named no line).
+  {
+    const std::string text = DeviceTextWith("l4", "latency_s: 20e-6", "latency_s: -1");
+    auto d = ParseDeviceText(text, "l4x.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(), HasSubstr("l4x.textproto:"));
+    EXPECT_THAT(d.status().message(),
+                HasSubstr("field interconnect: latency_s -1 is out of range (allowed: "
+                          "seconds per collective in [0, 1])"));
+  }
   // An fp8 peak on a device without fp8 (Turing).
   {
     const std::string text =
