@@ -106,6 +106,16 @@ absl::StatusOr<Resolved> Resolve(const ServerSpec& spec) {
     }
   }
   ASSIGN_OR_RETURN(r.format, ResolveWeightFormat(quantization));
+  // mxfp4 quantizes MoE experts only (vLLM's Mxfp4Config leaves linear
+  // layers unquantized): on a dense model it would change nothing while
+  // the result said mxfp4.
+  if (r.format.expert_weight_bits > 0 && r.format.weight_bits == 16 &&
+      r.model.num_experts == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--quantization ", r.format.id, ": quantizes MoE experts only, and ", r.model.id,
+        " is dense (no experts), so every weight would stay 16-bit; allowed for it: ",
+        "none, fp8, w8a8, w4a16, w4a16-emb4"));
+  }
   RETURN_IF_ERROR(CheckWeightFormat(r.device, r.format.id));
   ApplyDeviceKernelRules(r.device, &r.format);
   return r;

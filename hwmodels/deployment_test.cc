@@ -68,6 +68,20 @@ TEST(DeploymentTest, UnknownNamesAndBadNumbersNameTheFlag) {
   }
 }
 
+// mxfp4 quantizes MoE experts only: on a dense model it would quantize
+// nothing under its name, so it is refused; on the MoE model it applies.
+TEST(DeploymentTest, Mxfp4OnADenseModelIsRefused) {
+  auto dense = BuildDeployment(Spec("l4", "gemma-4-e2b", "mxfp4"));
+  ASSERT_FALSE(dense.ok());
+  EXPECT_EQ(dense.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(dense.status().message().find("--quantization mxfp4: quantizes MoE experts "
+                                          "only, and gemma-4-e2b is dense"),
+            std::string::npos)
+      << dense.status();
+  auto moe = BuildDeployment(Spec("h100-sxm", "gemma-4-26b-a4b", "mxfp4"));
+  EXPECT_TRUE(moe.ok()) << moe.status();
+}
+
 TEST(DeploymentTest, KvCacheSpecMatchesMemoryPlan) {
   auto d = BuildDeployment(Spec("l4", "gemma-4-e4b"));
   ASSERT_TRUE(d.ok()) << d.status();

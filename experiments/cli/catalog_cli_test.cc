@@ -103,6 +103,19 @@ TEST(CatalogCliTest, UnsupportedWeightFormatsAreExit2NamingDeviceAndAllowed) {
   }
 }
 
+// mxfp4 on a dense model quantizes nothing: refused, not labelled mxfp4
+// with 16-bit numbers. A measured -0 GiB reads as 0.
+TEST(CatalogCliTest, Mxfp4OnADenseModelIsRefusedAndMinusZeroReadsAsZero) {
+  CliRun r = Servesim("memory --device l4 --model gemma-4-e2b --quantization mxfp4");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("quantizes MoE experts only, and gemma-4-e2b is dense"));
+  CliRun z =
+      Servesim("memory --device l4 --model gemma-4-e2b --measured-cuda-graph-gib -0");
+  ASSERT_EQ(z.exit_code, 0) << z.err;
+  EXPECT_THAT(z.out, HasSubstr("graph capture         0.00 GiB"));
+  EXPECT_THAT(z.out, ::testing::Not(HasSubstr("-0.00")));
+}
+
 TEST(CatalogCliTest, PlanSkipsDevicesThatCannotRunTheFormatAndSaysSo) {
   CliRun r = Servesim(
       "plan --rate 2 --random-input-len 256 --random-output-len 32 --num-prompts 40 "

@@ -48,7 +48,7 @@ absl::StatusOr<std::optional<double>> Opt(double v, const char* flag) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: %g is out of range [0, 100000] GiB", flag, v));
   }
-  return std::optional<double>(v);
+  return std::optional<double>(v + 0.0);  // -0 reads as 0 (it printed "-0.00 GiB")
 }
 
 void PrintJson(const Deployment& d, const FitHints& hints) {
