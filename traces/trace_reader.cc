@@ -168,6 +168,12 @@ absl::StatusOr<TraceFormat> DetectTraceFormat(const std::string& path) {
         ":1: JSON line with neither hash_ids/input_length (mooncake) nor chat_id "
         "(bailian); give the format explicitly"));
   }
+  if (!first.empty() && first.front() == '[') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path,
+        ":1: a JSON array; the JSON trace formats (mooncake, bailian) are JSONL, one "
+        "object per line (a vLLM bench result is one object in a .json file)"));
+  }
   if (first.find("ContextTokens") != first.npos) return TraceFormat::kAzure;
   if (first.find("Request tokens") != first.npos) return TraceFormat::kBurstGpt;
   if (first.find(',') != first.npos) return TraceFormat::kLengths;

@@ -1,6 +1,7 @@
 #include "traces/trace_reader.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -212,6 +213,22 @@ TEST(DetectTraceFormatTest, DetectsEveryShippedFile) {
                                "/bench/dstack-llama405b/h100x8-16qps.json.gz"),
             TraceFormat::kVllmBench);
   EXPECT_FALSE(DetectTraceFormat(kFixtures + "empty.csv").ok());
+}
+
+// A file holding one JSON array is named as such (it was taken for a CSV
+// lengths table without an input column).
+TEST(DetectTraceFormatTest, AJsonArrayIsNamed) {
+  const std::string path = ::testing::TempDir() + "/detect_array.jsonl";
+  {
+    std::ofstream f(path);
+    f << R"([{"timestamp": 0, "input_length": 10, "output_length": 5}])"
+      << "\n";
+  }
+  const auto format = DetectTraceFormat(path);
+  ASSERT_FALSE(format.ok());
+  EXPECT_NE(format.status().message().find(path + ":1: a JSON array"), std::string::npos)
+      << format.status();
+  std::remove(path.c_str());
 }
 
 // ---- BurstGPT, Bailian, vllm bench
