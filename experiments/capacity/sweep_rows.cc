@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "traces/parse_util.h"
 
 namespace servesim {
 
@@ -53,44 +54,6 @@ bool ParseRowKey(std::string_view line, bool jsonl, int64_t* id, std::string* ha
   return true;
 }
 
-namespace {
-
-// Cell `index` of one CSV row (RFC 4180 quoting, "" for a quote); false
-// when the row has fewer cells or a quote is left open.
-bool CsvCell(std::string_view row, size_t index, std::string* cell) {
-  size_t i = 0, n = 0;
-  while (true) {
-    std::string value;
-    if (i < row.size() && row[i] == '"') {
-      ++i;
-      while (true) {
-        if (i >= row.size()) return false;
-        if (row[i] == '"') {
-          if (i + 1 < row.size() && row[i + 1] == '"') {
-            value.push_back('"');
-            i += 2;
-            continue;
-          }
-          ++i;
-          break;
-        }
-        value.push_back(row[i++]);
-      }
-    } else {
-      while (i < row.size() && row[i] != ',' && row[i] != '\n') value.push_back(row[i++]);
-    }
-    if (n == index) {
-      *cell = std::move(value);
-      return true;
-    }
-    if (i >= row.size() || row[i] != ',') return false;
-    ++i;
-    ++n;
-  }
-}
-
-}  // namespace
-
 std::string AgreedStatus(std::string_view jsonl, std::string_view csv, size_t num_axes) {
   // `"},"status":"` cannot occur inside a JSON string (its quotes would be
   // escaped): the first match is the key after the axes object.
@@ -102,9 +65,14 @@ std::string AgreedStatus(std::string_view jsonl, std::string_view csv, size_t nu
   if (end == std::string_view::npos) return "";
   const std::string_view status = jsonl.substr(begin, end - begin);
   if (status != "ok" && status != "infeasible" && status != "error") return "";
-  std::string cell;
-  if (!CsvCell(csv, 2 + num_axes, &cell) || cell != status) return "";
-  return cell;
+  std::vector<std::string_view> cells;
+  std::vector<std::string> scratch;
+  if (csv.ends_with('\n')) csv.remove_suffix(1);
+  if (!SplitCsvLine(csv, cells, scratch) || cells.size() <= 2 + num_axes ||
+      cells[2 + num_axes] != status) {
+    return "";
+  }
+  return std::string(status);
 }
 
 absl::Status WriteFileAtomic(const std::filesystem::path& path, const std::string& text) {
