@@ -53,6 +53,13 @@ struct CountingRunner {
   }
 };
 
+// Both folders hold the same result files, byte for byte.
+void ExpectSameResults(const fs::path& a, const fs::path& b) {
+  for (const char* f : {"results.jsonl", "results.csv"}) {
+    EXPECT_EQ(ReadFile(a / f), ReadFile(b / f)) << f;
+  }
+}
+
 SweepOptions Shard(int k, int n) {
   SweepOptions o;
   o.progress = 0;
@@ -138,10 +145,7 @@ TEST(SweepShardTest, UnfinishedShardIsNamedAndResumesToTheSameBytes) {
   EXPECT_EQ(s->num_run, 4);
   m = MergeSweepShards(dirs, (root / "m").string());
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(ReadFile(root / "m" / "results.jsonl"),
-            ReadFile(root / "local" / "results.jsonl"));
-  EXPECT_EQ(ReadFile(root / "m" / "results.csv"),
-            ReadFile(root / "local" / "results.csv"));
+  ExpectSameResults(root / "m", root / "local");
   fs::remove_all(root);
 }
 
@@ -174,10 +178,7 @@ TEST(SweepShardTest, ACorruptedStatusIsNamedAndItsPointRerun) {
   EXPECT_EQ(s->num_run, 1);
   m = MergeSweepShards(dirs, (root / "m").string());
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(ReadFile(root / "m" / "results.jsonl"),
-            ReadFile(root / "local" / "results.jsonl"));
-  EXPECT_EQ(ReadFile(root / "m" / "results.csv"),
-            ReadFile(root / "local" / "results.csv"));
+  ExpectSameResults(root / "m", root / "local");
   fs::remove_all(root);
 }
 
