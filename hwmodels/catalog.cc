@@ -23,6 +23,7 @@
 #include "hwmodels/step_model.h"
 #include "proto/text_format.h"
 #include "sim/base/hash.h"
+#include "sim/base/read_file.h"
 #include "sim/base/status_macros.h"
 
 namespace servesim {
@@ -47,14 +48,14 @@ bool FileExists(const std::string& path) {
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  absl::StatusOr<std::string> text = ReadTextFile(path, absl::StrCat(flag, ":"));
+  // A missing file is a bad flag value here (exit 2), as every other input.
+  if (absl::IsNotFound(text.status())) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, ": ", path, ": file not found or not readable"));
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  if (!text.ok()) return absl::InvalidArgumentError(text.status().message());
+  return text;
 }
 
 // A name is a file path when it names a text proto or has a folder in it.

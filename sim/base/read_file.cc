@@ -4,7 +4,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include "absl/status/status.h"
@@ -12,8 +11,8 @@
 
 namespace servesim {
 
-absl::StatusOr<std::string> ReadTextFile(const std::string& path,
-                                         const std::string& what) {
+absl::StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what,
+                                         size_t max_bytes) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return absl::InvalidArgumentError(
@@ -26,10 +25,19 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path,
                                             errno != 0 ? ": " : "",
                                             errno != 0 ? std::strerror(errno) : ""));
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Read in chunks up to the cap: an endless source (/dev/zero, a FIFO fed
+  // forever) is an error, not a process that grows until it is killed.
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > max_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " ", path, ": larger than ", max_bytes,
+          " bytes (servesim's text formats are far smaller: is it the right file?)"));
+    }
+  }
   if (in.bad()) return absl::DataLossError(absl::StrCat(what, " ", path, ": read error"));
-  std::string text = ss.str();
   if (text.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " ", path, ": the file is empty"));

@@ -8,19 +8,24 @@
 #ifndef SERVESIM_SIM_BASE_READ_FILE_H_
 #define SERVESIM_SIM_BASE_READ_FILE_H_
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/statusor.h"
 
 namespace servesim {
 
+// The most bytes ReadTextFile reads (256 MiB).
+inline constexpr size_t kMaxTextFileBytes = size_t{256} << 20;
+
 // The bytes of the regular file at `path`. `what` names the expected
 // content in errors ("calibration profile", "--config"), which read
 // "<what> <path>: <reason>". Errors: InvalidArgument for a directory or an
-// empty file, NotFound for a file that cannot be opened (with errno's
-// text), DataLoss for a read error.
-absl::StatusOr<std::string> ReadTextFile(const std::string& path,
-                                         const std::string& what);
+// empty file or one over kMaxTextFileBytes, NotFound for a file that cannot be opened
+// (with errno's text), DataLoss for a read error.
+// `max_bytes`: the cap (tests set a small one).
+absl::StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what,
+                                         size_t max_bytes = kMaxTextFileBytes);
 
 }  // namespace servesim
 

@@ -1,5 +1,6 @@
 #include "sim/base/read_file.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -36,6 +37,23 @@ TEST(ReadTextFileTest, ReadsAFileAndRefusesWhatIsNotOne) {
   EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(m.status().message(), HasSubstr("grid " + dir + "/missing: cannot open"));
   EXPECT_THAT(m.status().message(), HasSubstr("No such file or directory"));
+}
+
+// An endless source stops at the cap with an error, not an ever-growing
+// read (a fit config pointed at /dev/zero grew 200 MB/s); the exact cap
+// fits, one byte more does not.
+TEST(ReadTextFileTest, StopsAtTheCap) {
+  absl::StatusOr<std::string> z = ReadTextFile("/dev/zero", "fit config", 1 << 20);
+  EXPECT_EQ(z.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      z.status().message(),
+      "fit config /dev/zero: larger than 1048576 bytes (servesim's text formats are "
+      "far smaller: is it the right file?)");
+  const std::string path = ::testing::TempDir() + "/read_file_cap.textproto";
+  { std::ofstream(path) << std::string(100, 'x'); }
+  EXPECT_TRUE(ReadTextFile(path, "grid", 100).ok());
+  EXPECT_FALSE(ReadTextFile(path, "grid", 99).ok());
+  std::remove(path.c_str());
 }
 
 }  // namespace
