@@ -74,6 +74,33 @@ TEST(CalibrateCliTest, ToleranceMustBeFiniteAndPositive) {
   EXPECT_THAT(ok.out, HasSubstr("9 checks, 0 missed"));
 }
 
+// --gpu-memory-utilization as memory and simulate check it (0, -0.5 and
+// nan were written into the profile's run); --calibration and
+// --block-size each say why they do not apply.
+TEST(CalibrateCliTest, ServerFlagsAreRangeCheckedAndRefusalsSayWhy) {
+  for (const char* bad : {"0", "-0.5", "nan"}) {
+    CliRun r = Servesim(Calibrate(std::string("--gpu-memory-utilization=") + bad));
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("--gpu-memory-utilization: ")) << bad;
+    EXPECT_THAT(r.err, HasSubstr(" is outside (0, 1]")) << bad;
+  }
+  CliRun cal = Servesim(Calibrate("--calibration l4"));
+  EXPECT_EQ(cal.exit_code, 2);
+  EXPECT_THAT(cal.err, HasSubstr("--calibration: does not apply to calibrate (it fits a "
+                                 "new profile, starting from the device's priors)"));
+  CliRun bs = Servesim(Calibrate("--block-size 32"));
+  EXPECT_EQ(bs.exit_code, 2);
+  EXPECT_THAT(bs.err, HasSubstr("--block-size: does not apply to calibrate"));
+}
+
+// validate --refit --profiles-dir '' would write the profiles at the
+// filesystem root ("" + "/" + name).
+TEST(CalibrateCliTest, ValidateRefitRefusesAnEmptyProfilesDir) {
+  CliRun r = Servesim("validate --no-held-out --device mi300x --refit --profiles-dir ''");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--profiles-dir: empty"));
+}
+
 TEST(CalibrateCliTest, JsonStdoutIsExactlyOneObject) {
   CliRun r = Servesim(Calibrate("--json"));
   EXPECT_EQ(r.exit_code, 3) << r.err;  // the shipped cells miss 5%

@@ -59,6 +59,12 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(
               c.output_tokens()));
         }
       }
+      if (run.price_usd_per_hour() != 0 &&
+          !(std::isfinite(run.price_usd_per_hour()) && run.price_usd_per_hour() > 0)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: run '%s': field price_usd_per_hour: %g must be finite and > 0 (0: none)",
+            origin, run.id(), run.price_usd_per_hour()));
+      }
       if (!db.run_index_.emplace(run.id(), db.runs_.size()).second) {
         return absl::InvalidArgumentError(
             absl::StrFormat("%s: run id '%s' appears twice", origin, run.id()));
@@ -86,9 +92,25 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(
             "FITS_IN_MEMORY)",
             where, m.value()));
       }
-      if (m.tolerance_pct() < 0 || m.rel_sigma() < 0) {
-        return absl::InvalidArgumentError(where +
-                                          ": tolerance_pct and rel_sigma must be >= 0");
+      if (!(m.tolerance_pct() >= 0 && std::isfinite(m.tolerance_pct())) ||
+          !(m.rel_sigma() >= 0 && std::isfinite(m.rel_sigma()))) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: tolerance_pct (%g) and rel_sigma (%g) must be finite and >= 0", where,
+            m.tolerance_pct(), m.rel_sigma()));
+      }
+      if (m.price_usd_per_hour() != 0 &&
+          !(std::isfinite(m.price_usd_per_hour()) && m.price_usd_per_hour() > 0)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: field price_usd_per_hour: %g must be finite and > 0 (0: the run's)",
+            where, m.price_usd_per_hour()));
+      }
+      // Every fit evaluation re-simulates each cell: a count far beyond a
+      // benchmark's turns a fit into hours (3 ms a prompt a fit, measured).
+      if (m.client().num_prompts() < 0 || m.client().num_prompts() > kMaxCellPrompts) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: client.num_prompts: %d is out of range [0, %d] (0: max(8, 2 x "
+            "max_concurrency); a larger benchmark: keep a subset of its requests)",
+            where, m.client().num_prompts(), kMaxCellPrompts));
       }
       if (!db.measurement_index_.emplace(m.id(), db.measurements_.size()).second) {
         return absl::InvalidArgumentError(where + ": id appears twice");
@@ -170,7 +192,9 @@ ServerSpec MeasurementDb::SpecOf(const ServerRun& run) {
   s.dtype = run.dtype().empty() ? "auto" : run.dtype();
   s.quantization = run.quantization().empty() ? "none" : run.quantization();
   s.max_model_len = run.max_model_len();
-  if (run.gpu_memory_utilization() > 0)
+  // 0: unset (vLLM's default); a negative or NaN value reaches the range
+  // check (it read as the default).
+  if (run.gpu_memory_utilization() != 0)
     s.gpu_memory_utilization = run.gpu_memory_utilization();
   s.max_num_seqs = run.max_num_seqs();
   s.max_num_batched_tokens = run.max_num_batched_tokens();

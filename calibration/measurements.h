@@ -62,6 +62,10 @@ inline constexpr char kDefaultDataDir[] = "calibration/data";
 // Metric name as in the proto enum, lower case ("output_throughput").
 std::string MetricName(servesim::proto::Metric m);
 
+// The most requests one measured cell may hold (each fit evaluation
+// re-simulates every cell).
+inline constexpr int32_t kMaxCellPrompts = 100000;
+
 }  // namespace servesim
 
 #endif  // SERVESIM_CALIBRATION_MEASUREMENTS_H_

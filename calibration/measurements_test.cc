@@ -1,8 +1,13 @@
 #include "calibration/measurements.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "calibration/validation.h"
 #include "gtest/gtest.h"
@@ -64,6 +69,50 @@ TEST(MeasurementDbTest, RejectsZeroValueOfFeasibleCell) {
   EXPECT_FALSE(MeasurementDb::FromSets({set}, "test").ok());
   m->set_infeasible(true);
   EXPECT_TRUE(MeasurementDb::FromSets({set}, "test").ok());
+}
+
+// NaN tolerances and sigmas, negative or non-finite prices and prompt
+// counts no fit can re-simulate are errors naming the field (a NaN
+// tolerance unchecked the point, a negative price gave negative costs, a
+// million prompts ran for hours).
+TEST(MeasurementDbTest, RejectsNanTolerancesBadPricesAndHugePromptCounts) {
+  const double nan = std::nan("");
+  struct Case {
+    std::function<void(servesim::proto::MeasurementSet&)> edit;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {[&](auto& s) { s.mutable_measurements(0)->set_tolerance_pct(nan); },
+            "tolerance_pct (nan) and rel_sigma (0) must be finite and >= 0"},
+           {[&](auto& s) { s.mutable_measurements(0)->set_rel_sigma(nan); },
+            "rel_sigma (nan) must be finite"},
+           {[](auto& s) { s.mutable_runs(0)->set_price_usd_per_hour(-1.99); },
+            "run 'r': field price_usd_per_hour: -1.99 must be finite and > 0"},
+           {[](auto& s) {
+              s.mutable_measurements(0)->set_price_usd_per_hour(
+                  std::numeric_limits<double>::infinity());
+            },
+            "measurement 'x': field price_usd_per_hour: inf must be finite and > 0"},
+           {[](auto& s) {
+              s.mutable_measurements(0)->mutable_client()->set_num_prompts(1000000);
+            },
+            "client.num_prompts: 1000000 is out of range [0, 100000]"}}) {
+    servesim::proto::MeasurementSet set;
+    auto* r = set.add_runs();
+    r->set_id("r");
+    r->set_device("t4");
+    r->set_model("gemma-4-e2b");
+    auto* m = set.add_measurements();
+    m->set_id("x");
+    m->set_run("r");
+    m->set_metric(servesim::proto::OUTPUT_THROUGHPUT);
+    m->set_value(1);
+    ASSERT_TRUE(MeasurementDb::FromSets({set}, "test").ok());
+    c.edit(set);
+    auto db = MeasurementDb::FromSets({set}, "test");
+    ASSERT_FALSE(db.ok()) << c.says;
+    EXPECT_NE(db.status().message().find(c.says), std::string::npos) << db.status();
+  }
 }
 
 TEST(MeasurementDbTest, ParseErrorNamesFileAndLine) {

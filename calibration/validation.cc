@@ -18,6 +18,8 @@
 #include "calibration/predictor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "hwmodels/catalog.h"
+#include "hwmodels/step_model.h"
 #include "proto/text_format.h"
 #include "sim/base/hash.h"
 #include "sim/base/json_writer.h"
@@ -139,6 +141,7 @@ absl::StatusOr<FitConfig> LoadFitConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path, "fit config"));
   FitConfig config;
   RETURN_IF_ERROR(ParseTextProto(text, path, &config));
+  RETURN_IF_ERROR(CheckFitSpecs(config, path));
   RETURN_IF_ERROR(CheckJointFits(config, path));
   RETURN_IF_ERROR(CheckKnownGaps(config, path));
   return config;
@@ -149,9 +152,137 @@ absl::StatusOr<FitConfig> LoadNamedFitConfig(const std::string& path) {
   FitConfig config;
   RETURN_IF_ERROR(ParseTextProto(internal::kEmbeddedFitConfigFiles[0].text,
                                  kDefaultFitConfig, &config));
+  RETURN_IF_ERROR(CheckFitSpecs(config, kDefaultFitConfig));
   RETURN_IF_ERROR(CheckJointFits(config, kDefaultFitConfig));
   RETURN_IF_ERROR(CheckKnownGaps(config, kDefaultFitConfig));
   return config;
+}
+
+namespace {
+
+constexpr const char* kBlockPasses[] = {kLeaveOneInputLengthOut, kLeaveOneConcurrencyOut,
+                                        kLeaveOneModelOut, kLeaveOneDeviceOut};
+
+// The metric names a measurement can carry (lower-case Metric values).
+std::vector<std::string> MetricNames() {
+  std::vector<std::string> out;
+  const auto* e = servesim::proto::Metric_descriptor();
+  for (int i = 0; i < e->value_count(); ++i) {
+    const auto m = static_cast<servesim::proto::Metric>(e->value(i)->number());
+    if (m != servesim::proto::METRIC_UNSPECIFIED) out.push_back(MetricName(m));
+  }
+  return out;
+}
+
+bool Listed(const std::vector<std::string>& list, const std::string& v) {
+  return std::find(list.begin(), list.end(), v) != list.end();
+}
+
+bool LimitInRange(double v) { return std::isfinite(v) && v > 0 && v <= 1e4; }
+
+}  // namespace
+
+absl::Status CheckFitSpecs(const FitConfig& config, const std::string& path) {
+  std::vector<std::string> params = {kApiOverheadParam, kParallelCallExtraParam};
+  for (const StepParameterSpec& p : StepParameterTable()) params.emplace_back(p.name);
+  const std::vector<std::string> metrics = MetricNames();
+  if (config.fits().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path,
+        ": no fits entry (every device would keep its priors; an entry with no "
+        "free_parameters says so explicitly)"));
+  }
+  std::set<std::pair<std::string, std::string>> seen;
+  for (int i = 0; i < config.fits_size(); ++i) {
+    const FitSpec& spec = config.fits(i);
+    const std::string where = absl::StrFormat("%s: fits[%d]", path, i);
+    if (spec.device().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": device is empty"));
+    }
+    if (absl::Status st = FindDevice(spec.device()).status(); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", st.message()));
+    }
+    if (!seen.insert({spec.device(), spec.software_build()}).second) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: %s / %s has an earlier fits entry (one per device and "
+                          "software_build)",
+                          where, spec.device(), spec.software_build()));
+    }
+    std::set<std::string> names;
+    for (const std::string& name : spec.free_parameters()) {
+      if (!names.insert(name).second) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s (%s / %s): free parameter '%s' is listed twice", where,
+                            spec.device(), spec.software_build(), name));
+      }
+      if (!Listed(params, name)) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s (%s / %s): free parameter '%s' is not a parameter; "
+                            "allowed: %s",
+                            where, spec.device(), spec.software_build(), name,
+                            absl::StrJoin(params, ", ")));
+      }
+    }
+    const double h = spec.huber_delta();
+    if (h != 0 && !(std::isfinite(h) && h >= 1e-3 && h <= 1e3)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: huber_delta %g is out of range (allowed: 0 for the default 1, or [1e-3, "
+          "1e3])",
+          where, h));
+    }
+  }
+  for (int i = 0; i < config.block_targets_size(); ++i) {
+    const servesim::proto::BlockTarget& t = config.block_targets(i);
+    const std::string where = absl::StrFormat("%s: block_targets[%d]", path, i);
+    if (t.passes().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": no passes"));
+    }
+    for (const std::string& pass : t.passes()) {
+      if (std::find(std::begin(kBlockPasses), std::end(kBlockPasses), pass) ==
+          std::end(kBlockPasses)) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: passes: '%s' is not a block pass (allowed: %s)", where,
+                            pass, absl::StrJoin(kBlockPasses, ", ")));
+      }
+    }
+    for (const std::string& metric : t.metrics()) {
+      if (!Listed(metrics, metric)) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: metrics: '%s' is not a metric (allowed: %s)", where,
+                            metric, absl::StrJoin(metrics, ", ")));
+      }
+    }
+    for (int k = 0; k < t.limits_size(); ++k) {
+      const auto& limit = t.limits(k);
+      if (limit.statistic() != "MAPE" && limit.statistic() != "worst") {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: limits[%d]: statistic '%s' (allowed: MAPE, worst)",
+                            where, k, limit.statistic()));
+      }
+      if (!LimitInRange(limit.limit_pct())) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: limits[%d]: limit_pct %g is out of range (0, 1e4]",
+                            where, k, limit.limit_pct()));
+      }
+    }
+  }
+  for (int i = 0; i < config.point_set_targets_size(); ++i) {
+    const servesim::proto::PointSetTarget& t = config.point_set_targets(i);
+    const std::string where = absl::StrFormat("%s: point_set_targets[%d]", path, i);
+    if (absl::Status st = FindDevice(t.device()).status(); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", st.message()));
+    }
+    if (!Listed(metrics, t.metric())) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: metric '%s' is not a metric (allowed: %s)", where,
+                          t.metric(), absl::StrJoin(metrics, ", ")));
+    }
+    if (!LimitInRange(t.limit_pct())) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: limit_pct %g is out of range (0, 1e4]", where, t.limit_pct()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckJointFits(const FitConfig& config, const std::string& path) {
@@ -201,9 +332,6 @@ absl::Status CheckJointFits(const FitConfig& config, const std::string& path) {
 }
 
 absl::Status CheckKnownGaps(const FitConfig& config, const std::string& path) {
-  static constexpr const char* kPasses[] = {kLeaveOneInputLengthOut,
-                                            kLeaveOneConcurrencyOut, kLeaveOneModelOut,
-                                            kLeaveOneDeviceOut};
   for (int i = 0; i < config.known_gaps_size(); ++i) {
     const servesim::proto::KnownGap& gap = config.known_gaps(i);
     const std::string where = absl::StrFormat("%s: known_gaps[%d]", path, i);
@@ -219,9 +347,10 @@ absl::Status CheckKnownGaps(const FitConfig& config, const std::string& path) {
           "nothing)"));
     }
     for (const std::string& pass : gap.passes()) {
-      if (std::find(std::begin(kPasses), std::end(kPasses), pass) == std::end(kPasses)) {
+      if (std::find(std::begin(kBlockPasses), std::end(kBlockPasses), pass) ==
+          std::end(kBlockPasses)) {
         return bad(absl::StrFormat("passes: '%s' is not a block pass (allowed: %s)", pass,
-                                   absl::StrJoin(kPasses, ", ")));
+                                   absl::StrJoin(kBlockPasses, ", ")));
       }
     }
     if (gap.missing().empty()) return bad("missing: empty (the term the model lacks)");

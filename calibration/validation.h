@@ -202,6 +202,16 @@ absl::StatusOr<servesim::proto::FitConfig> LoadNamedFitConfig(const std::string&
 // `path` and the entry.
 absl::Status CheckJointFits(const servesim::proto::FitConfig& config,
                             const std::string& path);
+// Fits and targets: each fits entry names a device the catalog knows (or
+// a device file it loads), once per (device, software_build); its free
+// parameters are parameter names; huber_delta is 0 (default 1) or in
+// [1e-3, 1e3]. Block targets name block passes, metric names and
+// statistics (MAPE, worst) with a limit in (0, 1e4]; point-set targets a
+// device, a metric and such a limit. Messages name `path`, the entry and
+// what is allowed (a misspelt name used to drop its checks, or fit a
+// device on its priors, without a word).
+absl::Status CheckFitSpecs(const servesim::proto::FitConfig& config,
+                           const std::string& path);
 inline constexpr char kDefaultFitConfig[] = "calibration/fit_config.textproto";
 
 // Known gaps: device set; passes, metrics or points set; passes among the

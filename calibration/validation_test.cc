@@ -313,6 +313,56 @@ TEST(ValidationTest, FitConfigRejectsBrokenKnownGaps) {
   }
 }
 
+// A misspelt name in a fit config is an error naming the entry and what is
+// allowed: it used to drop its checks (an unknown pass, metric, statistic
+// or device) or fit a device on its priors (a device typo, a missing
+// entry), without a word. The shipped config passes.
+TEST(ValidationTest, FitConfigRejectsMisspeltFitsAndTargets) {
+  auto check = [](const std::string& text) {
+    servesim::proto::FitConfig c;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &c)) << text;
+    return CheckFitSpecs(c, "fit.textproto");
+  };
+  const std::string fit = R"(fits { device: "t4" free_parameters: "bw_eff_weights" } )";
+  EXPECT_TRUE(check(fit).ok());
+  EXPECT_TRUE(LoadNamedFitConfig(kDefaultFitConfig).ok());
+  struct Bad {
+    std::string text, says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"", "fit.textproto: no fits entry"},
+           {R"(fits { device: "t5" })", "fits[0]: --device: unknown device 't5'"},
+           {fit + fit, "fits[1]: t4 /  has an earlier fits entry"},
+           {R"(fits { device: "t4" free_parameters: "bw_eff_weight" })",
+            "fits[0] (t4 / ): free parameter 'bw_eff_weight' is not a parameter; "
+            "allowed: "
+            "api_overhead_ms, parallel_call_extra_s, bw_eff_weights"},
+           {R"(fits { device: "t4" free_parameters: "bw_eff_weights" )"
+            R"(free_parameters: "bw_eff_weights" })",
+            "'bw_eff_weights' is listed twice"},
+           {R"(fits { device: "t4" huber_delta: -1 })", "fits[0]: huber_delta -1"},
+           {fit + R"(block_targets { passes: "leave_one_x_out" })",
+            "block_targets[0]: passes: 'leave_one_x_out' is not a block pass"},
+           {fit + R"(block_targets { passes: "leave_one_model_out" metrics: "ttft" })",
+            "block_targets[0]: metrics: 'ttft' is not a metric (allowed: "
+            "output_throughput"},
+           {fit + R"(block_targets { passes: "leave_one_model_out" )"
+                  R"(limits { statistic: "median" limit_pct: 10 } })",
+            "limits[0]: statistic 'median' (allowed: MAPE, worst)"},
+           {fit + R"(block_targets { passes: "leave_one_model_out" )"
+                  R"(limits { statistic: "MAPE" limit_pct: nan } })",
+            "limits[0]: limit_pct nan is out of range"},
+           {fit + R"(point_set_targets { device: "t4" metric: "banana" limit_pct: 5 })",
+            "point_set_targets[0]: metric 'banana' is not a metric"},
+           {fit + R"(point_set_targets { device: "t9" metric: "decode_rate" )"
+                  R"(limit_pct: 5 })",
+            "point_set_targets[0]: --device: unknown device 't9'"}}) {
+    const absl::Status st = check(b.text);
+    EXPECT_FALSE(st.ok()) << b.text;
+    EXPECT_NE(st.message().find(b.says), std::string::npos) << st.message();
+  }
+}
+
 // Every miss lands under the first known gap that matches it or in the
 // undiagnosed list; a gap whose graded checks all pass, or a listed point
 // that passes, is stale; a gap that matches no graded check (another build,

@@ -113,13 +113,24 @@ int RunCalibrate(const CalibrateFlags& f) {
   for (const std::string& name : f.server.GivenNames()) {
     // A measurement run records neither (the fit starts from the device's
     // priors and assumes vLLM's 16-token blocks).
-    if (name == "--calibration" || name == "--block-size") {
-      Err(absl::StrFormat(
-          "%s: does not apply to calibrate (it fits a new profile from the device's "
-          "priors, for servers with vLLM's default 16-token KV blocks)",
-          name));
+    if (name == "--calibration") {
+      Err("--calibration: does not apply to calibrate (it fits a new profile, starting "
+          "from the device's priors)");
       return kExitBadInput;
     }
+    if (name == "--block-size") {
+      Err("--block-size: does not apply to calibrate (a measurement run records no block "
+          "size: the fit assumes vLLM's default 16-token KV blocks)");
+      return kExitBadInput;
+    }
+  }
+  // As memory and simulate check it (0, a negative value and NaN were
+  // written into the profile's run).
+  if (server.has_gpu_memory_utilization() &&
+      !(server.gpu_memory_utilization() > 0 && server.gpu_memory_utilization() <= 1)) {
+    Err(absl::StrCat("--gpu-memory-utilization: ", server.gpu_memory_utilization(),
+                     " is outside (0, 1]"));
+    return kExitBadInput;
   }
   // A measured server is re-simulated as one engine of
   // --tensor-parallel-size chips: a file measured behind vLLM's DP balancer,

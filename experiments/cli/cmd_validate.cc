@@ -69,6 +69,12 @@ int RunValidate(const ValidateFlags& f) {
       return kExitBadInput;
     }
   }
+  if (f.refit && f.profiles_dir.empty()) {
+    // "" + "/" + name would write the profiles at the filesystem root.
+    Err("--profiles-dir: empty; give the folder the profiles are written to (default " +
+        std::string(kDefaultProfilesDir) + ")");
+    return kExitBadInput;
+  }
   auto config = LoadNamedFitConfig(f.fit_config);
   if (!config.ok()) {
     Err(absl::StrFormat("%s %s", config.status().message(), PathHint("--fit-config")));
