@@ -3,7 +3,8 @@
 Every function runs the command line's own code in-process (no second
 pipeline): the flags are the CLI's flags, spelled as keyword arguments
 (``max_num_seqs=8`` is ``--max-num-seqs 8``; ``True`` gives a switch,
-``False`` its ``--no-`` form; a list repeats the flag), and a bad value
+``False`` its ``--no-`` form, or leaves it out where there is none; a list
+repeats the flag), and a bad value
 raises ``ValueError`` carrying the message the CLI prints.
 
     >>> import servesim
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json as _json
 import os
+import re
 import tempfile
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -136,14 +138,37 @@ def _config_args(config: Mapping[str, Any] | str | os.PathLike | None) -> list[s
     return ["--set", path]
 
 
-def _flag_args(flags: Mapping[str, Any]) -> list[str]:
+_HELP: dict[str, str] = {}
+
+
+def _help_text(command: str) -> str:
+    """``servesim COMMAND --help``, once per command (which switches have a
+    ``--no-`` form)."""
+    if command not in _HELP:
+        _, out, _ = cli(*command.split(), "--help")
+        _HELP[command] = out
+    return _HELP[command]
+
+
+def _flag_args(command: str, flags: Mapping[str, Any]) -> list[str]:
+    """Keyword flags as argv. ``True`` gives the switch and ``False`` its
+    ``--no-`` form, or nothing where the CLI has none (``refit=False``: no
+    refit). Switches go last, so a ``True`` given to a flag that takes a
+    value cannot swallow the next flag: the CLI then names the flag."""
     argv: list[str] = []
+    switches: list[str] = []
     for key, value in flags.items():
         if value is None:
             continue
-        name = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            argv.append(name if value else "--no-" + key.replace("_", "-"))
+        if key == "help":
+            raise ValueError(f"help: for the flags, see servesim.cli({command!r}, '--help')")
+        flag = key.replace("_", "-")
+        name = "--" + flag
+        if isinstance(value, (bool, np.bool_)):
+            if value:
+                switches.append(name)
+            elif re.search(r"--no-" + re.escape(flag) + r"(?![\w-])", _help_text(command)):
+                switches.append("--no-" + flag)
             continue
         values = value if isinstance(value, (list, tuple)) else [value]
         for v in values:
@@ -152,7 +177,7 @@ def _flag_args(flags: Mapping[str, Any]) -> list[str]:
             elif isinstance(v, (float, np.floating)):
                 v = repr(float(v))
             argv += [name, str(v)]
-    return argv
+    return argv + switches
 
 
 class Result:
@@ -241,7 +266,7 @@ def simulate(
       ValueError: bad input; the message is the one the CLI prints after
         ``servesim simulate: error:``.
     """
-    argv = _config_args(config) + _flag_args(flags)
+    argv = _config_args(config) + _flag_args("simulate", flags)
     return Result(_servesim.simulate(argv, detailed, steps))
 
 
@@ -262,7 +287,7 @@ def _error_message(command: str, stderr: str) -> str:
 
 
 def _run_json(command: str, argv: list[str], ok_codes: Iterable[int] = (0,)) -> dict:
-    code, out, err = cli(command, *argv, "--json")
+    code, out, err = cli(command, "--json", *argv)  # switches stay last (_flag_args)
     if code not in ok_codes:
         raise ValueError(_error_message(command, err))
     result = _json.loads(out)
@@ -283,14 +308,14 @@ def memory(**flags: Any) -> dict:
     quantizations_that_fit, smallest_fitting_tensor_parallel_size). Raises
     ValueError on bad input.
     """
-    return _run_json("memory", _flag_args(flags), ok_codes=(0, 4))
+    return _run_json("memory", _flag_args("memory", flags), ok_codes=(0, 4))
 
 
 def validate(**flags: Any) -> dict:
     """The validation report against the measured tables (``servesim
     validate --json``): device, jobs, no_held_out, ... A report whose points
     miss their tolerance (CLI exit 3) is returned, with ``exit_code`` 3."""
-    return _run_json("validate", _flag_args(flags), ok_codes=(0, 3))
+    return _run_json("validate", _flag_args("validate", flags), ok_codes=(0, 3))
 
 
 def calibrate(files: str | os.PathLike | Sequence[str | os.PathLike], **flags: Any) -> dict:
@@ -298,9 +323,21 @@ def calibrate(files: str | os.PathLike | Sequence[str | os.PathLike], **flags: A
     (``servesim calibrate --bench FILES --json``). ``files``: files or
     folders; keyword flags: device (required), out, software_build, jobs,
     and the server flags the measured server ran with."""
-    if isinstance(files, (str, os.PathLike)):
+    if isinstance(files, (str, bytes, os.PathLike)):
         files = [files]
-    argv = ["--bench", *[os.fspath(f) for f in files]] + _flag_args(flags)
+    if files is None:
+        raise ValueError("files: give result files or folders (got None)")
+    paths = [os.fsdecode(f) for f in files]
+    if not paths:
+        raise ValueError("files: no result file or folder given")
+    for p in paths:
+        # After --bench every word is a file until the next flag: one that
+        # starts with '-' would be read as a flag (files=[F, "--out", "x"]).
+        if p.startswith("-"):
+            raise ValueError(
+                f"files: {p!r} starts with '-' and would be read as a flag; "
+                f"name such a file ./{p}")
+    argv = ["--bench", *paths] + _flag_args("calibrate", flags)
     return _run_json("calibrate", argv, ok_codes=(0, 3))
 
 
@@ -308,7 +345,7 @@ def plan(**flags: Any) -> dict:
     """The cheapest fleet that meets an SLO (``servesim plan --json``):
     rate, slo, model, devices, price, max_replicas, jobs, ... When no fleet
     meets the SLO (CLI exit 3) the report is returned with ``exit_code`` 3."""
-    return _run_json("plan", _flag_args(flags), ok_codes=(0, 3))
+    return _run_json("plan", _flag_args("plan", flags), ok_codes=(0, 3))
 
 
 def _grid_text(grid: Mapping[str, Any]) -> str:
@@ -354,7 +391,7 @@ def sweep(
                 f.write(os.fspath(grid))
         out_dir = os.fspath(out) if out is not None else os.path.join(tmp, "out")
         argv = ["--grid", path, "--out", out_dir, "--jobs", str(jobs), "--no-progress"]
-        code, _, err = cli("sweep", *argv, *_flag_args(flags))
+        code, _, err = cli("sweep", *argv, *_flag_args("sweep", flags))
         if code != 0:
             raise ValueError(_error_message("sweep", err))
         df = pd.read_csv(os.path.join(out_dir, "results.csv"), keep_default_na=False,

@@ -323,6 +323,25 @@ def test_validate_equals_cli_json():
         servesim.validate(device="h100")
 
 
+def test_switches_and_file_lists_are_read_as_meant(tmp_path):
+    # False leaves out a switch that has no --no- form (it raised), True
+    # on a flag that takes a value cannot swallow the next flag, help is
+    # refused with where to look.
+    base = servesim.validate(device="l4", no_held_out=True)
+    assert servesim.validate(device="l4", no_held_out=True, refit=False) == base
+    with pytest.raises(ValueError, match="--jobs"):
+        servesim.validate(device="l4", no_held_out=True, jobs=True)
+    with pytest.raises(ValueError, match="servesim.cli"):
+        servesim.validate(help=True)
+    # A file-list entry starting with '-' would be read as a flag.
+    cell = os.path.join(DATA, "bench", "mi300x-gemma4-e2b-2026-09-17", "c1-in128-out128.json")
+    with pytest.raises(ValueError, match="would be read as a flag"):
+        servesim.calibrate([cell, "--out", str(tmp_path / "x.textproto")], device="mi300x")
+    assert not (tmp_path / "x.textproto").exists()
+    with pytest.raises(ValueError, match="no result file"):
+        servesim.calibrate([], device="mi300x")
+
+
 def test_calibrate_equals_cli_json_and_profile(tmp_path):
     bench = os.path.join(DATA, "bench", "mi300x-gemma4-e2b-2026-09-17")
     cli = run_cli("calibrate", "--device", "mi300x", "--model", "gemma-4-e2b", "--bench",
