@@ -280,6 +280,36 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
                           JsonNumberText(*duration)));
     }
   }
+  // vLLM writes the throughputs as the totals over the duration: a value
+  // that is not that quotient (a hand edit, another tool's field) would be
+  // fitted as measured.
+  if (duration) {
+    const auto total = [&r](const char* key) -> std::optional<double> {
+      auto it = r.metrics.find(key);
+      if (it == r.metrics.end()) return std::nullopt;
+      return it->second;
+    };
+    const std::optional<double> in = total("total_input_tokens");
+    const std::optional<double> out = total("total_output_tokens");
+    const std::pair<const char*, std::optional<double>> rates[] = {
+        {"output_throughput",
+         out ? std::optional<double>(*out / *duration) : std::nullopt},
+        {"total_token_throughput",
+         in && out ? std::optional<double>((*in + *out) / *duration) : std::nullopt}};
+    for (const auto& [key, expect] : rates) {
+      auto it = r.metrics.find(key);
+      if (!expect || it == r.metrics.end() || it->second == 0 || *expect <= 0) continue;
+      if (std::abs(it->second / *expect - 1) > 0.01) {
+        return OutOfRange(
+            path, key, JsonNumberText(it->second),
+            absl::StrFormat("within 1%% of %s / duration (%.6g tok/s), as vLLM writes it",
+                            std::string_view(key) == "output_throughput"
+                                ? "total_output_tokens"
+                                : "(total_input_tokens + total_output_tokens)",
+                            *expect));
+      }
+    }
+  }
   if (c.output_throughput <= 0) {
     if (duration) {
       c.output_throughput = c.output_tokens * completed / *duration;
@@ -396,7 +426,9 @@ absl::StatusOr<std::vector<Measurement>> CellMeasurements(const ImportedCell& ce
   }
   client.set_ignore_eos(true);
   client.set_client_version("vllm bench serve");
-  const std::string stem = std::filesystem::path(cell.path).filename().string();
+  const std::string stem = !cell.id_stem.empty()
+                               ? cell.id_stem
+                               : std::filesystem::path(cell.path).filename().string();
   std::vector<Measurement> out;
   auto add = [&](servesim::proto::Metric metric, double value, const char* unit,
                  const char* key, double sigma, bool fit = true) {

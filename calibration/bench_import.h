@@ -17,6 +17,9 @@ namespace servesim {
 // What a result file says about its cell, and how it was inferred.
 struct ImportedCell {
   std::string path;
+  // The measurements' id prefix; empty: the file name (callers set the
+  // path's parent too when two files share a name).
+  std::string id_stem;
   std::string model_id;         // "" when the file has none
   int64_t num_prompts = 0;      // completed requests
   int32_t max_concurrency = 0;  // 0: none (open loop)

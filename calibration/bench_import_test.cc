@@ -72,6 +72,21 @@ TEST(BenchImportTest, RejectsNanAndInfinityThroughput) {
   }
 }
 
+// vLLM writes the throughputs as totals over the duration: 10x the
+// quotient (or 1e308) was fitted as measured; within 1% is accepted.
+TEST(BenchImportTest, ThroughputMustBeTheTotalsOverTheDuration) {
+  for (const char* bad : {"3409.548998753317", "1e308"}) {
+    ExpectRefused(CellWith(std::string("tp10_") + std::string(bad).substr(0, 2),
+                           "\"output_throughput\": 340.9548998753317",
+                           std::string("\"output_throughput\": ") + bad),
+                  "output_throughput", "within 1% of total_output_tokens / duration");
+  }
+  auto near =
+      ImportBenchFile(CellWith("tp_near", "\"output_throughput\": 340.9548998753317",
+                               "\"output_throughput\": 341.5"));
+  EXPECT_TRUE(near.ok()) << near.status();
+}
+
 TEST(BenchImportTest, RejectsNanMedianTpotAndStringMetric) {
   ExpectRefused(CellWith("nan_tpot", "\"median_tpot_ms\": 2.848152645669405",
                          "\"median_tpot_ms\": NaN"),

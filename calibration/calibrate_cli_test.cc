@@ -93,6 +93,30 @@ TEST(CalibrateCliTest, ServerFlagsAreRangeCheckedAndRefusalsSayWhy) {
   EXPECT_THAT(bs.err, HasSubstr("--block-size: does not apply to calibrate"));
 }
 
+// Two runs' files of one name (day1/result.json, day2/result.json) are
+// told apart by their folder (they collided as "id appears twice"); one
+// file given twice (directly and through its folder) is refused.
+TEST(CalibrateCliTest, FilesOfOneNameAreToldApartAndOneFileTwiceIsRefused) {
+  const std::string dir = Scratch("same_name");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/day1");
+  std::filesystem::create_directories(dir + "/day2");
+  std::filesystem::copy_file(kCells + "/c1-in128-out128.json", dir + "/day1/result.json");
+  std::filesystem::copy_file(kCells + "/c1-in1024-out128.json",
+                             dir + "/day2/result.json");
+  CliRun r = Servesim("calibrate --device mi300x --bench '" + dir +
+                      "/day1/result.json' '" + dir + "/day2/result.json' --out '" +
+                      ProfileOut() + "' --overwrite -j 2 --no-progress");
+  EXPECT_NE(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("day1/result.json/output_throughput"));
+  EXPECT_THAT(r.out, HasSubstr("day2/result.json/output_throughput"));
+  CliRun twice = Servesim("calibrate --device mi300x --bench '" + kCells +
+                          "/c1-in128-out128.json' '" + kCells + "' --out '" +
+                          ProfileOut() + "' --overwrite");
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_THAT(twice.err, HasSubstr("are the same file; give it once"));
+}
+
 // validate --refit --profiles-dir '' would write the profiles at the
 // filesystem root ("" + "/" + name).
 TEST(CalibrateCliTest, ValidateRefitRefusesAnEmptyProfilesDir) {

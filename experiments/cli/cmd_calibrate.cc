@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -185,6 +186,23 @@ int RunCalibrate(const CalibrateFlags& f) {
                         absl::StrJoin(f.bench, ", ")));
     return kExitBadInput;
   }
+  // One file given twice (directly and through its folder, or under two
+  // names) would be fitted twice.
+  for (size_t i = 0; i < paths.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      std::error_code ec;
+      if (std::filesystem::equivalent(paths[i], paths[j], ec)) {
+        Err(absl::StrFormat("--bench: %s and %s are the same file; give it once",
+                            paths[j], paths[i]));
+        return kExitBadInput;
+      }
+    }
+  }
+  // Measurement ids start with the file name; two files of one name (two
+  // days' result.json) take their folder in the id as well.
+  std::map<std::string, int> name_count;
+  for (const std::string& p : paths)
+    ++name_count[std::filesystem::path(p).filename().string()];
   // With --json, stdout carries exactly one JSON object: progress goes to stderr.
   FILE* const progress = f.json ? stderr : stdout;
   std::vector<ImportedCell> cells;
@@ -193,6 +211,9 @@ int RunCalibrate(const CalibrateFlags& f) {
     if (!c.ok()) {
       Err(std::string(c.status().message()));
       return kExitBadInput;
+    }
+    if (const std::filesystem::path path(p); name_count[path.filename().string()] > 1) {
+      c->id_stem = (path.parent_path().filename() / path.filename()).string();
     }
     std::fprintf(
         progress,
