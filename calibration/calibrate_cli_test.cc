@@ -110,6 +110,11 @@ TEST(CalibrateCliTest, FilesOfOneNameAreToldApartAndOneFileTwiceIsRefused) {
   EXPECT_NE(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.out, HasSubstr("day1/result.json/output_throughput"));
   EXPECT_THAT(r.out, HasSubstr("day2/result.json/output_throughput"));
+  CliRun nowhere = Servesim("calibrate --device mi300x --bench '" + kCells +
+                            "' --out /nonexistent-folder/p.textproto");
+  EXPECT_EQ(nowhere.exit_code, 2);
+  EXPECT_THAT(nowhere.err, HasSubstr("folder /nonexistent-folder does not exist"));
+  EXPECT_THAT(nowhere.out, Not(HasSubstr("checks")));  // refused before the fit
   CliRun twice = Servesim("calibrate --device mi300x --bench '" + kCells +
                           "/c1-in128-out128.json' '" + kCells + "' --out '" +
                           ProfileOut() + "' --overwrite");

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -18,6 +17,7 @@
 #include "calibration/predictor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
 #include "hwmodels/step_model.h"
 #include "proto/text_format.h"
@@ -1501,19 +1501,7 @@ servesim::proto::CalibrationProfile MakeProfile(
 
 absl::Status WriteProfile(const servesim::proto::CalibrationProfile& profile,
                           const std::string& path) {
-  std::string text;
-  google::protobuf::TextFormat::Printer printer;
-  if (!printer.PrintToString(profile, &text)) {
-    return absl::InternalError("profile: cannot print text format");
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::PermissionDeniedError(absl::StrFormat("%s: cannot write", path));
-  out << "# proto-file: proto/hwmodels.proto\n# proto-message: "
-         "servesim.proto.CalibrationProfile\n"
-      << text;
-  out.close();
-  if (!out) return absl::DataLossError(absl::StrFormat("%s: write failed", path));
-  return absl::OkStatus();
+  return SaveCalibrationProfile(profile, path);
 }
 
 std::string ProfilePath(const std::string& dir, const GroupReport& group,

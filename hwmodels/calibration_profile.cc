@@ -1,6 +1,8 @@
 #include "hwmodels/calibration_profile.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -47,11 +49,17 @@ absl::Status SaveCalibrationProfile(const proto::CalibrationProfile& profile,
   if (!google::protobuf::TextFormat::PrintToString(profile, &text)) {
     return absl::InternalError("cannot print calibration profile");
   }
-  std::ofstream out(path);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write"));
+  errno = 0;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, ": cannot write", errno != 0 ? ": " : "",
+                     errno != 0 ? std::strerror(errno) : ""));
+  }
   out << "# proto-file: proto/hwmodels.proto\n# proto-message: "
          "servesim.proto.CalibrationProfile\n"
       << text;
+  out.close();
   if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
   return absl::OkStatus();
 }

@@ -246,6 +246,15 @@ int RunCalibrate(const CalibrateFlags& f) {
     Err(std::string(st.message()));
     return kExitBadInput;
   }
+  if (const std::filesystem::path folder = std::filesystem::path(out).parent_path();
+      !folder.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(folder, ec)) {
+      Err(absl::StrFormat("--out %s: folder %s does not exist (create it first)", out,
+                          folder.string()));
+      return kExitBadInput;
+    }
+  }
   servesim::proto::MeasurementSet set;
   auto* run = set.add_runs();
   run->set_id("user-run");
