@@ -84,6 +84,11 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(
       if (m.metric() == servesim::proto::METRIC_UNSPECIFIED) {
         return absl::InvalidArgumentError(where + ": field metric is required");
       }
+      if (!servesim::proto::Metric_IsValid(m.metric())) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: field metric: %d is not a Metric (proto/calibration.proto)", where,
+            static_cast<int>(m.metric())));
+      }
       const bool zero_ok =
           m.infeasible() || m.metric() == servesim::proto::FITS_IN_MEMORY;
       if (!std::isfinite(m.value()) || m.value() < 0 || (!zero_ok && m.value() == 0)) {
@@ -117,6 +122,10 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(
       }
       db.measurements_.push_back(m);
     }
+  }
+  if (db.measurements_.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": no measurements (a measurement set needs at least one)"));
   }
   for (const Measurement& m : db.measurements_) {
     for (const std::string& dep : m.depends_on()) {

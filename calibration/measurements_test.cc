@@ -96,7 +96,13 @@ TEST(MeasurementDbTest, RejectsNanTolerancesBadPricesAndHugePromptCounts) {
            {[](auto& s) {
               s.mutable_measurements(0)->mutable_client()->set_num_prompts(1000000);
             },
-            "client.num_prompts: 1000000 is out of range [0, 100000]"}}) {
+            "client.num_prompts: 1000000 is out of range [0, 100000]"},
+           {[](auto& s) {
+              s.mutable_measurements(0)->set_metric(
+                  static_cast<servesim::proto::Metric>(99));
+            },
+            "field metric: 99 is not a Metric"},
+           {[](auto& s) { s.clear_measurements(); }, "test: no measurements"}}) {
     servesim::proto::MeasurementSet set;
     auto* r = set.add_runs();
     r->set_id("r");

@@ -135,6 +135,9 @@ def _config_args(config: Mapping[str, Any] | str | os.PathLike | None) -> list[s
     path = os.fspath(config)
     if os.path.isfile(path):
         return ["--config", path]
+    # A path that is not there would otherwise be parsed as inline text.
+    if path.endswith((".textproto", ".txtpb", ".pbtxt")) and "{" not in path:
+        raise ValueError(f"config: {path}: no such file")
     return ["--set", path]
 
 

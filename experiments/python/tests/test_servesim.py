@@ -340,6 +340,10 @@ def test_switches_and_file_lists_are_read_as_meant(tmp_path):
     assert not (tmp_path / "x.textproto").exists()
     with pytest.raises(ValueError, match="no result file"):
         servesim.calibrate([], device="mi300x")
+    # A config path that is not there is named, not parsed as inline text.
+    with pytest.raises(ValueError, match="nonexistent.textproto: no such file"):
+        servesim.simulate(str(tmp_path / "nonexistent.textproto"), device="l4",
+                          model="gemma-4-e2b")
 
 
 def test_calibrate_equals_cli_json_and_profile(tmp_path):
