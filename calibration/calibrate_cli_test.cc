@@ -84,6 +84,12 @@ TEST(CalibrateCliTest, ServerFlagsAreRangeCheckedAndRefusalsSayWhy) {
     EXPECT_THAT(r.err, HasSubstr("--gpu-memory-utilization: ")) << bad;
     EXPECT_THAT(r.err, HasSubstr(" is outside (0, 1]")) << bad;
   }
+  // In range but too small to load the model: the memory plan's reason,
+  // not the KV cache's internal field.
+  CliRun tiny = Servesim(Calibrate("--gpu-memory-utilization=0.0000001"));
+  EXPECT_EQ(tiny.exit_code, 2);
+  EXPECT_THAT(tiny.err, HasSubstr("exceed the requested 0.00 GiB"));
+  EXPECT_THAT(tiny.err, Not(HasSubstr("KvCacheSpec")));
   CliRun cal = Servesim(Calibrate("--calibration l4"));
   EXPECT_EQ(cal.exit_code, 2);
   EXPECT_THAT(cal.err, HasSubstr("--calibration: does not apply to calibrate (it fits a "

@@ -278,6 +278,12 @@ absl::StatusOr<std::vector<PointPrediction>> Predictor::Predict(
     for (const CellKey& key : CellsOf(m)) {
       if (results.count(key)) continue;
       const Deployment& d = deployments_.at(key.run);
+      // A timed cell needs a server that loads (a FITS_IN_MEMORY row may
+      // record one that does not; it is never simulated).
+      if (!d.memory.fits) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "run '%s' (measurement '%s'): %s", key.run, m.id(), d.memory.reason));
+      }
       auto& model = models[key.run];
       if (model == nullptr) model = RebuildStepModel(d, params);
       BenchCell cell = key.cell;
