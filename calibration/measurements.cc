@@ -123,10 +123,6 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(
       db.measurements_.push_back(m);
     }
   }
-  if (db.measurements_.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": no measurements (a measurement set needs at least one)"));
-  }
   for (const Measurement& m : db.measurements_) {
     for (const std::string& dep : m.depends_on()) {
       if (!db.measurement_index_.count(dep)) {

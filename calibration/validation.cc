@@ -642,7 +642,9 @@ absl::StatusOr<std::map<GroupKey, GroupData>> GroupMeasurements(
   for (const auto& [key, g] : groups) any_reported |= g.reported;
   if (!any_reported) {
     return absl::NotFoundError(
-        absl::StrFormat("validate: no measurements for device '%s'", options.device));
+        groups.empty() ? std::string("validate: the data files hold no measurement")
+                       : absl::StrFormat("validate: no measurements for device '%s'",
+                                         options.device));
   }
   return groups;
 }
