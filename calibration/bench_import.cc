@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -56,7 +57,7 @@ absl::Status OutOfRange(const std::string& path, const std::string& key,
 
 // The number at top-level `key`, or nullopt when the key is absent or null.
 // An error naming the file, the key and `allowed` when the value is a
-// string or boolean, or a number `ok` refuses (NaN and infinities are
+// string, boolean, array or object, or a number `ok` refuses (NaN and infinities are
 // refused by every caller's `ok`).
 template <typename Pred>
 absl::StatusOr<std::optional<double>> CheckedNumber(const BenchResult& r,
@@ -67,6 +68,8 @@ absl::StatusOr<std::optional<double>> CheckedNumber(const BenchResult& r,
     return OutOfRange(path, key, absl::StrFormat("the string \"%s\"", it->second),
                       allowed);
   }
+  if (auto it = r.others.find(key); it != r.others.end())
+    return OutOfRange(path, key, it->second, allowed);
   auto it = r.metrics.find(key);
   if (it == r.metrics.end()) return std::optional<double>();
   if (!ok(it->second)) return OutOfRange(path, key, JsonNumberText(it->second), allowed);
@@ -157,6 +160,26 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
   how.emplace_back(c.max_concurrency > 0 ? "max_concurrency" : "no max_concurrency key");
   if (std::isfinite(c.request_rate) && !burstiness)
     how.emplace_back("burstiness 1 (no key)");
+  // vLLM writes one entry per request sent, failed ones included: an array
+  // with fewer entries than completed requests is cut short or edited.
+  for (const auto& [key, size] :
+       {std::pair<const char*, std::optional<size_t>>{
+            "input_lens",
+            r.input_lens ? std::optional(r.input_lens->size()) : std::nullopt},
+        {"output_lens",
+         r.output_lens ? std::optional(r.output_lens->size()) : std::nullopt},
+        {"ttfts", r.ttfts ? std::optional(r.ttfts->size()) : std::nullopt},
+        {"itls", r.itls ? std::optional(r.itls->size()) : std::nullopt},
+        {"start_times",
+         r.start_times ? std::optional(r.start_times->size()) : std::nullopt},
+        {"errors", r.errors ? std::optional(r.errors->size()) : std::nullopt}}) {
+    if (size && static_cast<double>(*size) < completed) {
+      return OutOfRange(
+          path, key, absl::StrFormat("an array of %d entries", *size),
+          absl::StrFormat("one entry per request sent, at least completed (%s)",
+                          JsonNumberText(completed)));
+    }
+  }
   // Lengths: per-request arrays when present, else totals / completed.
   if (r.input_lens && r.output_lens && !r.input_lens->empty()) {
     RETURN_IF_ERROR(CheckLengths(path, "input_lens", *r.input_lens));
@@ -208,13 +231,25 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
     // The arrays must agree with the summary the medians came from: vLLM
     // sums output_lens into total_output_tokens (failed requests add 0) and
     // counts the requests without an error as completed.
-    if (auto it = r.metrics.find("total_output_tokens"); it != r.metrics.end()) {
+    // vLLM's total_input_tokens sums the input lengths of the successful
+    // requests only (a failed request's output_lens entry is 0, its
+    // input_lens entry is not), so with an errors list the input sum is
+    // taken over the requests without an error.
+    for (const auto& [lens_key, total_key, lens] :
+         {std::tuple<const char*, const char*, const std::vector<double>*>{
+              "input_lens", "total_input_tokens", &*r.input_lens},
+          {"output_lens", "total_output_tokens", &*r.output_lens}}) {
+      auto it = r.metrics.find(total_key);
+      if (it == r.metrics.end()) continue;
       double sum = 0;
-      for (double x : *r.output_lens) sum += x;
-      if (sum != it->second) {
-        return OutOfRange(path, "output_lens",
-                          absl::StrFormat("entries summing to %.0f", sum),
-                          absl::StrFormat("entries summing to total_output_tokens (%s)",
+      double sum_ok = 0;
+      for (size_t i = 0; i < lens->size(); ++i) {
+        sum += (*lens)[i];
+        if (!r.errors || (*r.errors)[i].empty()) sum_ok += (*lens)[i];
+      }
+      if (sum != it->second && sum_ok != it->second) {
+        return OutOfRange(path, lens_key, absl::StrFormat("entries summing to %.0f", sum),
+                          absl::StrFormat("entries summing to %s (%s)", total_key,
                                           JsonNumberText(it->second)));
       }
     }

@@ -169,5 +169,43 @@ TEST(BenchImportTest, RejectsBadPerRequestLengthNamingIndex) {
   ExpectRefused(path, "input_lens[2]", "integer token count");
 }
 
+// A metric written as an array or object is named, not read as "not
+// measured"; per-request arrays shorter than the completed requests (empty
+// ones included) are cut short.
+TEST(BenchImportTest, WrongTypedMetricAndShortPerRequestArraysAreRefused) {
+  ExpectRefused(CellWith("array_metric", "\"median_ttft_ms\": 12.974285499694815",
+                         "\"median_ttft_ms\": [12.97]"),
+                "median_ttft_ms", "an array is out of range");
+  ExpectRefused(CellWith("object_metric", "\"median_ttft_ms\": 12.974285499694815",
+                         "\"median_ttft_ms\": {\"ms\": 12.97}"),
+                "median_ttft_ms", "an object is out of range");
+  ExpectRefused(CellWith("empty_lens", "\"completed\": 8,",
+                         "\"completed\": 8, \"input_lens\": [], \"output_lens\": [],"),
+                "input_lens",
+                "an array of 0 entries is out of range (allowed: one entry per request "
+                "sent, at least completed (8))");
+  ExpectRefused(CellWith("short_ttfts", "\"completed\": 8,",
+                         "\"completed\": 8, \"ttfts\": [0.01, 0.01],"),
+                "ttfts", "an array of 2 entries");
+}
+
+// The per-request lengths must sum to the totals the summary was computed
+// from: vLLM sums input_lens over the successful requests into
+// total_input_tokens (the shipped cell: 8 x 128 = 1,024).
+TEST(BenchImportTest, InputLengthsMustSumToTotalInputTokens) {
+  const std::string lens = "\"output_lens\": [128, 128, 128, 128, 128, 128, 128, 128],";
+  ASSERT_TRUE(
+      ImportBenchFile(CellWith("lens_ok", "\"completed\": 8,",
+                               "\"completed\": 8, \"input_lens\": [128, 128, 128, "
+                               "128, 128, 128, 128, 128], " +
+                                   lens))
+          .ok());
+  ExpectRefused(CellWith("lens_sum", "\"completed\": 8,",
+                         "\"completed\": 8, \"input_lens\": [128, 128, 128, 128, 128, "
+                         "128, 128, 4096], " +
+                             lens),
+                "input_lens", "entries summing to total_input_tokens (1024)");
+}
+
 }  // namespace
 }  // namespace servesim

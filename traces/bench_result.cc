@@ -131,8 +131,14 @@ absl::StatusOr<BenchResult> ReadBenchResult(const std::string& path) {
       case Type::kBool:
         r.strings[key] = v.bool_value ? "true" : "false";
         break;
+      case Type::kArray:
+        r.others[key] = "an array";
+        break;
+      case Type::kObject:
+        r.others[key] = "an object";
+        break;
       default:
-        break;  // null, other arrays (generated_texts), objects
+        break;  // null
     }
   }
   for (const char* core : {"completed", "duration"}) {

@@ -24,6 +24,10 @@ struct BenchResult {
   // request_rate when written as "inf"; booleans as "true"/"false").
   // Null values are left out of both maps.
   std::map<std::string, std::string> strings;
+  // Every other top-level array or object but the per-request arrays below
+  // (generated_texts, a nested config), as "an array" / "an object", so a
+  // caller that expects a number at that key can say what it found.
+  std::map<std::string, std::string> others;
   // Per-request arrays, present only when the file has them.
   std::optional<std::vector<double>> input_lens;
   std::optional<std::vector<double>> output_lens;
