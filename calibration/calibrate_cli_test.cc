@@ -286,15 +286,25 @@ TEST(CalibrateCliTest, ResultFileOfAnotherModelIsRefused) {
   const std::string text = cli_test::ReadText(e2b);
   const std::string id = "\"model_id\": \"google/gemma-4-E2B-it\"";
   ASSERT_NE(text.find(id), std::string::npos) << text.substr(0, 400);
-  auto with_model = [&](const std::string& name, const std::string& model) {
-    std::string t = text;
+  auto with_model = [&](const std::string& from, const std::string& name,
+                        const std::string& model) {
+    std::string t = from;
     t.replace(t.find(id), id.size(), "\"model_id\": \"" + model + "\"");
     const std::string path = Scratch(name);
     std::ofstream(path) << t;
     return path;
   };
-  const std::string e4b = with_model("e4b.json", "google/gemma-4-E4B-it");
-  const std::string ft = with_model("ft.json", "my-org/private-finetune");
+  const std::string e4b = with_model(text, "e4b.json", "google/gemma-4-E4B-it");
+  // The fine-tune's file is another cell (4 streams): a copy of e2b.json
+  // would be the same measurement twice, which calibrate refuses.
+  const std::string c4 = Scratch("c4.json");
+  sim = Servesim(
+      "simulate --device l4 --model gemma-4-e2b --random-input-len 256 "
+      "--random-output-len 32 --max-concurrency 4 --num-prompts 8 --save-result '" +
+      c4 + "'");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const std::string ft =
+      with_model(cli_test::ReadText(c4), "ft.json", "my-org/private-finetune");
   CliRun r =
       Servesim("calibrate --device l4 --model gemma-4-e2b --no-progress --bench '" + e2b +
                "' '" + e4b + "' --out '" + ProfileOut() + "' --overwrite");
@@ -347,6 +357,32 @@ TEST(CalibrateCliTest, BadBuildLabelAndImpossibleLatencyAreRefused) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("key \"mean_ttft_ms\": 1e+300 is out of range (allowed: a "
                                "latency no longer than the run"));
+}
+
+// vLLM refuses a request longer than the context: a file whose requests
+// exceed --max-model-len (or the model's limit) is refused naming the file,
+// the keys and the context, not fitted as if the server had run them.
+TEST(CalibrateCliTest, RequestsLongerThanTheContextAreRefused) {
+  // The shipped cell: 8 x 128 in / 128 out; 8 x 40,000 in overruns 32,768.
+  const std::string cell =
+      CellWith("\"total_input_tokens\": 1024", "\"total_input_tokens\": 320000");
+  std::string text = ReadText(cell);
+  const size_t at = text.find("\"total_token_throughput\": ");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, text.find_first_of(",}", at) - at, "\"total_token_throughput\": 0");
+  std::ofstream(cell, std::ios::binary) << text;
+  CliRun r = Servesim(
+      "calibrate --device mi300x --max-model-len 32768 --no-progress "
+      "--bench '" +
+      cell + "' --out '" + ProfileOut() + "' --overwrite");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(cell + ": (total_input_tokens + total_output_tokens) / "
+                                      "completed: 40128 tokens is out of range (allowed: "
+                                      "at most the context, --max-model-len 32768"));
+  // The same file under a context that holds it gets past the check.
+  r = Servesim("calibrate --device mi300x --max-model-len 65536 --no-progress --bench '" +
+               cell + "' --out '" + ProfileOut() + "' --overwrite");
+  EXPECT_THAT(r.err, Not(HasSubstr("out of range"))) << r.err;
 }
 
 // A shared parameter belongs to every member's profile: refitting one

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <filesystem>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "calibration/embedded_data.h"
@@ -36,9 +38,16 @@ std::string MetricName(servesim::proto::Metric m) {
 
 absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(
     const std::vector<MeasurementSet>& sets, const std::string& origin) {
+  return FromNamedSets(sets, std::vector<std::string>(sets.size(), origin));
+}
+
+absl::StatusOr<MeasurementDb> MeasurementDb::FromNamedSets(
+    const std::vector<MeasurementSet>& sets, const std::vector<std::string>& names) {
   MeasurementDb db;
-  for (const MeasurementSet& set : sets) {
-    for (const ServerRun& run : set.runs()) {
+  std::vector<size_t> set_of;  // measurement index -> the set that holds it
+  for (size_t s = 0; s < sets.size(); ++s) {
+    const std::string& origin = names.at(s);
+    for (const ServerRun& run : sets[s].runs()) {
       if (run.id().empty() || run.device().empty() || run.model().empty()) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "%s: run '%s': id, device and model are required", origin, run.id()));
@@ -72,8 +81,10 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(
       db.runs_.push_back(run);
     }
   }
-  for (const MeasurementSet& set : sets) {
-    for (const Measurement& m : set.measurements()) {
+  absl::flat_hash_map<std::string, std::string> cells;  // measurement key -> id
+  for (size_t s = 0; s < sets.size(); ++s) {
+    const std::string& origin = names.at(s);
+    for (const Measurement& m : sets[s].measurements()) {
       const std::string where = absl::StrFormat("%s: measurement '%s'", origin, m.id());
       if (m.id().empty())
         return absl::InvalidArgumentError(origin + ": a measurement has no id");
@@ -96,6 +107,28 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(
             "%s: field value: %g must be finite and > 0 (0 only for infeasible cells and "
             "FITS_IN_MEMORY)",
             where, m.value()));
+      }
+      // A cell not run has no value; a loaded/not-loaded flag is 0 or 1; any
+      // other measured quantity (tok/s, ms, USD, tokens, a ratio) lies in
+      // [1e-6, 1e12], so a typo never turns into a 300-digit error.
+      if (m.infeasible() && m.value() != 0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: field value: %g with infeasible: true (a cell that was not run has "
+            "value 0)",
+            where, m.value()));
+      }
+      if (m.metric() == servesim::proto::FITS_IN_MEMORY && m.value() != 0 &&
+          m.value() != 1) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: field value: %g for FITS_IN_MEMORY must be 0 (failed to load) or 1 "
+            "(loaded)",
+            where, m.value()));
+      }
+      if (m.value() != 0 &&
+          (m.value() < kMinMeasuredValue || m.value() > kMaxMeasuredValue)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: field value: %g is out of range [%g, %g] (or 0 where allowed)", where,
+            m.value(), kMinMeasuredValue, kMaxMeasuredValue));
       }
       if (!(m.tolerance_pct() >= 0 && std::isfinite(m.tolerance_pct())) ||
           !(m.rel_sigma() >= 0 && std::isfinite(m.rel_sigma()))) {
@@ -120,15 +153,31 @@ absl::StatusOr<MeasurementDb> MeasurementDb::FromSets(
       if (!db.measurement_index_.emplace(m.id(), db.measurements_.size()).second) {
         return absl::InvalidArgumentError(where + ": id appears twice");
       }
+      // A measurement appears once: the same run, metric, client method,
+      // price and value under a second id (a copied row or file) would count
+      // twice in the fit and in every MAPE. Repetitions of one cell differ in
+      // value and are kept.
+      std::string cell = absl::StrCat(m.run(), "\n", static_cast<int>(m.metric()), "\n",
+                                      m.value(), "\n", m.price_usd_per_hour(), "\n",
+                                      absl::StrJoin(m.depends_on(), ","), "\n");
+      m.client().AppendToString(&cell);
+      if (auto [it, fresh] = cells.emplace(std::move(cell), m.id()); !fresh) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: the same measurement as '%s' (run, metric, client, price and value "
+            "alike); give a measurement once",
+            where, it->second));
+      }
       db.measurements_.push_back(m);
+      set_of.push_back(s);
     }
   }
-  for (const Measurement& m : db.measurements_) {
+  for (size_t i = 0; i < db.measurements_.size(); ++i) {
+    const Measurement& m = db.measurements_[i];
     for (const std::string& dep : m.depends_on()) {
       if (!db.measurement_index_.count(dep)) {
         return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: measurement '%s': field depends_on: unknown measurement '%s'", origin,
-            m.id(), dep));
+            "%s: measurement '%s': field depends_on: unknown measurement '%s'",
+            names.at(set_of[i]), m.id(), dep));
       }
     }
   }
@@ -141,7 +190,7 @@ absl::StatusOr<MeasurementDb> MeasurementDb::Load(const std::vector<std::string>
     ASSIGN_OR_RETURN(MeasurementSet s, ParseFile(p));
     sets.push_back(std::move(s));
   }
-  return FromSets(sets, absl::StrJoin(paths, ", "));
+  return FromNamedSets(sets, paths);
 }
 
 absl::StatusOr<MeasurementDb> MeasurementDb::LoadDir(const std::string& dir) {
@@ -173,7 +222,7 @@ absl::StatusOr<MeasurementDb> MeasurementDb::LoadShipped() {
     return absl::NotFoundError(absl::StrFormat(
         "%s: no data files were embedded in this build", kDefaultDataDir));
   }
-  return FromSets(sets, absl::StrJoin(names, ", "));
+  return FromNamedSets(sets, names);
 }
 
 absl::StatusOr<MeasurementDb> MeasurementDb::LoadNamed(const std::string& dir) {

@@ -34,6 +34,11 @@ class MeasurementDb {
   static absl::StatusOr<MeasurementDb> FromSets(
       const std::vector<servesim::proto::MeasurementSet>& sets,
       const std::string& origin);
+  // The same, with one name per set (its file), so an error names the file
+  // that holds the run or measurement at fault.
+  static absl::StatusOr<MeasurementDb> FromNamedSets(
+      const std::vector<servesim::proto::MeasurementSet>& sets,
+      const std::vector<std::string>& names);
 
   const std::vector<servesim::proto::ServerRun>& runs() const { return runs_; }
   const std::vector<servesim::proto::Measurement>& measurements() const {
@@ -65,6 +70,11 @@ std::string MetricName(servesim::proto::Metric m);
 // The most requests one measured cell may hold (each fit evaluation
 // re-simulates every cell).
 inline constexpr int32_t kMaxCellPrompts = 100000;
+
+// The range of a measured value other than 0 (tok/s, ms, USD, tokens and
+// ratios alike): outside it, a value is a typo or a unit slip.
+inline constexpr double kMinMeasuredValue = 1e-6;
+inline constexpr double kMaxMeasuredValue = 1e12;
 
 }  // namespace servesim
 

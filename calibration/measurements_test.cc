@@ -71,11 +71,78 @@ TEST(MeasurementDbTest, RejectsZeroValueOfFeasibleCell) {
   EXPECT_TRUE(MeasurementDb::FromSets({set}, "test").ok());
 }
 
-// NaN tolerances and sigmas, negative or non-finite prices and prompt
-// counts no fit can re-simulate are errors naming the field (a NaN
-// tolerance unchecked the point, a negative price gave negative costs, a
-// million prompts ran for hours).
-TEST(MeasurementDbTest, RejectsNanTolerancesBadPricesAndHugePromptCounts) {
+// Loaded from several files, an error names the file that holds the run or
+// measurement at fault, not every file of the folder.
+TEST(MeasurementDbTest, ErrorNamesTheFileOfTheRunOrMeasurement) {
+  servesim::proto::MeasurementSet good;
+  auto* r = good.add_runs();
+  r->set_id("r");
+  r->set_device("t4");
+  r->set_model("gemma-4-e2b");
+  servesim::proto::MeasurementSet bad;
+  bad.add_runs()->set_id("no-device");
+  auto db =
+      MeasurementDb::FromNamedSets({good, bad}, {"data/a.textproto", "data/b.textproto"});
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().message().rfind("data/b.textproto: run 'no-device'", 0), 0)
+      << db.status();
+  bad.clear_runs();
+  auto* m = bad.add_measurements();
+  m->set_id("x");
+  m->set_run("r");  // a run of the other file
+  m->set_metric(servesim::proto::OUTPUT_THROUGHPUT);
+  m->set_value(1);
+  m->add_depends_on("missing");
+  db =
+      MeasurementDb::FromNamedSets({good, bad}, {"data/a.textproto", "data/b.textproto"});
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().message().rfind(
+                "data/b.textproto: measurement 'x': field depends_on: unknown", 0),
+            0)
+      << db.status();
+}
+
+// A measurement appears once: a second id for the same run, metric,
+// client, price and value (a copied row) is refused naming both ids;
+// another concurrency, metric or value (a repetition) is kept.
+TEST(MeasurementDbTest, RejectsTheSameMeasurementUnderTwoIds) {
+  servesim::proto::MeasurementSet set;
+  auto* r = set.add_runs();
+  r->set_id("r");
+  r->set_device("t4");
+  r->set_model("gemma-4-e2b");
+  for (const char* id : {"a", "b"}) {
+    auto* m = set.add_measurements();
+    m->set_id(id);
+    m->set_run("r");
+    m->set_metric(servesim::proto::OUTPUT_THROUGHPUT);
+    m->set_value(100);
+    m->mutable_client()->set_kind(servesim::proto::ClientMethod::BENCH_SERVE_CLOSED_LOOP);
+    m->mutable_client()->set_max_concurrency(4);
+  }
+  auto db = MeasurementDb::FromSets({set}, "test");
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.status().message().find("measurement 'b': the same measurement as 'a' "
+                                       "(run, metric, client, price and value"),
+            std::string::npos)
+      << db.status();
+  auto* b = set.mutable_measurements(1);
+  b->mutable_client()->set_max_concurrency(16);
+  EXPECT_TRUE(MeasurementDb::FromSets({set}, "test").ok());
+  b->mutable_client()->set_max_concurrency(4);
+  b->set_metric(servesim::proto::MEDIAN_TTFT_MS);
+  EXPECT_TRUE(MeasurementDb::FromSets({set}, "test").ok());
+  b->set_metric(servesim::proto::OUTPUT_THROUGHPUT);
+  b->set_value(103);
+  EXPECT_TRUE(MeasurementDb::FromSets({set}, "test").ok());
+}
+
+// NaN tolerances and sigmas, negative or non-finite prices, prompt counts
+// no fit can re-simulate and values out of any instrument's range are
+// errors naming the field (a NaN tolerance unchecked the point, a negative
+// price gave negative costs, a million prompts ran for hours, a value of
+// 1e-300 printed a 300-digit error).
+TEST(MeasurementDbTest, RejectsNanTolerancesBadPricesHugePromptCountsAndValues) {
   const double nan = std::nan("");
   struct Case {
     std::function<void(servesim::proto::MeasurementSet&)> edit;
@@ -101,7 +168,20 @@ TEST(MeasurementDbTest, RejectsNanTolerancesBadPricesAndHugePromptCounts) {
               s.mutable_measurements(0)->set_metric(
                   static_cast<servesim::proto::Metric>(99));
             },
-            "field metric: 99 is not a Metric"}}) {
+            "field metric: 99 is not a Metric"},
+           // A value no instrument reads (a typo, a unit slip) and a value on
+           // a cell that was never run.
+           {[](auto& s) { s.mutable_measurements(0)->set_value(1e-300); },
+            "field value: 1e-300 is out of range [1e-06, 1e+12]"},
+           {[](auto& s) { s.mutable_measurements(0)->set_value(3e14); },
+            "field value: 3e+14 is out of range"},
+           {[](auto& s) { s.mutable_measurements(0)->set_infeasible(true); },
+            "field value: 1 with infeasible: true"},
+           {[](auto& s) {
+              s.mutable_measurements(0)->set_metric(servesim::proto::FITS_IN_MEMORY);
+              s.mutable_measurements(0)->set_value(0.5);
+            },
+            "field value: 0.5 for FITS_IN_MEMORY must be 0 (failed to load) or 1"}}) {
     servesim::proto::MeasurementSet set;
     auto* r = set.add_runs();
     r->set_id("r");

@@ -309,6 +309,42 @@ int RunCalibrate(const CalibrateFlags& f) {
       }
     }
   }
+  // vLLM refuses a request longer than the context (HTTP 400), so a result
+  // file whose successful requests exceed it was measured under another
+  // --max-model-len (or is not a vLLM file): fitting it would simulate
+  // requests the server never ran.
+  if (absl::StatusOr<servesim::proto::ModelArch> arch = FindModel(model); arch.ok()) {
+    const int64_t context = server.max_model_len() > 0 ? server.max_model_len()
+                                                       : arch->max_position_embeddings();
+    for (const ImportedCell& c : cells) {
+      if (context <= 0) break;
+      std::string what;
+      double longest = 0;
+      if (!c.input_lens.empty()) {
+        for (size_t i = 0; i < c.input_lens.size() && i < c.output_lens.size(); ++i) {
+          if (i < c.errors.size() && !c.errors[i].empty()) continue;  // refused or failed
+          const double n = static_cast<double>(c.input_lens[i]) + c.output_lens[i];
+          if (n > longest) {
+            longest = n;
+            what = absl::StrFormat("input_lens[%d] + output_lens[%d]", i, i);
+          }
+        }
+      } else {
+        longest = c.input_tokens + c.output_tokens;
+        what = "(total_input_tokens + total_output_tokens) / completed";
+      }
+      if (longest > static_cast<double>(context)) {
+        Err(absl::StrFormat(
+            "%s: %s: %.0f tokens is out of range (allowed: at most the context, %s %lld; "
+            "vLLM refuses a longer request, so calibrate with the --max-model-len the "
+            "server ran)",
+            c.path, what, longest,
+            server.max_model_len() > 0 ? "--max-model-len" : "the model's limit",
+            static_cast<long long>(context)));
+        return kExitBadInput;
+      }
+    }
+  }
   run->set_model(model);
   run->set_dtype(server.dtype());
   run->set_quantization(server.quantization());
