@@ -155,16 +155,20 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": field ", field, " is missing (required: ", what, ")"));
   };
-  // A positive finite number in (0, hi], or 0 when `optional`.
-  auto range = [&](const char* field, double v, double hi, const char* unit,
-                   bool optional) -> absl::Status {
+  // A finite number in [lo, hi] (lo 0: in (0, hi]), or 0 when `optional`.
+  auto range_from = [&](const char* field, double v, double lo, double hi,
+                        const char* unit, bool optional) -> absl::Status {
     if (optional && v == 0) return absl::OkStatus();
-    if (!(std::isfinite(v) && v > 0 && v <= hi)) {
-      return bad(field, absl::StrCat(v, " is out of range (allowed: ", unit, " in (0, ",
-                                     hi, "]", optional ? ", or 0/absent" : "", ")"));
+    if (!(std::isfinite(v) && v > 0 && v >= lo && v <= hi)) {
+      return bad(field,
+                 absl::StrCat(v, " is out of range (allowed: ", unit, " in ",
+                              lo > 0 ? absl::StrCat("[", lo) : std::string("(0"), ", ",
+                              hi, "]", optional ? ", or 0/absent" : "", ")"));
     }
     return absl::OkStatus();
   };
+  auto range = [&](const char* field, double v, double hi, const char* unit,
+                   bool optional) { return range_from(field, v, 0, hi, unit, optional); };
   if (!d.origin().empty() || !d.content_hash().empty()) {
     return bad(d.origin().empty() ? "content_hash" : "origin",
                "is set by the catalog when it loads a file; remove it");
@@ -187,30 +191,37 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
     return bad("architecture", absl::StrCat("'", d.architecture(),
                                             "' (allowed: ", Join(kArchitectures), ")"));
   }
-  // Memory and bandwidth: far above any device, far below overflow.
+  // Memory, bandwidth and peaks: far above any device, far below overflow,
+  // and no lower than a device anyone serves a model on (a bandwidth of
+  // 1 B/s puts a step past the simulator's clock).
   if (d.memory_bytes() == 0)
     return missing("memory_bytes", "physical memory in bytes, > 0");
-  RETURN_IF_ERROR(range("memory_bytes", d.memory_bytes(), 1e14, "bytes", false));
+  RETURN_IF_ERROR(
+      range_from("memory_bytes", d.memory_bytes(), 1e8, 1e14, "bytes", false));
   if (d.usable_memory_gib() == 0)
     return missing("usable_memory_gib", "GiB the runtime can use, > 0");
   RETURN_IF_ERROR(range("usable_memory_gib", d.usable_memory_gib(),
                         d.memory_bytes() / kGib, "GiB up to memory_bytes", false));
   if (d.bandwidth_bytes_per_s() == 0)
     return missing("bandwidth_bytes_per_s", "peak memory bandwidth in bytes/s, > 0");
-  RETURN_IF_ERROR(
-      range("bandwidth_bytes_per_s", d.bandwidth_bytes_per_s(), 1e14, "bytes/s", false));
+  RETURN_IF_ERROR(range_from("bandwidth_bytes_per_s", d.bandwidth_bytes_per_s(), 1e9,
+                             1e14, "bytes/s", false));
   if (d.peak_flops_fp16() == 0)
     return missing("peak_flops_fp16", "dense 16-bit tensor FLOP/s, > 0");
-  RETURN_IF_ERROR(range("peak_flops_fp16", d.peak_flops_fp16(), 1e17, "FLOP/s", false));
-  RETURN_IF_ERROR(range("peak_flops_bf16", d.peak_flops_bf16(), 1e17, "FLOP/s", true));
-  RETURN_IF_ERROR(range("peak_flops_fp8", d.peak_flops_fp8(), 1e17, "FLOP/s", true));
-  RETURN_IF_ERROR(range("peak_ops_int8", d.peak_ops_int8(), 1e17, "OP/s", true));
+  RETURN_IF_ERROR(
+      range_from("peak_flops_fp16", d.peak_flops_fp16(), 1e10, 1e17, "FLOP/s", false));
+  RETURN_IF_ERROR(
+      range_from("peak_flops_bf16", d.peak_flops_bf16(), 1e10, 1e17, "FLOP/s", true));
+  RETURN_IF_ERROR(
+      range_from("peak_flops_fp8", d.peak_flops_fp8(), 1e10, 1e17, "FLOP/s", true));
+  RETURN_IF_ERROR(
+      range_from("peak_ops_int8", d.peak_ops_int8(), 1e10, 1e17, "OP/s", true));
   RETURN_IF_ERROR(range("onchip_bytes", d.onchip_bytes(), 1e11, "bytes", true));
   RETURN_IF_ERROR(range("shared_memory_per_block_bytes",
                         d.shared_memory_per_block_bytes(), 1e9, "bytes", true));
   RETURN_IF_ERROR(range("board_power_w", d.board_power_w(), 1e5, "W", true));
-  RETURN_IF_ERROR(range("sustained_clock_ratio", d.sustained_clock_ratio(), 1,
-                        "fraction of the boost clock", true));
+  RETURN_IF_ERROR(range_from("sustained_clock_ratio", d.sustained_clock_ratio(), 0.05, 1,
+                             "fraction of the boost clock", true));
   RETURN_IF_ERROR(range("non_torch_gib", d.non_torch_gib(), d.usable_memory_gib(),
                         "GiB up to usable_memory_gib", true));
   RETURN_IF_ERROR(
@@ -343,7 +354,19 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
       return bad("prices",
                  absl::StrCat("offer ", i + 1, ": date '", dt, "' is not YYYY-MM-DD"), i);
   }
-  // param_priors: known names, finite non-negative values; fractions <= 1.
+  // param_priors: each key once (a map keeps the last of two silently),
+  // known names, values inside the step-parameter table's bounds.
+  if (tree != nullptr) {
+    const FieldDescriptor* fd = desc->FindFieldByName("param_priors");
+    int entries = 0;
+    while (t.GetLocation(fd, entries).line >= 0) ++entries;
+    if (entries > d.param_priors_size()) {
+      return bad("param_priors",
+                 absl::StrCat(entries, " entries for ", d.param_priors_size(),
+                              " distinct keys: a key is given twice (give each once)"),
+                 d.param_priors_size());
+    }
+  }
   {
     std::vector<std::string> keys;
     for (const auto& [k, v] : d.param_priors()) keys.push_back(k);
@@ -355,25 +378,38 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
         return bad("param_priors", absl::StrCat("unknown key '", k,
                                                 "' (allowed: ", AllowedPriorKeys(), ")"));
       }
-      const bool fraction = std::string_view(spec->unit) == "fraction";
-      if (!(std::isfinite(v) && v >= 0 && (!fraction || v <= 1))) {
+      // The step-parameter table's bounds (the ones a fit keeps to): a
+      // prior outside them (a host cost of 1e300 us, an efficiency of 0)
+      // gives steps no device runs, or times past the simulator's clock.
+      // attn_unit_gbs (upper +inf) is bounded by the device's bandwidth.
+      const double upper =
+          std::isfinite(spec->upper) ? spec->upper : d.bandwidth_bytes_per_s() / 1e9;
+      const bool off = spec->when == StepParameterWhen::kPositive && v == 0;
+      if (!off && !(std::isfinite(v) && v >= spec->lower && v <= upper)) {
         return bad(
             "param_priors",
-            absl::StrCat("'", k, "': ", v, " is out of range (allowed: ",
-                         fraction ? "a fraction in [0, 1]" : "a finite value >= 0", ")"));
+            absl::StrCat("'", k, "': ", v, " is out of range (allowed: [", spec->lower,
+                         ", ", upper, "] ", spec->unit,
+                         spec->when == StepParameterWhen::kPositive ? ", or 0: off" : "",
+                         ")"));
       }
     }
   }
   if (d.has_interconnect()) {
     const proto::Interconnect& ic = d.interconnect();
-    if (!(std::isfinite(ic.bandwidth_bytes_per_s()) && ic.bandwidth_bytes_per_s() >= 0 &&
-          ic.bandwidth_bytes_per_s() <= 1e14) ||
-        !(std::isfinite(ic.host_link_bytes_per_s()) && ic.host_link_bytes_per_s() >= 0 &&
-          ic.host_link_bytes_per_s() <= 1e14) ||
+    // 0: unknown (the catalog's default); else at least 1e8 B/s, a link
+    // slower than any a server is built with.
+    const auto link_ok = [](double b) {
+      return std::isfinite(b) && (b == 0 || (b >= 1e8 && b <= 1e14));
+    };
+    if (!link_ok(ic.bandwidth_bytes_per_s()) || !link_ok(ic.host_link_bytes_per_s()) ||
         ic.max_devices_per_node() < 0 || ic.max_devices_per_node() > 1 << 16) {
       return bad("interconnect",
-                 "a bandwidth or max_devices_per_node is out of range (allowed: bytes/s "
-                 "in [0, 1e14], devices in [0, 65536])");
+                 absl::StrCat("bandwidth_bytes_per_s ", ic.bandwidth_bytes_per_s(),
+                              ", host_link_bytes_per_s ", ic.host_link_bytes_per_s(),
+                              " or max_devices_per_node ", ic.max_devices_per_node(),
+                              " is out of range (allowed: bytes/s 0 (unknown) or in "
+                              "[1e8, 1e14], devices in [0, 65536])"));
     }
     // Checked here, where the file is read, not first at
     // --tensor-parallel-size > 1 (where the message named no line).

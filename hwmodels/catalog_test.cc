@@ -93,7 +93,25 @@ TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
                 HasSubstr(absl::StrCat(
                     "t4x.textproto:", LineOf(text, "sustained_clock_ratio: 1.5"),
                     ": field sustained_clock_ratio: 1.5 is out of range "
-                    "(allowed: fraction of the boost clock in (0, 1]")));
+                    "(allowed: fraction of the boost clock in [0.05, 1]")));
+  }
+  // A bandwidth or peak no device has (1 B/s put every step past the
+  // simulator's clock and made the predictions faster, not slower), and an
+  // interconnect below 1e8 B/s (1e-300 aborted a tensor-parallel run).
+  {
+    const std::string text = DeviceTextWith("h100-sxm", "bandwidth_bytes_per_s: 3.35e12",
+                                            "bandwidth_bytes_per_s: 1");
+    auto d = ParseDeviceText(text, "slow.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(),
+                HasSubstr("field bandwidth_bytes_per_s: 1 is out of range (allowed: "
+                          "bytes/s in [1e+09, 1e+14]"));
+    const std::string ic = DeviceTextWith("h100-sxm", "bandwidth_bytes_per_s: 900e9",
+                                          "bandwidth_bytes_per_s: 1e-300");
+    d = ParseDeviceText(ic, "ic.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(),
+                HasSubstr("bandwidth_bytes_per_s 1e-300, host_link_bytes_per_s"));
   }
   // A negative collective latency: named where the file is read (it was
   // accepted until --tensor-parallel-size > 1, then named no line).
@@ -183,10 +201,42 @@ TEST(CatalogTest, PriorKeysAreTheStepParameterTable) {
     const std::string key = p.when == StepParameterWhen::kQuantized
                                 ? absl::StrCat(p.name, ".marlin")
                                 : std::string(p.name);
-    const std::string text = DeviceTextWith(
-        "l4", from, absl::StrCat("param_priors { key: \"", key, "\" value: 0.5 }"));
-    auto d = ParseDeviceText(text, "l4.textproto");
+    // The l4 file with its own entry for `key` (if any) left out and one
+    // entry of value `v` in place of its bw_eff_weights line.
+    const auto with_prior = [&](double v) {
+      std::string text = *DeviceFileText("l4");
+      const std::string own = absl::StrCat("param_priors { key: \"", key, "\" ");
+      if (key != "bw_eff_weights") {
+        for (size_t at = text.find(own); at != std::string::npos; at = text.find(own))
+          text.erase(at, text.find('\n', at) - at);
+      }
+      text.replace(text.find(from), from.size(),
+                   absl::StrCat("param_priors { key: \"", key, "\" value: ", v, " }"));
+      return text;
+    };
+    auto d = ParseDeviceText(with_prior(std::max(p.lower, std::min(0.5, p.upper))),
+                             "l4.textproto");
     EXPECT_TRUE(d.ok()) << key << ": " << d.status();
+    // Outside the table's bounds (a host cost of 1e300 us put steps past the
+    // simulator's clock and aborted it): an error with the allowed range.
+    const double outside = std::isfinite(p.upper) ? p.upper * 10 + 1 : 1e300;
+    auto bad = ParseDeviceText(with_prior(outside), "l4.textproto");
+    ASSERT_FALSE(bad.ok()) << key;
+    EXPECT_THAT(bad.status().message(),
+                HasSubstr(absl::StrCat("'", key, "': ", outside,
+                                       " is out of range (allowed: [", p.lower, ", ")))
+        << key;
+  }
+  // A key given twice: a map keeps the last silently, so it is an error.
+  {
+    auto d = ParseDeviceText(
+        DeviceTextWith("l4", from,
+                       absl::StrCat(from,
+                                    "\nparam_priors { key: \"bw_eff_weights\" value: "
+                                    "0.5 }")),
+        "l4.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(d.status().message(), HasSubstr("a key is given twice"));
   }
   for (const std::string bad :
        {"bw_eff_weight", "quant_kernel_eff", "quant_kernel_eff.dense"}) {
