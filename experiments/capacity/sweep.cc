@@ -650,7 +650,8 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
     }
     jl = std::vector<std::string>();
     // Results of another grid entirely (no point in common) are not
-    // replaced silently; an edited grid keeps its unchanged points.
+    // replaced silently; an edited grid keeps its unchanged points (and
+    // drops the others only with --overwrite, below).
     if (other > 0 && jmap.empty() && !options.replace_other_results) {
       fs::remove(grid_tmp, ec);
       return absl::AlreadyExistsError(
@@ -658,18 +659,50 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
                        " results of another grid (no point of this one); "
                        "give another --out, or --overwrite to discard them"));
     }
-    if (!cl.empty() && cl[0] == header) {
+    const bool csv_columns_differ = cl.empty() || cl[0] != header;
+    if (!csv_columns_differ) {
       for (size_t i = 1; i < cl.size(); ++i) {
         if (!ParseRowKey(cl[i], false, &id, &hash)) continue;
         const auto it = jmap.find(id);
         // A point is done when both its lines agree on its status; a
-        // corrupted line reruns the point.
-        if (it != jmap.end() && it->second.first == hash &&
-            !AgreedStatus(it->second.second, cl[i], axis_columns.size()).empty()) {
+        // corrupted line reruns the point, and so does an error (a trace
+        // file that was missing, a device file since fixed: the cause may
+        // be gone), where ok and infeasible are the model's answers.
+        if (it == jmap.end() || it->second.first != hash) continue;
+        const std::string status =
+            AgreedStatus(it->second.second, cl[i], axis_columns.size());
+        if (!status.empty() && status != "error") {
           done[id] = std::make_unique<PointLines>(
               PointLines{it->second.second, std::move(cl[i])});
         }
       }
+    }
+    // Finished results are never dropped silently: lines of points this
+    // grid no longer has (an edited axis or base, another shard's points)
+    // and results whose CSV has other columns (--interval or an axis name
+    // changed; the CSV missing) would be discarded by the rewrite below.
+    const int64_t other_columns =
+        csv_columns_differ ? static_cast<int64_t>(jmap.size()) : 0;
+    if ((other > 0 || other_columns > 0) && !options.replace_other_results) {
+      int64_t kept = 0;
+      for (const auto& d : done) kept += d ? 1 : 0;
+      std::vector<std::string> why;
+      if (other > 0) {
+        why.push_back(absl::StrCat(other,
+                                   " of points this grid does not have as they were "
+                                   "run (an edited axis or base, another shard's)"));
+      }
+      if (other_columns > 0) {
+        why.push_back(absl::StrCat(other_columns,
+                                   " of this grid whose results.csv has other columns or "
+                                   "is missing (--interval or an axis name changed)"));
+      }
+      fs::remove(grid_tmp, ec);
+      return absl::AlreadyExistsError(absl::StrCat(
+          out_dir, " holds ", other + other_columns, " results this run would discard (",
+          absl::StrJoin(why, "; "), "); ", kept,
+          " finished points would be resumed; give another --out, or --overwrite to "
+          "discard them"));
     }
   }
   fs::rename(grid_tmp, grid_path, ec);

@@ -470,6 +470,13 @@ TEST(RunSweepTest, InvalidPointsAreErrorsNotInfeasible) {
   EXPECT_THAT(ReadFile(d / "results.csv"),
               HasSubstr(absl::StrCat(",error,trace.csv:3: bad record,,,,",
                                      VersionString(), ",", CommitString(), "\n")));
+  // A resume reruns the error points (their cause, a missing trace or a bad
+  // file, may be fixed) and keeps the answered ones (ok, infeasible).
+  auto again = Sweep(g, d, f, 2);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->num_run, 100);
+  EXPECT_EQ(again->num_resumed, 400);
+  EXPECT_EQ(again->num_failed, 100);
   fs::remove_all(d);
 }
 
@@ -570,15 +577,31 @@ TEST(RunSweepTest, TornLastLineIsRerunNotKept) {
   fs::remove_all(d);
 }
 
+// An edited grid keeps its unchanged points, but the finished results it
+// would drop (here the 100 points of the replaced axis value) are dropped
+// only when asked: without --overwrite the run is refused, files untouched.
 TEST(RunSweepTest, ChangedBaseConfigRerunsThePointsItChanges) {
   const fs::path d = FreshDir("changed");
   FakeRunner f;
   ASSERT_TRUE(Sweep(Grid500(), d, f, 1).ok());
+  const std::string before = ReadFile(d / "results.jsonl");
   proto::SweepGrid g = Grid500();
   g.mutable_axes(0)->set_values(4, "tpu-v6e");  // replaces "nofit": 100 points
   FakeRunner f2;
-  auto s = Sweep(g, d, f2, 2);
-  ASSERT_TRUE(s.ok());
+  auto refused = Sweep(g, d, f2, 2);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("holds 100 results this run would discard (100 of points this "
+                        "grid does not have as they were run"));
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("400 finished points would be resumed"));
+  EXPECT_EQ(ReadFile(d / "results.jsonl"), before);
+  SweepOptions replace;
+  replace.jobs = 2;
+  replace.progress = 0;
+  replace.replace_other_results = true;
+  auto s = RunSweep(g, d.string(), f2.Runner(), replace);
+  ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->num_resumed, 400);
   EXPECT_EQ(s->num_run, 100);
   EXPECT_EQ(s->num_failed, 0);
@@ -608,6 +631,45 @@ TEST(RunSweepTest, AnotherGridsResultsAreNotReplacedUnlessAsked) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->num_run, 500);
   fs::remove_all(d);
+}
+
+// Finished results were dropped without a word when the CSV's columns
+// changed (--interval added, an axis renamed) or a shard ran into a folder
+// holding the whole grid: both are refused, files untouched.
+TEST(RunSweepTest, ChangedCsvColumnsOrAShardIntoAFullRunAreRefused) {
+  const fs::path d = FreshDir("columns");
+  FakeRunner f;
+  ASSERT_TRUE(Sweep(Grid500(), d, f, 1).ok());
+  const std::string before = ReadFile(d / "results.jsonl");
+  std::string csv = ReadFile(d / "results.csv");
+  csv.replace(0, csv.find('\n'), "point,renamed");
+  {
+    std::ofstream o(d / "results.csv", std::ios::binary | std::ios::trunc);
+    o << csv;
+  }
+  auto refused = Sweep(Grid500(), d, f, 1);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(
+      refused.status().message(),
+      HasSubstr("holds 500 results this run would discard (500 of this grid whose "
+                "results.csv has other columns or is missing"));
+  EXPECT_EQ(ReadFile(d / "results.jsonl"), before);
+  EXPECT_EQ(ReadFile(d / "results.csv"), csv);
+
+  const fs::path full = FreshDir("fullshard");
+  ASSERT_TRUE(Sweep(Grid500(), full, f, 1).ok());
+  const std::string all = ReadFile(full / "results.jsonl");
+  SweepOptions shard;
+  shard.jobs = 1;
+  shard.progress = 0;
+  shard.shard_index = 0;
+  shard.shard_count = 2;
+  auto s = RunSweep(Grid500(), full.string(), f.Runner(), shard);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kAlreadyExists) << s.status();
+  EXPECT_THAT(s.status().message(), HasSubstr("another shard's"));
+  EXPECT_EQ(ReadFile(full / "results.jsonl"), all);
+  fs::remove_all(d);
+  fs::remove_all(full);
 }
 
 TEST(RunSweepTest, GridFileIsWrittenAndReadsBack) {

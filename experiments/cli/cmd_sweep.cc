@@ -118,8 +118,9 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0.001, 1e6));
   cmd->add_flag(
       "--overwrite,--replace", flags->replace,
-      "discard results in --out that belong to another grid (refused otherwise;\n"
-      "results of this grid are resumed)");
+      "discard finished results in --out that this run would not keep: another\n"
+      "grid's, points an edited grid no longer has, another shard's, a results.csv\n"
+      "with other columns (refused otherwise; results of this grid are resumed)");
   CLI::Option* interval_opt = cmd->add_option(
       "--interval", flags->interval,
       "add <metric>_lo / <metric>_hi columns: prediction intervals at this level\n"
