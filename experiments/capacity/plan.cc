@@ -322,6 +322,13 @@ PlanCandidate EvaluateOnce(const PlanOptions& o, const PointRunner& runner,
     if (queue_grows) {
       c.saturated = true;
       c.served_requests_per_s = c.metrics[served];
+      // A short run drains its queue after the last arrival, so its
+      // latencies can look fine; at the offered rate the queue grows
+      // without bound and no latency target holds: not met.
+      c.met = false;
+      c.missed.push_back(absl::StrCat(
+          "saturated: serves ", Num(c.metrics[served], 3), " of ", Num(offered, 3),
+          " req/s offered (the queue grows without bound at that rate)"));
     }
   }
   return c;

@@ -8,6 +8,7 @@
 namespace servesim {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -255,6 +256,41 @@ TEST(RunPlanTest, ADrainTailIsNotSaturationAGrowingQueueIs) {
   ASSERT_GE(r->candidates.size(), 2u);
   EXPECT_TRUE(r->candidates[0].saturated);
   EXPECT_FALSE(r->candidates[1].saturated);
+  EXPECT_EQ(r->candidates[r->groups[0].chosen].label, "2 x a");
+}
+
+// A saturated fleet whose short run drained in time (p99 TTFT within the
+// SLO) was chosen as meeting it: at the offered rate its queue grows
+// without bound, so it misses, and the search goes on to two replicas.
+TEST(RunPlanTest, ASaturatedFleetNeverMeetsTheSlo) {
+  std::vector<std::string> names = kNames;
+  names.emplace_back("request_throughput");
+  names.emplace_back("p99_queueing_ms");
+  PointRunner runner;
+  runner.metric_names = names;
+  runner.run =
+      [](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+    int replicas = 0;
+    for (const auto& rep : c.fleet().replicas()) replicas += rep.count();
+    if (c.client().max_concurrency() == 1)
+      return std::vector<double>{100, 1100, 100, 50, 20, 12, 0};
+    // One replica: p99 TTFT 300 ms (meets) but serves 7.5 of 12 req/s with
+    // a growing queue; two keep up.
+    if (replicas < 2) return std::vector<double>{750, 8250, 300, 100, 20, 7.5, 3000};
+    return std::vector<double>{750, 8250, 300, 100, 20, 11.9, 200};
+  };
+  PlanOptions o = Options(false);
+  o.devices.resize(1);  // a only
+  o.base.mutable_client()->set_request_rate(12);
+  o.base.mutable_client()->set_num_prompts(120);
+  auto r = RunPlan(o, runner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_GE(r->candidates.size(), 2u);
+  EXPECT_TRUE(r->candidates[0].saturated);
+  EXPECT_FALSE(r->candidates[0].met);
+  EXPECT_THAT(r->candidates[0].missed,
+              Contains(HasSubstr("saturated: serves 7.5 of 12 req/s offered")));
+  EXPECT_TRUE(r->candidates[1].met);
   EXPECT_EQ(r->candidates[r->groups[0].chosen].label, "2 x a");
 }
 
