@@ -686,10 +686,151 @@ bool Bool(const Struct& s, const char* key, bool def) {
   return v != nullptr && v->kind_case() == Value::kBoolValue ? v->bool_value() : def;
 }
 
+const char* JsonKind(const Value& v) {
+  switch (v.kind_case()) {
+    case Value::kNumberValue:
+      return "a number";
+    case Value::kStringValue:
+      return "a string";
+    case Value::kBoolValue:
+      return "a boolean";
+    case Value::kStructValue:
+      return "an object";
+    case Value::kListValue:
+      return "a list";
+    default:
+      return "null";
+  }
+}
+
+// The dimensions an imported config is read from: when present (and not
+// null), an integer in [lo, hi]. A key of another type, a fraction or a
+// value out of range is an error, never the default silently (a string "8"
+// for num_key_value_heads read as 32 heads; "128" experts as a dense model).
+struct IntKey {
+  const char* key;
+  double lo;
+  double hi;
+};
+constexpr IntKey kIntKeys[] = {
+    {"vocab_size", 1, 1e7},
+    {"hidden_size", 1, 1e7},
+    {"num_hidden_layers", 1, 1e7},
+    {"num_attention_heads", 1, 1e7},
+    {"num_key_value_heads", 1, 1e7},
+    {"head_dim", 1, 1e5},
+    {"num_global_key_value_heads", 1, 1e7},
+    {"num_full_key_value_heads", 1, 1e7},
+    {"global_head_dim", 1, 1e5},
+    {"full_head_dim", 1, 1e5},
+    {"num_kv_shared_layers", 0, 1e7},
+    {"hidden_size_per_layer_input", 0, 1e7},
+    {"num_experts", 0, 1e6},
+    {"num_local_experts", 0, 1e6},
+    {"n_routed_experts", 0, 1e6},
+    {"top_k_experts", 0, 1e6},
+    {"num_experts_per_tok", 0, 1e6},
+    {"experts_per_token", 0, 1e6},
+    {"moe_intermediate_size", 1, 1e7},
+    {"expert_intermediate_size", 1, 1e7},
+    {"shared_expert_intermediate_size", 0, 1e7},
+    {"n_shared_experts", 0, 1e3},
+    {"first_k_dense_replace", 0, 1e7},
+    {"max_position_embeddings", 1, 1e8},
+    {"sliding_window", 0, 1e8},
+    {"sliding_window_pattern", 0, 1e4},
+    {"kv_lora_rank", 1, 1e7},
+    {"qk_rope_head_dim", 1, 1e7},
+    {"qk_nope_head_dim", 1, 1e7},
+    {"v_head_dim", 1, 1e7},
+    {"q_lora_rank", 0, 1e7},
+    {"moe_layer_freq", 0, 1e4},
+    {"decoder_sparse_step", 0, 1e4},
+};
+constexpr const char* kBoolKeys[] = {"tie_word_embeddings", "use_sliding_window",
+                                     "attention_k_eq_v"};
+
+absl::Status CheckIntValue(const Value& v, const std::string& origin,
+                           const std::string& key, double lo, double hi) {
+  const bool number = v.kind_case() == Value::kNumberValue;
+  const double x = number ? v.number_value() : 0;
+  if (number && x == std::floor(x) && x >= lo && x <= hi) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--model ", origin, ": field ", key, ": ",
+                   number ? absl::StrCat(x, " is out of range")
+                          : absl::StrCat(JsonKind(v), ", not a number"),
+                   " (allowed: an integer in [", lo, ", ", hi, "], or null/absent)"));
+}
+
+absl::Status CheckConfigTypes(const Struct& cfg, const Struct& root,
+                              const std::string& origin) {
+  for (const IntKey& k : kIntKeys) {
+    if (const Value* v = Field(cfg, k.key); v != nullptr)
+      RETURN_IF_ERROR(CheckIntValue(*v, origin, k.key, k.lo, k.hi));
+  }
+  // intermediate_size: one width, or one per layer.
+  if (const Value* v = Field(cfg, "intermediate_size"); v != nullptr) {
+    if (v->kind_case() == Value::kListValue) {
+      for (int i = 0; i < v->list_value().values_size(); ++i) {
+        RETURN_IF_ERROR(CheckIntValue(v->list_value().values(i), origin,
+                                      absl::StrCat("intermediate_size[", i, "]"), 1,
+                                      1e7));
+      }
+    } else {
+      RETURN_IF_ERROR(CheckIntValue(*v, origin, "intermediate_size", 1, 1e7));
+    }
+  }
+  for (const Struct* s : {&cfg, &root}) {
+    for (const char* key : kBoolKeys) {
+      const Value* v = Field(*s, key);
+      if (v != nullptr && v->kind_case() != Value::kBoolValue) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--model ", origin, ": field ", key, ": ", JsonKind(*v),
+                         ", not a boolean (allowed: true, false, or null/absent)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The deepest nesting of JSON lists and objects in `text` (strings
+// skipped), and the line where it first passes `limit` (0 if never).
+int DeepestLineOver(std::string_view text, int limit) {
+  int depth = 0, line = 1;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return line;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
                                                 const std::string& origin) {
+  // A config.json nests a few levels (quantization_config, rope_scaling);
+  // the JSON parser's time grows faster than linearly with nested lists
+  // (200,000 levels ran for minutes), so depth is checked first.
+  constexpr int kMaxJsonDepth = 32;
+  if (const int line = DeepestLineOver(json_text, kMaxJsonDepth); line > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model ", origin, ":", line, ": JSON nested deeper than ",
+                     kMaxJsonDepth, " levels (allowed: at most ", kMaxJsonDepth, ")"));
+  }
   Struct root;
   auto st = google::protobuf::util::JsonStringToMessage(json_text, &root);
   if (!st.ok()) {
@@ -701,6 +842,7 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
       tc != nullptr && tc->kind_case() == Value::kStructValue) {
     cfg = &tc->struct_value();
   }
+  RETURN_IF_ERROR(CheckConfigTypes(*cfg, root, origin));
   auto need = [&](std::initializer_list<const char*> keys,
                   const char* what) -> absl::StatusOr<int64_t> {
     const double v = Num(*cfg, keys, -1);
@@ -819,8 +961,15 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
       Num(*cfg, {"head_dim"}, static_cast<double>(default_head_dim)));
   m.set_num_kv_heads_sliding(kv_heads);
   m.set_head_dim_sliding(head_dim);
-  m.set_num_kv_heads_full(static_cast<int32_t>(
-      Num(*cfg, {"num_global_key_value_heads", "num_full_key_value_heads"}, kv_heads)));
+  const int32_t kv_heads_full = static_cast<int32_t>(
+      Num(*cfg, {"num_global_key_value_heads", "num_full_key_value_heads"}, kv_heads));
+  if (kv_heads_full > heads || heads % kv_heads_full != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model ", origin, ": field num_global_key_value_heads: ", kv_heads_full,
+        " must divide num_attention_heads ", heads, " (allowed: a divisor in [1, ", heads,
+        "])"));
+  }
+  m.set_num_kv_heads_full(kv_heads_full);
   m.set_head_dim_full(
       static_cast<int32_t>(Num(*cfg, {"global_head_dim", "full_head_dim"}, head_dim)));
   m.set_full_attention_k_eq_v(Bool(*cfg, "attention_k_eq_v", false));
@@ -858,10 +1007,14 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
       Num(*cfg, {"top_k_experts", "num_experts_per_tok", "experts_per_token"}, 0)));
   m.set_expert_intermediate_size(static_cast<int32_t>(
       Num(*cfg, {"moe_intermediate_size", "expert_intermediate_size"}, 0)));
-  if (m.num_experts() > 0 && m.experts_top_k() <= 0) {
-    return unsupported("num_experts_per_tok",
-                       "missing or not a positive number for an MoE model (allowed: "
-                       "[1, num_experts])");
+  if (m.num_experts() > 0 &&
+      (m.experts_top_k() <= 0 || m.experts_top_k() > m.num_experts())) {
+    return unsupported(
+        "num_experts_per_tok",
+        absl::StrCat(m.experts_top_k(),
+                     " is missing or out of range for an MoE model (allowed: [1, "
+                     "num_experts ",
+                     m.num_experts(), "])"));
   }
   // MoE FFNs: Gemma 4 keeps a dense MLP beside the experts; Qwen2-MoE has a
   // shared expert (shared_expert_intermediate_size); Mixtral and gpt-oss give
@@ -920,9 +1073,21 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   std::string pattern;
   if (const Value* lt = Field(*cfg, "layer_types");
       lt != nullptr && lt->kind_case() == Value::kListValue) {
-    for (const Value& v : lt->list_value().values()) {
+    // Attention layers only: a linear-attention, Mamba or other recurrent
+    // layer (Qwen3-Next, Granite hybrids) has no KV cache of this kind and
+    // no cost in the step model.
+    for (int i = 0; i < lt->list_value().values_size(); ++i) {
+      const Value& v = lt->list_value().values(i);
       const std::string t = v.kind_case() == Value::kStringValue ? v.string_value() : "";
-      pattern.push_back(absl::StrContains(t, "sliding") ? 'S' : 'F');
+      if (t != "sliding_attention" && t != "full_attention") {
+        return unsupported(
+            absl::StrCat("layer_types[", i, "]").c_str(),
+            absl::StrCat(v.kind_case() == Value::kStringValue ? absl::StrCat("'", t, "'")
+                                                              : std::string(JsonKind(v)),
+                         " is not modelled (allowed: 'sliding_attention', "
+                         "'full_attention')"));
+      }
+      pattern.push_back(t == "sliding_attention" ? 'S' : 'F');
     }
     if (static_cast<int64_t>(pattern.size()) != layers) {
       return absl::InvalidArgumentError(
@@ -990,7 +1155,12 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
     if (const Value* qm = Field(qc->struct_value(), "quant_method");
         qm != nullptr && qm->kind_case() == Value::kStringValue) {
       const std::string method = absl::AsciiStrToLower(qm->string_value());
-      if (method == "mxfp4" || method == "fp8") m.set_checkpoint_quantization(method);
+      // Another method (gptq, awq, compressed-tensors, ...) is recorded as
+      // such: the deployment asks for the --quantization that matches it
+      // instead of loading 16-bit weights silently.
+      m.set_checkpoint_quantization(method == "mxfp4" || method == "fp8"
+                                        ? method
+                                        : absl::StrCat(kUnmodelledQuantPrefix, method));
     }
   }
   m.add_sources(absl::StrCat("imported from ", origin));

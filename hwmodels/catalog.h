@@ -68,6 +68,12 @@ absl::StatusOr<servesim::proto::ModelArch> ParseModelText(std::string_view text,
 absl::StatusOr<servesim::proto::ModelArch> ImportHfConfig(const std::string& json_text,
                                                           const std::string& origin);
 
+// ModelArch.checkpoint_quantization of a config.json whose
+// quantization_config.quant_method is not a format servesim models by name
+// (gptq, awq, ...): this prefix, then the method. The deployment then needs
+// an explicit --quantization.
+inline constexpr char kUnmodelledQuantPrefix[] = "unmodelled:";
+
 }  // namespace servesim
 
 #endif  // SERVESIM_HWMODELS_CATALOG_H_

@@ -498,6 +498,69 @@ TEST(CatalogTest, ImportRejectsInconsistentOrUnsupportedConfigs) {
       << huge.status();
 }
 
+// A dimension of the wrong type, a fraction or a value out of range was
+// read as its default or truncated (num_key_value_heads "8" as 32 heads,
+// "128" experts as a dense model); layer kinds without attention were
+// modelled as full attention; a 4-bit GPTQ checkpoint loaded as 16-bit;
+// deep nesting ran for minutes. Each is now an error naming the field.
+TEST(CatalogTest, ImportRefusesWrongTypesFractionsAndUnmodelledLayers) {
+  const std::string ok_fields =
+      R"("vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 4,
+         "num_attention_heads": 32, "model_type": "llama")";
+  auto with = [&](const std::string& extra) {
+    const std::string width = absl::StrContains(extra, "intermediate_size")
+                                  ? std::string()
+                                  : std::string(R"("intermediate_size": 11008, )");
+    return ImportHfConfig("{" + ok_fields + ", " + width + extra + "}", "z/config.json");
+  };
+  struct Case {
+    std::string extra, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"("num_key_value_heads": "8")",
+            "field num_key_value_heads: a string, not a number (allowed: an integer in "
+            "[1, 1e+07], or null/absent)"},
+           {R"("num_key_value_heads": 2.5)",
+            "field num_key_value_heads: 2.5 is out of range"},
+           {R"("num_local_experts": "8", "num_experts_per_tok": 2)",
+            "field num_local_experts: a string"},
+           {R"("num_local_experts": 8, "num_experts_per_tok": 9)",
+            "field num_experts_per_tok: 9 is missing or out of range for an MoE model "
+            "(allowed: [1, num_experts 8])"},
+           {R"("max_position_embeddings": "131072")",
+            "field max_position_embeddings: a string"},
+           {R"("sliding_window": -4)", "field sliding_window: -4 is out of range"},
+           {R"("tie_word_embeddings": "true")",
+            "field tie_word_embeddings: a string, not a boolean (allowed: true, false"},
+           {R"("intermediate_size": [11008, 0.5, 11008, 11008])",
+            "field intermediate_size[1]: 0.5 is out of range"},
+           {R"("num_global_key_value_heads": 64)",
+            "field num_global_key_value_heads: 64 must divide num_attention_heads 32"},
+           {R"("layer_types": ["full_attention", "linear_attention", "full_attention",
+                               "full_attention"])",
+            "field layer_types[1]: 'linear_attention' is not modelled (allowed: "
+            "'sliding_attention', 'full_attention')"},
+           {R"("x": )" + std::string(40, '[') + std::string(40, ']'),
+            "z/config.json:2: JSON nested deeper than 32 levels"}}) {
+    auto m = with(c.extra);
+    ASSERT_FALSE(m.ok()) << c.extra;
+    EXPECT_THAT(m.status().message(), HasSubstr(c.says)) << c.extra;
+    EXPECT_THAT(m.status().message(), HasSubstr("z/config.json")) << c.extra;
+  }
+  // The shapes real configs use still import: null for an absent value,
+  // whole numbers written as 8.0, per-layer widths, both layer kinds.
+  EXPECT_TRUE(with(R"("num_key_value_heads": 8.0, "sliding_window": null,
+                       "layer_types": ["sliding_attention", "full_attention",
+                                       "sliding_attention", "full_attention"])")
+                  .ok());
+  // A quantization format servesim does not model by name is recorded as
+  // such (the deployment then asks for the matching --quantization).
+  auto gptq = with(R"("quantization_config": {"quant_method": "gptq", "bits": 4})");
+  ASSERT_TRUE(gptq.ok()) << gptq.status();
+  EXPECT_EQ(gptq->checkpoint_quantization(),
+            std::string(kUnmodelledQuantPrefix) + "gptq");
+}
+
 // Published totals (model cards): Mixtral-8x7B 46.7 B, Qwen3-30B-A3B 30.5 B,
 // Qwen1.5-MoE-A2.7B 14.3 B, gpt-oss-20b 20.9 B; configs as on the Hub.
 TEST(CatalogTest, ImportsMoeConfigsOfMixtralQwenAndGptOss) {

@@ -94,7 +94,20 @@ absl::StatusOr<Resolved> Resolve(const ServerSpec& spec) {
   // vLLM loads a quantized checkpoint in its own format (quantization_config
   // in config.json) and refuses a different --quantization.
   std::string quantization = spec.quantization;
-  if (const std::string& ckpt = desc.checkpoint_quantization(); !ckpt.empty()) {
+  if (const std::string& ckpt = desc.checkpoint_quantization();
+      absl::StartsWith(ckpt, kUnmodelledQuantPrefix)) {
+    // A format servesim does not know by name: the user says which of its
+    // formats it is (its weights would otherwise be taken as 16-bit).
+    ASSIGN_OR_RETURN(const WeightFormat given, ResolveWeightFormat(spec.quantization));
+    if (given.id == "none") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--quantization: the checkpoint's quantization_config.quant_method is '",
+          ckpt.substr(std::string_view(kUnmodelledQuantPrefix).size()), "' (", r.model.id,
+          "), a format servesim does not model by name; pass the --quantization it "
+          "matches (allowed: fp8, w8a8, w4a16, w4a16-emb4, mxfp4; e.g. w4a16 for 4-bit "
+          "GPTQ or AWQ weights)"));
+    }
+  } else if (!ckpt.empty()) {
     ASSIGN_OR_RETURN(const WeightFormat given, ResolveWeightFormat(spec.quantization));
     if (given.id == "none") {
       quantization = ckpt;

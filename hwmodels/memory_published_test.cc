@@ -14,6 +14,9 @@
 // range with its cause, not a widened tolerance.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -266,6 +269,36 @@ TEST(PublishedKvTest, GptOss20bCheckpointFormatIsCheckedAgainstDeviceAndFlag) {
   ASSERT_FALSE(mismatch.ok());
   EXPECT_THAT(std::string(mismatch.status().message()),
               ::testing::HasSubstr("does not match the checkpoint's format mxfp4"));
+}
+
+// A checkpoint in a format servesim does not model by name (GPTQ, AWQ) was
+// loaded as 16-bit weights: --quantization none (the default) is now an
+// error naming the method and the formats to choose from, and the format
+// given is used.
+TEST(PublishedKvTest, UnmodelledCheckpointFormatNeedsAnExplicitQuantization) {
+  std::ifstream in(ModelConfig("meta-llama-3-8b"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  json.insert(json.find('{') + 1,
+              R"("quantization_config": {"quant_method": "gptq", "bits": 4},)");
+  const std::string dir = ::testing::TempDir() + "/gptq-llama";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/config.json", std::ios::binary | std::ios::trunc) << json;
+  ServerSpec s;
+  s.device = "l4";
+  s.model = dir + "/config.json";
+  s.max_model_len = 4096;
+  auto none = BuildDeployment(s);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(std::string(none.status().message()),
+              ::testing::HasSubstr("quant_method is 'gptq'"));
+  EXPECT_THAT(std::string(none.status().message()),
+              ::testing::HasSubstr("e.g. w4a16 for 4-bit GPTQ or AWQ weights"));
+  s.quantization = "w4a16";
+  auto w4 = BuildDeployment(s);
+  ASSERT_TRUE(w4.ok()) << w4.status();
+  EXPECT_LT(w4->memory.weights_gib, 8.0);  // 4-bit: about 5 GiB, not 15 GiB
 }
 
 // --- DeepSeek-V2-Lite: multi-head latent attention ------------------------
