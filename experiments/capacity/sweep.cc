@@ -1,8 +1,12 @@
 #include "experiments/capacity/sweep.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,10 +14,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -410,12 +416,32 @@ absl::StatusOr<GridPoints> GridPoints::Make(const proto::SweepGrid& grid) {
       }
     }
   }
-  // Check every value of every axis on its own first.
+  // Check every value of every axis on its own first. A control character
+  // (a newline) in a column name or value would split a results line, and
+  // such a point would rerun on every resume.
+  const auto has_control = [](std::string_view t) {
+    return std::any_of(t.begin(), t.end(), [](char ch) {
+      return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+    });
+  };
   for (int a = 0; a < n; ++a) {
     const auto& axis = grid.axes(a);
     if (axis.values_size() == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("axis ", a, " (", axis.path(), "): no values"));
+    }
+    if (has_control(axis.name())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("axis ", a, " (", axis.path(),
+                       "): name has a control character (allowed: printable text)"));
+    }
+    for (int v = 0; v < axis.values_size(); ++v) {
+      if (has_control(axis.values(v))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("axis ", a, " (", axis.path(), "): value ", v,
+                         " has a control character (allowed: printable text; a "
+                         "message value goes on one line)"));
+      }
     }
     for (const std::string& v : axis.values()) {
       proto::ExperimentConfig probe = grid.base();
@@ -562,6 +588,26 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
                                                    options.shard_count,
                                                    ": K must be in [0, N-1] and N >= 1"));
   }
+  const std::vector<std::string> axis_columns = AxisColumns(grid);
+  // An axis column named like a fixed or metric column would give the CSV
+  // two columns of one name (a reader keeps one of them).
+  {
+    std::vector<std::string> fixed = {"point", "config_hash",      "status",
+                                      "error", "servesim_version", "servesim_commit"};
+    for (const std::string& m : runner.metric_names) {
+      fixed.push_back(m);
+      fixed.push_back(m + "_lo");
+      fixed.push_back(m + "_hi");
+    }
+    for (size_t a = 0; a < axis_columns.size(); ++a) {
+      if (std::find(fixed.begin(), fixed.end(), axis_columns[a]) != fixed.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "axis ", a, " (", grid.axes(static_cast<int>(a)).path(), "): column name '",
+            axis_columns[a],
+            "' is a fixed or metric column of the results; give the axis another name"));
+      }
+    }
+  }
   namespace fs = std::filesystem;
   const fs::path dir(out_dir);
   std::error_code ec;
@@ -569,7 +615,24 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
   if (ec) {
     return absl::InternalError(absl::StrCat(out_dir, ": cannot create: ", ec.message()));
   }
-  const std::vector<std::string> axis_columns = AxisColumns(grid);
+  // One sweep writes a folder at a time: a second one would replace the
+  // files the first still appends to (its results then lost).
+  const std::string lock_path = (dir / ".lock").string();
+  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) {
+    return absl::InternalError(absl::StrCat(
+        lock_path,
+        ": cannot open: ", std::error_code(errno, std::generic_category()).message()));
+  }
+  const std::unique_ptr<int, void (*)(int*)> unlock(new int(lock_fd), [](int* fd) {
+    close(*fd);  // releases the lock
+    delete fd;
+  });
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        out_dir, ": another servesim sweep is writing this folder (it holds ", lock_path,
+        "); wait for it to finish, or give another --out"));
+  }
   const std::string header = CsvHeader(axis_columns, runner.metric_names);
   const fs::path jsonl_path = dir / "results.jsonl";
   const fs::path csv_path = dir / "results.csv";

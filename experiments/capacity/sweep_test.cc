@@ -1,5 +1,7 @@
 #include "experiments/capacity/sweep.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -670,6 +672,50 @@ TEST(RunSweepTest, ChangedCsvColumnsOrAShardIntoAFullRunAreRefused) {
   EXPECT_EQ(ReadFile(full / "results.jsonl"), all);
   fs::remove_all(d);
   fs::remove_all(full);
+}
+
+// An axis named like a fixed or metric column gave the CSV two columns of
+// one name; a newline in a name or value split a results line, so its
+// point reran on every resume. Both are refused before anything runs.
+TEST(RunSweepTest, ReservedColumnNamesAndControlCharactersAreRefused) {
+  const fs::path d = FreshDir("names");
+  FakeRunner f;
+  for (const char* name : {"status", "point", "p99_ttft_ms", "ratio_lo"}) {
+    proto::SweepGrid g = Grid500();
+    g.mutable_axes(1)->set_name(name);
+    auto s = Sweep(g, d, f, 1);
+    ASSERT_FALSE(s.ok()) << name;
+    EXPECT_THAT(s.status().message(),
+                HasSubstr(absl::StrCat("column name '", name,
+                                       "' is a fixed or metric column of the results")));
+  }
+  proto::SweepGrid g = Grid500();
+  g.mutable_axes(1)->set_name("a\nb");
+  EXPECT_THAT(Sweep(g, d, f, 1).status().message(),
+              HasSubstr("axis 1 (client.max_concurrency): name has a control character"));
+  g = Grid500();
+  g.mutable_axes(0)->set_values(1, "l4\n");
+  EXPECT_THAT(Sweep(g, d, f, 1).status().message(),
+              HasSubstr("axis 0 (server.device): value 1 has a control character"));
+  EXPECT_FALSE(fs::exists(d / "results.jsonl"));
+  fs::remove_all(d);
+}
+
+// A second sweep on a folder another one is writing would replace the
+// files the first appends to: refused while the first holds the lock.
+TEST(RunSweepTest, ASecondSweepOnABusyFolderIsRefused) {
+  const fs::path d = FreshDir("busy");
+  fs::create_directories(d);
+  const int fd = open((d / ".lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+  FakeRunner f;
+  auto s = Sweep(Grid500(), d, f, 1);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.status().message(), HasSubstr("another servesim sweep is writing"));
+  close(fd);  // the first one is done: the folder is free
+  EXPECT_TRUE(Sweep(Grid500(), d, f, 1).ok());
+  fs::remove_all(d);
 }
 
 TEST(RunSweepTest, GridFileIsWrittenAndReadsBack) {

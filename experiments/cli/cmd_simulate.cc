@@ -30,6 +30,7 @@
 #include "experiments/cli/output_files.h"
 #include "experiments/cli/progress.h"
 #include "experiments/cli/server_flags.h"
+#include "experiments/runner/point_runner.h"
 #include "experiments/runner/run_experiment.h"
 #include "hwmodels/catalog.h"
 #include "sim/base/status_macros.h"
@@ -101,39 +102,6 @@ std::string DevicesLabel(const proto::ExperimentConfig& config) {
     }
   }
   return absl::StrJoin(ids, "+");
-}
-
-// Measured on this build (docs: `simulate --num-prompts N` max RSS, random
-// 16/2-token requests): ~127 B per request kept (its record) and ~1.3 KB
-// per request in flight; all requests are in flight at once when they are
-// sent at --request-rate inf without --max-concurrency.
-constexpr double kRecordBytes = 128;
-constexpr double kInFlightBytes = 1300;
-
-// A lower bound on the memory the run will hold, for the requests the
-// config sends (0 when it replays a whole trace: bounded by the file).
-double EstimateRunBytes(const proto::ExperimentConfig& c, bool detailed) {
-  const proto::ClientConfig& cl = c.client();
-  const RandomDatasetConfig kData;  // ApplyDefaults' defaults, for an unset field
-  const double n =
-      cl.num_prompts() > 0
-          ? cl.num_prompts()
-          : (cl.trace().empty() ? static_cast<double>(kData.num_prompts) : 0.0);
-  const bool all_at_once = !(cl.request_rate() > 0 && std::isfinite(cl.request_rate())) &&
-                           cl.max_concurrency() <= 0 && cl.trace().empty();
-  double bytes = n * kRecordBytes + (all_at_once ? n * kInFlightBytes : 0);
-  if (detailed && cl.trace().empty()) {
-    bytes += n * 4.0 *
-             std::max(1, cl.random_output_len() > 0 ? cl.random_output_len()
-                                                    : kData.output_len);
-  }
-  return bytes;
-}
-
-double PhysicalMemoryBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page)
-                               : 0;
 }
 
 // The progress line while the engine runs: requests done of the total,

@@ -3,6 +3,7 @@
 // point order whatever N. See experiments/capacity/sweep.h.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -22,6 +24,8 @@
 #include "experiments/cli/cli.h"
 #include "experiments/cli/server_flags.h"
 #include "experiments/runner/run_experiment.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "hwmodels/deployment.h"
 #include "sim/base/json_writer.h"
 #include "sim/base/status_macros.h"
@@ -172,6 +176,34 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
                    given.front().c_str());
       *exit_code = kExitBadInput;
       return;
+    }
+    // A flag whose field an axis sweeps would be overridden at every point
+    // (the axis wins): refused, naming both.
+    {
+      proto::ServerConfig given;
+      if (flags->server.ApplyTo(given).ok()) {
+        std::vector<const google::protobuf::FieldDescriptor*> set;
+        given.GetReflection()->ListFields(given, &set);
+        for (const auto* fd : set) {
+          for (int a = 0; a < grid->axes_size(); ++a) {
+            const std::string& path = grid->axes(a).path();
+            const std::string field = absl::StrCat("server.", fd->name());
+            if (path == field || absl::StartsWith(path, field + ".") ||
+                absl::StartsWith(path, field + "[")) {
+              std::string flag = fd->name();
+              std::replace(flag.begin(), flag.end(), '_', '-');
+              std::fprintf(
+                  stderr,
+                  "servesim sweep: error: --%s: axis %d (%s) of the grid sets it "
+                  "at every point, so the flag would be ignored; drop the flag "
+                  "or the axis\n",
+                  flag.c_str(), a, path.c_str());
+              *exit_code = kExitBadInput;
+              return;
+            }
+          }
+        }
+      }
     }
     if (absl::Status st = flags->server.ApplyTo(*grid->mutable_base()->mutable_server());
         !st.ok()) {

@@ -555,6 +555,33 @@ TEST(SweepCliTest, UnknownNameInAGridIsAnInputErrorBeforeAnyPointRuns) {
   EXPECT_THAT(ReadText(out + "/results.jsonl"), HasSubstr("what fits, all else kept: "));
 }
 
+// A server flag whose field an axis sweeps was silently overridden at every
+// point (--max-num-seqs 8 with an axis over server.max_num_seqs ran 1 and
+// 256): refused naming the flag and the axis.
+TEST(SweepCliTest, AFlagAnAxisWouldOverrideIsRefused) {
+  const std::string grid = Scratch("flagaxis.grid.textproto");
+  WriteText(grid, R"pb(
+    base {
+      server { model: "gemma-4-e2b" max_model_len: 4096 }
+      client { num_prompts: 2 random_input_len: 64 random_output_len: 4 }
+    }
+    axes {
+      path: "server.max_num_seqs"
+      values: [ "1", "256" ]
+    }
+  )pb");
+  const std::string out = Scratch("flagaxis_out");
+  std::filesystem::remove_all(out);
+  CliRun r = Servesim("sweep --grid " + grid + " --out " + out +
+                      " --device l4 --max-num-seqs 8 --no-progress");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--max-num-seqs: axis 0 (server.max_num_seqs) of the grid "
+                               "sets it at every point"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/results.csv"));
+  r = Servesim("sweep --grid " + grid + " --out " + out + " --device l4 --no-progress");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 // Every kind of bad grid value is exit 2 before any point runs (a typo'd
 // device was rc 0 with 60 of 240 points failed): an out-of-range number, an
 // unknown router or quantization, a value of the wrong type; a point that

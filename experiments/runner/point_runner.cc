@@ -1,10 +1,16 @@
 #include "experiments/runner/point_runner.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "experiments/runner/run_experiment.h"
 #include "sim/base/status_macros.h"
+#include "sim/random_source.h"
 
 namespace servesim {
 namespace {
@@ -52,10 +58,43 @@ std::vector<double> SimulatorMetrics(const RunResult& r) {
   return v;
 }
 
+double EstimateRunBytes(const proto::ExperimentConfig& c, bool detailed) {
+  const proto::ClientConfig& cl = c.client();
+  const RandomDatasetConfig kData;  // ApplyDefaults' defaults, for an unset field
+  const double n =
+      cl.num_prompts() > 0
+          ? cl.num_prompts()
+          : (cl.trace().empty() ? static_cast<double>(kData.num_prompts) : 0.0);
+  const bool all_at_once = !(cl.request_rate() > 0 && std::isfinite(cl.request_rate())) &&
+                           cl.max_concurrency() <= 0 && cl.trace().empty();
+  double bytes = n * kRecordBytes + (all_at_once ? n * kInFlightBytes : 0);
+  if (detailed && cl.trace().empty()) {
+    bytes += n * 4.0 *
+             std::max(1, cl.random_output_len() > 0 ? cl.random_output_len()
+                                                    : kData.output_len);
+  }
+  return bytes;
+}
+
+double PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page)
+                               : 0;
+}
+
 PointRunner SimulatorPointRunner() {
   PointRunner r;
   r.metric_names = SimulatorMetricNames();
   r.run = [](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+    // A sweep or plan point of 2e8 prompts grew by 130 MB/s until the
+    // machine ran out of memory; simulate refuses it up front, so does this.
+    if (const double need = EstimateRunBytes(c, false), have = PhysicalMemoryBytes();
+        have > 0 && need > 0.8 * have) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "client.num_prompts %d: the point needs at least %.3g GB (%.0f B per request "
+          "kept), more than 80%% of this machine's %.3g GB; lower num_prompts",
+          c.client().num_prompts(), need / 1e9, kRecordBytes, have / 1e9));
+    }
     ASSIGN_OR_RETURN(RunResult result, SimulateExperiment(c));
     return SimulatorMetrics(result);
   };

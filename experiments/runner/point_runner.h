@@ -35,8 +35,25 @@ const std::vector<std::string>& SimulatorMetricNames();
 std::vector<double> SimulatorMetrics(const RunResult& result);
 
 // The point runner of the real simulator (RunExperiment): the same pipeline
-// as `servesim simulate`.
+// as `servesim simulate`. A point whose requests would need more than 80%
+// of this machine's memory (EstimateRunBytes) is an error, not a run that
+// grows until the machine is out of memory.
 PointRunner SimulatorPointRunner();
+
+// Measured on this build (docs: `simulate --num-prompts N` max RSS, random
+// 16/2-token requests): ~127 B per request kept (its record) and ~1.3 KB
+// per request in flight; all requests are in flight at once when they are
+// sent at --request-rate inf without --max-concurrency.
+inline constexpr double kRecordBytes = 128;
+inline constexpr double kInFlightBytes = 1300;
+
+// A lower bound on the memory a run will hold, for the requests the config
+// sends (0 when it replays a whole trace: bounded by the file); `detailed`:
+// with every request's ITLs kept (--save-detailed).
+double EstimateRunBytes(const proto::ExperimentConfig& c, bool detailed);
+
+// This machine's physical memory in bytes (0 if unknown).
+double PhysicalMemoryBytes();
 
 }  // namespace servesim
 
