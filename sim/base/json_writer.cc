@@ -26,11 +26,55 @@ std::string FormatDouble(double value, std::string_view non_finite) {
   return s;
 }
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no
+// overlong forms, no surrogates, at most U+10FFFF), or 0 when there is none.
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  const auto at = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = at(0);
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || at(1) < lo || at(1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if (at(k) < 0x80 || at(k) > 0xbf) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
 void AppendJsonString(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
-  for (char ch : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
     const auto c = static_cast<unsigned char>(ch);
+    // JSON text is UTF-8: a byte that starts no well-formed sequence (a
+    // Latin-1 device name, a cut string) becomes U+FFFD, so the document
+    // stays parseable whatever the input's bytes.
+    if (c >= 0x80) {
+      if (const size_t n = Utf8SequenceLength(s, i); n > 0) {
+        out.append(s.substr(i, n));
+        i += n - 1;
+      } else {
+        out.append("\\ufffd");
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out.append("\\\"");

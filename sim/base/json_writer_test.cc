@@ -30,6 +30,27 @@ TEST(JsonWriterTest, EscapesControlCharactersQuotesAndBackslashes) {
   EXPECT_EQ(w.str(), "\"a\\\"b\\\\c\\n\\u0001\"");
 }
 
+// A device name with a Latin-1 byte made `simulate --json` write invalid
+// UTF-8: well-formed sequences pass through, every other byte (a lone
+// continuation, a truncated sequence, an overlong form, a surrogate)
+// becomes U+FFFD.
+TEST(JsonWriterTest, InvalidUtf8BecomesReplacementCharacters) {
+  auto json = [](std::string_view s) {
+    JsonWriter w;
+    w.String(s);
+    return w.str();
+  };
+  EXPECT_EQ(json("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+  EXPECT_EQ(json("caf\xe9"), "\"caf\\ufffd\"");                  // Latin-1 e-acute
+  EXPECT_EQ(json("\x80x"), "\"\\ufffdx\"");                      // lone continuation
+  EXPECT_EQ(json("\xe2\x82"), "\"\\ufffd\\ufffd\"");             // cut short
+  EXPECT_EQ(json("\xc0\xaf"), "\"\\ufffd\\ufffd\"");             // overlong '/'
+  EXPECT_EQ(json("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");  // a surrogate
+  EXPECT_EQ(json("\xf4\x90\x80\x80"),
+            "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");  // above U+10FFFF
+}
+
 TEST(JsonWriterTest, DoublesAreShortestRoundTrip) {
   for (double v : {0.1, 1.0 / 3.0, 1e-300, 123456789.125, -2.5e20}) {
     const std::string s = FormatDouble(v);
