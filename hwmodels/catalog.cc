@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -332,11 +333,17 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
 
   for (int i = 0; i < d.prices_size(); ++i) {
     const proto::PriceOffer& p = d.prices(i);
-    if (!(std::isfinite(p.usd_per_hour()) && p.usd_per_hour() > 0 &&
+    // A cent a day is below any rental (1e-300 printed $0.000 per 1M).
+    if (!(std::isfinite(p.usd_per_hour()) && p.usd_per_hour() >= 1e-4 &&
           p.usd_per_hour() <= 1e4))
       return bad("prices",
                  absl::StrCat("offer ", i + 1, ": usd_per_hour ", p.usd_per_hour(),
-                              " is out of range (allowed: (0, 10000])"),
+                              " is out of range (allowed: [0.0001, 10000])"),
+                 i);
+    if (p.num_devices() < 0 || p.num_devices() > 1 << 16)
+      return bad("prices",
+                 absl::StrCat("offer ", i + 1, ": num_devices ", p.num_devices(),
+                              " is out of range (allowed: 0 for one, or [1, 65536])"),
                  i);
     if (!In(kPriceTiers, p.tier()))
       return bad("prices",
@@ -346,13 +353,21 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
     if (p.provider().empty())
       return bad("prices", absl::StrCat("offer ", i + 1, ": provider is missing"), i);
     const std::string& dt = p.date();
-    const bool date_ok = dt.empty() || (dt.size() == 10 && dt[4] == '-' && dt[7] == '-' &&
-                                        std::all_of(dt.begin(), dt.end(), [](char c) {
-                                          return absl::ascii_isdigit(c) || c == '-';
-                                        }));
+    int year = 0, month = 0, day = 0;
+    const bool date_ok =
+        dt.empty() ||
+        (dt.size() == 10 && dt[4] == '-' && dt[7] == '-' &&
+         absl::SimpleAtoi(dt.substr(0, 4), &year) &&
+         absl::SimpleAtoi(dt.substr(5, 2), &month) &&
+         absl::SimpleAtoi(dt.substr(8, 2), &day) &&
+         std::all_of(dt.begin(), dt.end(),
+                     [](char c) { return absl::ascii_isdigit(c) || c == '-'; }) &&
+         year >= 2000 && month >= 1 && month <= 12 && day >= 1 && day <= 31);
     if (!date_ok)
       return bad("prices",
-                 absl::StrCat("offer ", i + 1, ": date '", dt, "' is not YYYY-MM-DD"), i);
+                 absl::StrCat("offer ", i + 1, ": date '", dt,
+                              "' is not a date YYYY-MM-DD (year >= 2000)"),
+                 i);
   }
   // param_priors: each key once (a map keeps the last of two silently),
   // known names, values inside the step-parameter table's bounds.

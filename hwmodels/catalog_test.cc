@@ -113,6 +113,24 @@ TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
     EXPECT_THAT(d.status().message(),
                 HasSubstr("bandwidth_bytes_per_s 1e-300, host_link_bytes_per_s"));
   }
+  // Prices no rental has: a price of 1e-300 $/h printed $0.000 per 1M, a
+  // negative device count was read as one, a month 99 was accepted.
+  {
+    const std::string from = "prices {";
+    for (const auto& [field, says] : std::vector<std::pair<std::string, std::string>>{
+             {"usd_per_hour: 1e-300 tier: \"spot\" provider: \"x\" }",
+              "usd_per_hour 1e-300 is out of range (allowed: [0.0001, 10000])"},
+             {"usd_per_hour: 1 num_devices: -4 tier: \"spot\" provider: \"x\" }",
+              "num_devices -4 is out of range"},
+             {"usd_per_hour: 1 tier: \"spot\" provider: \"x\" date: \"2026-99-99\" }",
+              "date '2026-99-99' is not a date YYYY-MM-DD"}}) {
+      const std::string text =
+          DeviceTextWith("l4", from, absl::StrCat("prices { ", field, "\nprices {"));
+      auto d = ParseDeviceText(text, "p.textproto");
+      ASSERT_FALSE(d.ok()) << field;
+      EXPECT_THAT(d.status().message(), HasSubstr(says)) << field;
+    }
+  }
   // A negative collective latency: named where the file is read (it was
   // accepted until --tensor-parallel-size > 1, then named no line).
   {
