@@ -21,12 +21,12 @@
 #include "experiments/cli/progress.h"
 #include "experiments/cli/server_flags.h"
 #include "experiments/runner/run_experiment.h"
-#include "google/protobuf/text_format.h"
 #include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
 #include "hwmodels/catalog_priors.h"
 #include "hwmodels/deployment.h"
 #include "hwmodels/model_arch.h"
+#include "proto/text_format.h"
 #include "sim/base/read_file.h"
 #include "sim/base/status_macros.h"
 #include "sim/router.h"
@@ -117,9 +117,14 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   PlanOptions o;
   if (!f.config.empty()) {
     ASSIGN_OR_RETURN(const std::string text, ReadTextFile(f.config, "--config"));
-    if (!google::protobuf::TextFormat::ParseFromString(text, &o.base)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--config ", f.config, ": not a text-format ExperimentConfig"));
+    RETURN_IF_ERROR(ParseTextProto(text, f.config, &o.base));
+    // plan searches fleets itself: a fleet in the config would be ignored.
+    if (o.base.has_fleet()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--config ", f.config,
+          ": field fleet: plan chooses the fleet itself (--devices, --max-replicas); "
+          "remove it, or evaluate that fleet with `servesim simulate --config ",
+          f.config, "`"));
     }
   }
   const bool has_trace = !f.trace.empty(), has_rate = f.rate > 0;

@@ -555,6 +555,31 @@ TEST(SweepCliTest, UnknownNameInAGridIsAnInputErrorBeforeAnyPointRuns) {
   EXPECT_THAT(ReadText(out + "/results.jsonl"), HasSubstr("what fits, all else kept: "));
 }
 
+// plan --config with a fleet searched its default devices and ignored the
+// fleet without a word; a field given twice took the last. Both are errors
+// naming the file.
+TEST(PlanCliTest, AConfigFleetOrARepeatedFieldIsRefused) {
+  const std::string cfg = Scratch("plan_fleet.cfg");
+  WriteText(cfg, R"pb(
+    fleet {
+      replicas {
+        server { device: "l4" model: "gemma-4-e2b" max_model_len: 4096 }
+        count: 3
+      }
+    }
+    client { num_prompts: 50 request_rate: 5 random_input_len: 256 random_output_len: 32 }
+  )pb");
+  CliRun r = Servesim("plan --config " + cfg + " --slo 'ttft_p99<=1s'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--config " + cfg +
+                               ": field fleet: plan chooses the fleet itself"));
+  WriteText(cfg, "server { device: \"l4\" device: \"t4\" }\n");
+  r = Servesim("plan --config " + cfg + " --rate 2 --slo 'ttft_p99<=1s'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(cfg + ":1:"));
+  EXPECT_THAT(r.err, HasSubstr("\"device\" is specified multiple times"));
+}
+
 // A server flag whose field an axis sweeps was silently overridden at every
 // point (--max-num-seqs 8 with an axis over server.max_num_seqs ran 1 and
 // 256): refused naming the flag and the axis.
