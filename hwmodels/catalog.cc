@@ -730,7 +730,7 @@ struct IntKey {
 constexpr IntKey kIntKeys[] = {
     {"vocab_size", 1, 1e7},
     {"hidden_size", 1, 1e7},
-    {"num_hidden_layers", 1, 1e7},
+    {"num_hidden_layers", 1, 1000},  // ExpandModelArch's range
     {"num_attention_heads", 1, 1e7},
     {"num_key_value_heads", 1, 1e7},
     {"head_dim", 1, 1e5},
@@ -972,6 +972,12 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   // Without a head_dim key, Hugging Face's default: hidden_size //
   // num_attention_heads (integer division, as in transformers).
   const int64_t default_head_dim = hidden / heads;
+  if (default_head_dim < 1 && Field(*cfg, "head_dim") == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model ", origin, ": field num_attention_heads: ", heads,
+        " is more than hidden_size ", hidden,
+        " with no head_dim given (allowed: at most hidden_size heads, or a head_dim)"));
+  }
   const int32_t head_dim = static_cast<int32_t>(
       Num(*cfg, {"head_dim"}, static_cast<double>(default_head_dim)));
   m.set_num_kv_heads_sliding(kv_heads);
@@ -1179,6 +1185,14 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
     }
   }
   m.add_sources(absl::StrCat("imported from ", origin));
+  // The imported description must expand into layers (heads that fit the
+  // hidden size, experts within range, ...): the error names the file here,
+  // not first at deployment as "model 'import:...'".
+  if (absl::StatusOr<ModelArch> expanded = ExpandModelArch(m); !expanded.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model ", origin, ": the config does not describe a model servesim ",
+        "can build: ", expanded.status().message()));
+  }
   return m;
 }
 

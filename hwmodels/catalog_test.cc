@@ -565,6 +565,14 @@ TEST(CatalogTest, ImportRefusesWrongTypesFractionsAndUnmodelledLayers) {
     EXPECT_THAT(m.status().message(), HasSubstr(c.says)) << c.extra;
     EXPECT_THAT(m.status().message(), HasSubstr("z/config.json")) << c.extra;
   }
+  // A config that would not expand is named at import, by its JSON keys.
+  auto tiny = ImportHfConfig(
+      R"({"vocab_size": 100, "hidden_size": 16, "num_hidden_layers": 2,
+          "num_attention_heads": 32, "intermediate_size": 64})",
+      "t/config.json");
+  EXPECT_THAT(tiny.status().message(),
+              HasSubstr("t/config.json: field num_attention_heads: 32 is more than "
+                        "hidden_size 16 with no head_dim given"));
   // The shapes real configs use still import: null for an absent value,
   // whole numbers written as 8.0, per-layer widths, both layer kinds.
   EXPECT_TRUE(with(R"("num_key_value_heads": 8.0, "sliding_window": null,
