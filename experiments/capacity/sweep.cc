@@ -374,6 +374,27 @@ absl::Status SetFieldByPath(proto::ExperimentConfig& config, std::string_view pa
   return absl::OkStatus();  // unreachable: the last segment returns above
 }
 
+namespace {
+
+// Whether `path` names a message-typed field (a whole server, a replica):
+// false for a scalar, or a path that does not parse (SetFieldByPath says
+// why).
+bool PathIsMessage(std::string_view path) {
+  absl::StatusOr<std::vector<Segment>> segs = ParsePath(path);
+  if (!segs.ok()) return false;
+  const Descriptor* d = proto::ExperimentConfig::descriptor();
+  const FieldDescriptor* f = nullptr;
+  for (const Segment& seg : *segs) {
+    if (d == nullptr) return false;
+    f = d->FindFieldByName(seg.name);
+    if (f == nullptr) return false;
+    d = f->message_type();
+  }
+  return f != nullptr && f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE;
+}
+
+}  // namespace
+
 uint64_t ConfigHash(const proto::ExperimentConfig& config) {
   std::string bytes;
   {
@@ -453,7 +474,10 @@ absl::StatusOr<GridPoints> GridPoints::Make(const proto::SweepGrid& grid) {
       // The config format reads a zero scalar as "unset": the defaults
       // would replace the value and the row would carry the label of a
       // point that never ran. The value survives the defaults when setting
-      // it before them and after them gives the same config.
+      // it before them and after them gives the same config. (A whole
+      // message, e.g. server, is completed by the defaults, not replaced:
+      // setting it again after them would drop what they filled in.)
+      if (PathIsMessage(axis.path())) continue;
       proto::ExperimentConfig after = probe;
       ApplyDefaults(after);
       proto::ExperimentConfig reset = after;

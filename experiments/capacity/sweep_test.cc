@@ -250,6 +250,19 @@ TEST(ExpandGridTest, AxisValueTheDefaultsWouldReplaceIsAnError) {
     }
   )pb"));
   EXPECT_TRUE(fine.ok()) << fine.status();
+  // A whole message (server) is completed by the defaults, not replaced:
+  // it was refused as "read as unset" whatever it held.
+  auto message = ExpandGrid(ParseGrid(R"pb(
+    axes {
+      path: "server"
+      values: [
+        "device: \"t4\" model: \"gemma-4-e2b\"",
+        "device: \"l4\" model: \"gemma-4-e2b\""
+      ]
+    }
+  )pb"));
+  ASSERT_TRUE(message.ok()) << message.status();
+  EXPECT_EQ((*message)[1].config.server().device(), "l4");
 }
 
 // A 10^7-point grid (seven axes of 10 values) is decoded one point at a
