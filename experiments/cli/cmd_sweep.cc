@@ -226,7 +226,9 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     // refuse a grid whose results cannot fit unless forced.
     {
       const int64_t n = CountGridPoints(*grid);
-      const double per_point = kResultBytesPerPoint;
+      // --interval writes each metric three times (value, _lo, _hi): about
+      // 5 KB of lines a point (measured), so the estimate triples.
+      const double per_point = kResultBytesPerPoint * (flags->interval > 0 ? 3 : 1);
       const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
       const double limit = flags->memory_limit_gb > 0
                                ? flags->memory_limit_gb * 1e9
