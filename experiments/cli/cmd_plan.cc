@@ -195,6 +195,10 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
       if (IsCalibratedDevice(d)) ids.push_back(d.id());
   } else {
     for (absl::string_view d : absl::StrSplit(devices, ',', absl::SkipWhitespace())) {
+      if (std::find(ids.begin(), ids.end(), d) != ids.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--devices ", devices, ": '", d, "' is given twice; give each once"));
+      }
       ids.emplace_back(d);
     }
   }
@@ -320,6 +324,13 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
       return absl::InvalidArgumentError(absl::StrCat(
           "--price-usd-per-hour ", g, ": device '", device,
           "' is not one of the devices planned (", absl::StrJoin(ids, ", "), ")"));
+    }
+    for (const auto& [seen, price] : user_prices) {
+      if (seen == device) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--price-usd-per-hour ", g, ": device '", device, "' already has a price (",
+            price, " $/h); give each device once"));
+      }
     }
     user_prices.emplace_back(device, usd);
   }
@@ -507,13 +518,22 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       "C (0 < C < 1): a fleet meets the SLO only when the probability that it meets\n"
       "every term (over calibration parameter draws, with the device's validate\n"
       "errors as a log-normal band) is at least C; the table shows the probability");
-  cmd->add_option("--confidence-samples", f->confidence_samples,
-                  WithDefault("parameter draws per candidate for --confidence",
-                              kDefaultIntervalSamples));
+  CLI::Option* confidence_samples =
+      cmd->add_option("--confidence-samples", f->confidence_samples,
+                      WithDefault("parameter draws per candidate for --confidence",
+                                  kDefaultIntervalSamples));
   cmd->add_flag("--json", f->json, "print everything as JSON");
   AddProgressFlags(cmd, &f->progress);
-  cmd->callback([f, exit_code, confidence] {
+  cmd->callback([f, exit_code, confidence, confidence_samples] {
     f->confidence_given = confidence->count() > 0;
+    if (confidence_samples->count() > 0 && !f->confidence_given) {
+      std::fprintf(
+          stderr,
+          "servesim plan: error: --confidence-samples: only with --confidence "
+          "(it sets the draws a probability of meeting the SLO is taken over)\n");
+      *exit_code = kExitBadInput;
+      return;
+    }
     // A device that does not fit says what would (the fewest chips, ...).
     PointRunner runner = WithFitHints(SimulatorPointRunner());
     if (f->confidence_given) runner.metric_names.emplace_back("slo_probability");

@@ -580,6 +580,22 @@ TEST(PlanCliTest, AConfigFleetOrARepeatedFieldIsRefused) {
   EXPECT_THAT(r.err, HasSubstr("\"device\" is specified multiple times"));
 }
 
+// Flags given twice or alone were taken silently: a device listed twice, a
+// device priced twice (the last won), --confidence-samples without
+// --confidence (ignored).
+TEST(PlanCliTest, RepeatedOrOrphanFlagsAreRefused) {
+  const std::string base = "plan --rate 2 --model gemma-4-e2b --slo 'ttft_p99<=1s' ";
+  CliRun r = Servesim(base + "--devices l4,l4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--devices l4,l4: 'l4' is given twice"));
+  r = Servesim(base + "--devices l4 --price-usd-per-hour l4=1 --price-usd-per-hour l4=2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("device 'l4' already has a price (1 $/h)"));
+  r = Servesim(base + "--devices l4 --confidence-samples 4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--confidence-samples: only with --confidence"));
+}
+
 // A server flag whose field an axis sweeps was silently overridden at every
 // point (--max-num-seqs 8 with an axis over server.max_num_seqs ran 1 and
 // 256): refused naming the flag and the axis.
