@@ -457,6 +457,14 @@ absl::StatusOr<GridPoints> GridPoints::Make(const proto::SweepGrid& grid) {
                        "): name has a control character (allowed: printable text)"));
     }
     for (int v = 0; v < axis.values_size(); ++v) {
+      // (A zipped axis may repeat a value: the tuple is what differs.)
+      for (int w = 0; axis.zip().empty() && w < v; ++w) {
+        if (axis.values(w) == axis.values(v)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("axis ", a, " (", axis.path(), "): value '", axis.values(v),
+                           "' is given twice (", w, " and ", v, "); each value once"));
+        }
+      }
       if (has_control(axis.values(v))) {
         return absl::InvalidArgumentError(
             absl::StrCat("axis ", a, " (", axis.path(), "): value ", v,

@@ -710,6 +710,11 @@ TEST(RunSweepTest, ReservedColumnNamesAndControlCharactersAreRefused) {
   g.mutable_axes(0)->set_values(1, "l4\n");
   EXPECT_THAT(Sweep(g, d, f, 1).status().message(),
               HasSubstr("axis 0 (server.device): value 1 has a control character"));
+  g = Grid500();
+  g.mutable_axes(1)->set_values(3, "1");  // 1, 2, 3, 1, ...: point runs twice
+  EXPECT_THAT(
+      Sweep(g, d, f, 1).status().message(),
+      HasSubstr("axis 1 (client.max_concurrency): value '1' is given twice (0 and 3)"));
   EXPECT_FALSE(fs::exists(d / "results.jsonl"));
   fs::remove_all(d);
 }

@@ -258,6 +258,18 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       ApplyDefaults(c);
       absl::Status st = ValidateRanges(c);
       if (st.ok()) st = CheckNames(p->config, seen);
+      // A missing trace failed every point at run time (and, from another
+      // folder, a relative path that holds in the repository does).
+      if (const std::string& trace = c.client().trace();
+          st.ok() && !trace.empty() && seen.insert("trace:" + trace).second) {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(trace, ec)) {
+          st = absl::InvalidArgumentError(absl::StrCat(
+              "client.trace '", trace,
+              "': no such file (a relative path is taken from the ",
+              "current directory, ", std::filesystem::current_path(ec).string(), ")"));
+        }
+      }
       if (!st.ok()) {
         return bad(absl::StrCat(flags->grid, ": point ", p->id, " (",
                                 absl::StrJoin(p->axis_values, ", "), "): ", st.message(),

@@ -623,6 +623,31 @@ TEST(SweepCliTest, AFlagAnAxisWouldOverrideIsRefused) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// A trace that is not there failed every point at run time (exit 1, each
+// error kept for good): an input error before any point runs, naming the
+// path and the folder a relative path is taken from.
+TEST(SweepCliTest, AMissingTraceIsAnInputErrorBeforeAnyPointRuns) {
+  const std::string grid = Scratch("notrace.grid.textproto");
+  WriteText(grid, R"pb(
+    base {
+      server { device: "l4" model: "gemma-4-e2b" max_model_len: 4096 }
+      client { trace: "no/such/trace.csv.gz" num_prompts: 4 }
+    }
+    axes {
+      path: "client.request_rate"
+      values: [ "1", "2" ]
+    }
+  )pb");
+  const std::string out = Scratch("notrace_out");
+  std::filesystem::remove_all(out);
+  CliRun r = Servesim("sweep --grid " + grid + " --out " + out + " --no-progress");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("client.trace 'no/such/trace.csv.gz': no such file (a "
+                               "relative path is taken from the current directory"));
+  EXPECT_THAT(r.err, HasSubstr("(no point was run)"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/results.csv"));
+}
+
 // Every kind of bad grid value is exit 2 before any point runs (a typo'd
 // device was rc 0 with 60 of 240 points failed): an out-of-range number, an
 // unknown router or quantization, a value of the wrong type; a point that
@@ -661,7 +686,9 @@ TEST(SweepCliTest, EveryKindOfBadGridValueIsExitTwo) {
   std::filesystem::remove_all(out);
   CliRun r = Servesim("sweep --no-progress --grid " + grid + " --out " + out);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("1 point(s) failed (status \"error\""));
+  // A missing trace is named before any point runs (it was a failed point).
+  EXPECT_THAT(r.err, HasSubstr("client.trace '/nonexistent/a.csv': no such file"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/results.csv"));
 }
 
 // plan --confidence on the Azure conversation trace: the point estimate
