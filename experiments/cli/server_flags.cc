@@ -244,7 +244,9 @@ absl::StatusOr<proto::ExperimentConfig> ExperimentFlags::Resolve() const {
   proto::ExperimentConfig c;
   if (!config_path_.empty()) {
     ASSIGN_OR_RETURN(const std::string text, ReadTextFile(config_path_, "--config"));
-    RETURN_IF_ERROR(MergeText(text, config_path_, c));
+    // Parsed, not merged: a field the file gives twice is an error naming
+    // its line (merging took the last silently); --set merges on top.
+    RETURN_IF_ERROR(ParseTextProto(text, config_path_, &c));
   }
   for (size_t i = 0; i < sets_.size(); ++i) {
     RETURN_IF_ERROR(MergeText(sets_[i], absl::StrFormat("--set #%d", i + 1), c));

@@ -134,6 +134,17 @@ TEST(ServerFlagsTest, BadConfigTextNamesTheFileAndLine) {
   const auto s = ResolveArgs(Base({"--set", "client { nope: 1 }"}));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("--set #1"), std::string::npos) << s.status();
+  // A field the file gives twice was merged (the last won): an error.
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << "server {\n  device: \"l4\"\n  device: \"t4\"\n}\n";
+  }
+  const auto twice = ResolveArgs({"--config", path});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find(path + ":3:"), std::string::npos)
+      << twice.status();
+  EXPECT_NE(twice.status().message().find("specified multiple times"), std::string::npos)
+      << twice.status();
 }
 
 TEST(ServerFlagsTest, PrefixCachingAndAsyncCanBeSwitchedOff) {
