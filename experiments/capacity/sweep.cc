@@ -809,6 +809,8 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
     RETURN_IF_ERROR(WriteFileAtomic(
         dir / "shard.txt",
         absl::StrCat(options.shard_index, "/", options.shard_count, "\n")));
+  } else {
+    fs::remove(dir / "shard.txt", ec);  // a whole grid now: no shard's mark left
   }
   // The files in point order: the finished points' lines.
   auto rewrite = [&]() -> absl::Status {

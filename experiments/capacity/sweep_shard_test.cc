@@ -187,6 +187,24 @@ TEST(SweepShardTest, ACorruptedStatusIsNamedAndItsPointRerun) {
   fs::remove_all(root);
 }
 
+// A folder that held one shard and then the whole grid kept the shard's
+// shard.txt, so merge took it for a shard: the whole run removes it, and
+// resumes the shard's finished points.
+TEST(SweepShardTest, AWholeGridRunIntoAShardFolderDropsTheShardMark) {
+  const proto::SweepGrid grid = Grid12();
+  const fs::path root = FreshDir("mark");
+  CountingRunner runner;
+  ASSERT_TRUE(RunSweep(grid, (root / "d").string(), runner.Runner(), Shard(0, 2)).ok());
+  ASSERT_TRUE(fs::exists(root / "d" / "shard.txt"));
+  absl::StatusOr<SweepSummary> s =
+      RunSweep(grid, (root / "d").string(), runner.Runner(), Shard(0, 1));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_GT(s->num_resumed, 0);  // the shard's answered points (errors rerun)
+  EXPECT_EQ(s->num_resumed + s->num_run, 12);
+  EXPECT_FALSE(fs::exists(root / "d" / "shard.txt"));
+  fs::remove_all(root);
+}
+
 TEST(SweepRowsTest, AgreedStatusReadsBothLines) {
   const std::string j =
       R"({"point":3,"config_hash":"0123456789abcdef","axes":{"a":"x\"},\"status\":\"ok"},)"
