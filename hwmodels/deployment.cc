@@ -286,6 +286,15 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   }
   d.kv_cache = layout.spec;
   d.kv_cache.num_blocks = d.memory.num_blocks;
+  // The block pool the simulator tracks holds at most 2^30 blocks (17 G
+  // tokens at 16 a block): only a toy model on a large device asks more.
+  if (d.memory.fits && d.memory.num_blocks > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the KV cache of %s on %s would hold %d blocks, more than the 2^30 the simulator "
+        "tracks (a model this small on a device this large); raise --block-size or lower "
+        "--gpu-memory-utilization",
+        d.model.id, d.device.id(), d.memory.num_blocks));
+  }
 
   ASSIGN_OR_RETURN(d.graph, CompiledStepGraph::Build(d.device, rank, d.format, d.dtype));
   for (int32_t st = 0; pp > 1 && st < pp; ++st) {

@@ -301,6 +301,25 @@ TEST(PublishedKvTest, UnmodelledCheckpointFormatNeedsAnExplicitQuantization) {
   EXPECT_LT(w4->memory.weights_gib, 8.0);  // 4-bit: about 5 GiB, not 15 GiB
 }
 
+// A toy model on a large device asked for more KV blocks than the simulator
+// tracks: `memory` answered, `simulate` failed naming KvCacheSpec; both now
+// say what to change.
+TEST(PublishedKvTest, AToyModelWithMoreBlocksThanTrackedIsNamed) {
+  const std::string dir = ::testing::TempDir() + "/toy-llama";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/config.json", std::ios::binary | std::ios::trunc)
+      << R"({"model_type": "llama", "vocab_size": 1, "hidden_size": 1,
+             "intermediate_size": 1, "num_hidden_layers": 1, "num_attention_heads": 1,
+             "num_key_value_heads": 1, "max_position_embeddings": 2048})";
+  ServerSpec s;
+  s.device = "h100-sxm";
+  s.model = dir + "/config.json";
+  auto d = BuildDeployment(s);
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(std::string(d.status().message()),
+              ::testing::HasSubstr("more than the 2^30 the simulator tracks"));
+}
+
 // --- DeepSeek-V2-Lite: multi-head latent attention ------------------------
 // data/models/deepseek-v2-lite/config.json: 27 layers, hidden 2048, 16
 // heads, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128,
