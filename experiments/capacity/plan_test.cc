@@ -227,31 +227,41 @@ TEST(RunPlanTest, SaturatedRowsAreMarked) {
   EXPECT_THAT(FormatPlanJson(o, *r), HasSubstr("\"saturated\": true"));
 }
 
-// request_throughput counts the drain: 120 requests at 12 req/s arrive in
-// 10 s, and a fleet that keeps up (p99 queueing 0.2 s) but whose last
-// answer ends 6 s later reads 7.5 req/s. It is not saturated; one whose
-// queue grows (p99 queueing 3 s > 10 s / 9) is.
-TEST(RunPlanTest, ADrainTailIsNotSaturationAGrowingQueueIs) {
+// Plans device a alone for 120 requests at 12 req/s with a runner that
+// reports kNames + request_throughput + p99_queueing_ms: `one` for one
+// replica, `more` for two or more.
+absl::StatusOr<PlanResult> PlanQueueCase(std::vector<double> one,
+                                         std::vector<double> more, PlanOptions* options) {
   std::vector<std::string> names = kNames;
   names.emplace_back("request_throughput");
   names.emplace_back("p99_queueing_ms");
   PointRunner runner;
   runner.metric_names = names;
   runner.run =
-      [](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+      [one,
+       more](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
     int replicas = 0;
     for (const auto& rep : c.fleet().replicas()) replicas += rep.count();
     if (c.client().max_concurrency() == 1)
       return std::vector<double>{100, 1100, 100, 50, 20, 12, 0};
-    // One replica: its queue grows and p99 TTFT misses; two keep up.
-    if (replicas < 2) return std::vector<double>{750, 8250, 5000, 100, 20, 7.5, 3000};
-    return std::vector<double>{750, 8250, 300, 100, 20, 7.5, 200};
+    return replicas < 2 ? one : more;
   };
-  PlanOptions o = Options(false);
-  o.devices.resize(1);  // a only
-  o.base.mutable_client()->set_request_rate(12);
-  o.base.mutable_client()->set_num_prompts(120);
-  auto r = RunPlan(o, runner);
+  *options = Options(false);
+  options->devices.resize(1);  // a only
+  options->base.mutable_client()->set_request_rate(12);
+  options->base.mutable_client()->set_num_prompts(120);
+  return RunPlan(*options, runner);
+}
+
+// request_throughput counts the drain: 120 requests at 12 req/s arrive in
+// 10 s, and a fleet that keeps up (p99 queueing 0.2 s) but whose last
+// answer ends 6 s later reads 7.5 req/s. It is not saturated; one whose
+// queue grows (p99 queueing 3 s > 10 s / 9) is.
+TEST(RunPlanTest, ADrainTailIsNotSaturationAGrowingQueueIs) {
+  PlanOptions o;
+  // One replica: its queue grows and p99 TTFT misses; two keep up.
+  auto r = PlanQueueCase({750, 8250, 5000, 100, 20, 7.5, 3000},
+                         {750, 8250, 300, 100, 20, 7.5, 200}, &o);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_GE(r->candidates.size(), 2u);
   EXPECT_TRUE(r->candidates[0].saturated);
@@ -263,27 +273,11 @@ TEST(RunPlanTest, ADrainTailIsNotSaturationAGrowingQueueIs) {
 // SLO) was chosen as meeting it: at the offered rate its queue grows
 // without bound, so it misses, and the search goes on to two replicas.
 TEST(RunPlanTest, ASaturatedFleetNeverMeetsTheSlo) {
-  std::vector<std::string> names = kNames;
-  names.emplace_back("request_throughput");
-  names.emplace_back("p99_queueing_ms");
-  PointRunner runner;
-  runner.metric_names = names;
-  runner.run =
-      [](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
-    int replicas = 0;
-    for (const auto& rep : c.fleet().replicas()) replicas += rep.count();
-    if (c.client().max_concurrency() == 1)
-      return std::vector<double>{100, 1100, 100, 50, 20, 12, 0};
-    // One replica: p99 TTFT 300 ms (meets) but serves 7.5 of 12 req/s with
-    // a growing queue; two keep up.
-    if (replicas < 2) return std::vector<double>{750, 8250, 300, 100, 20, 7.5, 3000};
-    return std::vector<double>{750, 8250, 300, 100, 20, 11.9, 200};
-  };
-  PlanOptions o = Options(false);
-  o.devices.resize(1);  // a only
-  o.base.mutable_client()->set_request_rate(12);
-  o.base.mutable_client()->set_num_prompts(120);
-  auto r = RunPlan(o, runner);
+  PlanOptions o;
+  // One replica: p99 TTFT 300 ms (meets) but serves 7.5 of 12 req/s with a
+  // growing queue; two keep up.
+  auto r = PlanQueueCase({750, 8250, 300, 100, 20, 7.5, 3000},
+                         {750, 8250, 300, 100, 20, 11.9, 200}, &o);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_GE(r->candidates.size(), 2u);
   EXPECT_TRUE(r->candidates[0].saturated);

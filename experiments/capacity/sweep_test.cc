@@ -393,11 +393,13 @@ TEST(ExpandGridTest, AxisWithoutValuesIsAnError) {
 }
 
 absl::StatusOr<SweepSummary> Sweep(const proto::SweepGrid& g, const fs::path& dir,
-                                   FakeRunner& fake, int jobs, int64_t stop_after = -1) {
+                                   FakeRunner& fake, int jobs, int64_t stop_after = -1,
+                                   bool overwrite = false) {
   SweepOptions o;
   o.jobs = jobs;
   o.progress = 0;
   o.stop_after = stop_after;
+  o.replace_other_results = overwrite;
   return RunSweep(g, dir.string(), fake.Runner(), o);
 }
 
@@ -611,11 +613,7 @@ TEST(RunSweepTest, ChangedBaseConfigRerunsThePointsItChanges) {
   EXPECT_THAT(refused.status().message(),
               HasSubstr("400 finished points would be resumed"));
   EXPECT_EQ(ReadFile(d / "results.jsonl"), before);
-  SweepOptions replace;
-  replace.jobs = 2;
-  replace.progress = 0;
-  replace.replace_other_results = true;
-  auto s = RunSweep(g, d.string(), f2.Runner(), replace);
+  auto s = Sweep(g, d, f2, 2, /*stop_after=*/-1, /*overwrite=*/true);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->num_resumed, 400);
   EXPECT_EQ(s->num_run, 100);
@@ -638,11 +636,7 @@ TEST(RunSweepTest, AnotherGridsResultsAreNotReplacedUnlessAsked) {
   EXPECT_THAT(refused.status().message(), HasSubstr("holds 500 results of another grid"));
   EXPECT_EQ(ReadFile(d / "results.jsonl"), before);
   EXPECT_EQ(ReadFile(d / "grid.textproto"), grid_before);
-  SweepOptions replace;
-  replace.jobs = 1;
-  replace.progress = 0;
-  replace.replace_other_results = true;
-  auto s = RunSweep(other, d.string(), f.Runner(), replace);
+  auto s = Sweep(other, d, f, 1, /*stop_after=*/-1, /*overwrite=*/true);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->num_run, 500);
   fs::remove_all(d);
