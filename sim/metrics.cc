@@ -232,6 +232,39 @@ std::array<double, 4> StepStats::HistSummary(const std::vector<int64_t>& hist) {
   return {static_cast<double>(sum / n), pct(50), pct(99), static_cast<double>(max_v)};
 }
 
+void OutputTokenBuckets::Switch(int64_t b) {
+  if (current_ >= 0 && current_count_ > 0) {
+    filed_.emplace_back(current_, current_count_);
+    last_filed_ = std::max(last_filed_, current_);
+  }
+  current_ = b;
+  current_count_ = 0;
+  // Tokens in time order never return to a filed bucket (`b` is past the
+  // last one filed); if one does, its count is taken back.
+  if (b > last_filed_) return;
+  for (size_t i = filed_.size(); i-- > 0;) {
+    if (filed_[i].first == b) {
+      current_count_ = filed_[i].second;
+      filed_.erase(filed_.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  }
+}
+
+int64_t OutputTokenBuckets::CountAt(int64_t b) const {
+  if (b == current_) return current_count_;
+  for (const auto& [bucket, count] : filed_) {
+    if (bucket == b) return count;
+  }
+  return 0;
+}
+
+int64_t OutputTokenBuckets::MaxCount() const {
+  int64_t most = current_count_;
+  for (const auto& [bucket, count] : filed_) most = std::max(most, count);
+  return most;
+}
+
 int64_t GoodRequests(const std::vector<RequestRecord>& records, const GoodputSlos& slos) {
   if (!slos.any()) return 0;
   int64_t good = 0;
@@ -301,26 +334,25 @@ RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
     }
   }
   if (origin >= 0) {
-    std::vector<int64_t> active;  // difference array over the buckets
+    // A request is active in the buckets from its send's to its finish's:
+    // +1 at the first, -1 after the last, swept in bucket order (events,
+    // not one counter per simulated second).
+    std::vector<std::pair<int64_t, int64_t>> events;  // (bucket, +1 / -1)
     for (const RequestRecord& rec : records) {
       if (!rec.ok() || rec.unmeasured || rec.send_ns < origin) continue;
-      const size_t first =
-          static_cast<size_t>((rec.send_ns - origin) / OutputTokenBuckets::kBucketNs);
-      const size_t last =
-          static_cast<size_t>((rec.finish_ns - origin) / OutputTokenBuckets::kBucketNs);
-      if (active.size() < last + 2) active.resize(last + 2, 0);
-      ++active[first];
-      --active[last + 1];
+      events.emplace_back((rec.send_ns - origin) / OutputTokenBuckets::kBucketNs, 1);
+      events.emplace_back((rec.finish_ns - origin) / OutputTokenBuckets::kBucketNs + 1,
+                          -1);
     }
+    std::sort(events.begin(), events.end());
     int64_t now = 0;
-    for (int64_t d : active) {
-      now += d;
-      r.max_concurrent_requests = std::max(r.max_concurrent_requests, now);
+    for (size_t i = 0; i < events.size(); ++i) {
+      now += events[i].second;
+      // The count of a bucket holds once all of its events are in.
+      if (i + 1 == events.size() || events[i + 1].first != events[i].first)
+        r.max_concurrent_requests = std::max(r.max_concurrent_requests, now);
     }
-    for (int64_t c : tokens.counts()) {
-      r.max_output_tokens_per_s =
-          std::max(r.max_output_tokens_per_s, static_cast<double>(c));
-    }
+    r.max_output_tokens_per_s = static_cast<double>(tokens.MaxCount());
   }
   r.ttft = Summarize(ttft);
   r.tpot = Summarize(tpot);

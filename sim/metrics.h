@@ -113,7 +113,9 @@ class ItlAccumulator {
 // Output tokens per 1-second bucket, as `vllm bench serve` counts them for
 // max_output_tokens_per_s: bucket k holds the tokens emitted in
 // [origin + k s, origin + (k + 1) s), origin the send of the first
-// successful request. O(1) per token; 8 bytes per simulated second.
+// successful request. O(1) per token in time order; memory per bucket that
+// holds a token, not per simulated second (a run of three requests sent a
+// billion seconds apart held gigabytes of empty buckets).
 class OutputTokenBuckets {
  public:
   // REQUIRES: called once, before the first AddToken.
@@ -122,17 +124,26 @@ class OutputTokenBuckets {
   TimeNs origin_ns() const { return origin_ns_; }
   // REQUIRES: has_origin() and t_ns >= origin_ns().
   void AddToken(TimeNs t_ns) {
-    const size_t b = static_cast<size_t>((t_ns - origin_ns_) / kBucketNs);
-    if (b >= counts_.size()) counts_.resize(b + 1, 0);
-    ++counts_[b];
+    const int64_t b = (t_ns - origin_ns_) / kBucketNs;
+    if (b != current_) Switch(b);
+    ++current_count_;
   }
-  const std::vector<int64_t>& counts() const { return counts_; }
+  // Tokens in bucket `b`, and the most in any bucket.
+  int64_t CountAt(int64_t b) const;
+  int64_t MaxCount() const;
 
   static constexpr TimeNs kBucketNs = 1'000'000'000;
 
  private:
+  // Files the current bucket's count and makes `b` current (its earlier
+  // count, if tokens came out of time order, carried on).
+  void Switch(int64_t b);
+
   TimeNs origin_ns_ = -1;
-  std::vector<int64_t> counts_;
+  int64_t current_ = -1;
+  int64_t current_count_ = 0;
+  int64_t last_filed_ = -1;                         // the largest bucket in filed_
+  std::vector<std::pair<int64_t, int64_t>> filed_;  // (bucket, count), one per bucket
 };
 
 // vLLM's --goodput service-level objectives in milliseconds (absent: not

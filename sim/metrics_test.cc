@@ -133,11 +133,34 @@ TEST(MetricsTest,
   for (int64_t t_ms : {900, 1500, 2200, 2300, 2600, 3100})
     tokens.AddToken(t_ms * 1'000'000);
   // Buckets from 500 ms: [500, 1500) 1 token, [1500, 2500) 3, [2500, 3500) 2.
-  EXPECT_EQ(tokens.counts(), (std::vector<int64_t>{1, 3, 2}));
+  EXPECT_EQ(tokens.CountAt(0), 1);
+  EXPECT_EQ(tokens.CountAt(1), 3);
+  EXPECT_EQ(tokens.CountAt(2), 2);
+  EXPECT_EQ(tokens.CountAt(3), 0);
+  EXPECT_EQ(tokens.MaxCount(), 3);
   const RunResult r = ComputeRunResult(recs, ItlAccumulator(), StepStats(), 0, tokens);
   EXPECT_DOUBLE_EQ(r.max_output_tokens_per_s, 3);
   // Request 1 is active in buckets 0-1, request 2 in 1-2, request 3 in 2.
   EXPECT_EQ(r.max_concurrent_requests, 2);
+}
+
+// Buckets are kept per bucket that holds a token, not per simulated second:
+// three tokens a billion seconds apart (a request rate of 1e-9 ran the
+// machine out of memory), and a token out of time order counts in its
+// bucket.
+TEST(MetricsTest, TokenBucketsAreSparseAndTakeTokensOutOfOrder) {
+  OutputTokenBuckets tokens;
+  tokens.SetOrigin(0);
+  constexpr TimeNs kGiga = 1'000'000'000'000'000'000;  // 1e9 s in ns
+  tokens.AddToken(5);
+  tokens.AddToken(kGiga);
+  tokens.AddToken(kGiga + 7);
+  tokens.AddToken(2 * kGiga);
+  tokens.AddToken(9);  // back in bucket 0
+  EXPECT_EQ(tokens.CountAt(0), 2);
+  EXPECT_EQ(tokens.CountAt(kGiga / OutputTokenBuckets::kBucketNs), 2);
+  EXPECT_EQ(tokens.CountAt(2 * kGiga / OutputTokenBuckets::kBucketNs), 1);
+  EXPECT_EQ(tokens.MaxCount(), 2);
 }
 
 TEST(MetricsTest, GoodRequestsMeetEverySloGivenAndOneTokenRequestsHaveZeroTpot) {
