@@ -231,12 +231,40 @@ int RunSimulate(SimulateArgs& args) {
        args.save_result.empty() ? "" : args.save_result + ".config.textproto"},
       {"--requests-csv", args.requests_csv},
       {"--chrome-trace", args.chrome_trace}};
+  // Compared as the files they name (./x.json, d/../x.json and a link to
+  // x.json are x.json), and never one of the run's inputs, --overwrite or
+  // not (a --save-result over the --trace it replays replaced the trace).
+  const auto same_file = [](const std::string& a, const std::string& b) {
+    // (weakly_canonical leaves a relative path with no existing prefix
+    // relative: made absolute first.)
+    std::error_code ea, eb;
+    const auto ca =
+        std::filesystem::weakly_canonical(std::filesystem::absolute(a, ea), ea);
+    const auto cb =
+        std::filesystem::weakly_canonical(std::filesystem::absolute(b, eb), eb);
+    return a == b || (!ea && !eb && ca == cb);
+  };
   for (size_t i = 0; i < std::size(outputs); ++i) {
     for (size_t j = i + 1; j < std::size(outputs); ++j) {
-      if (!outputs[i].second.empty() && outputs[i].second == outputs[j].second) {
+      if (!outputs[i].second.empty() && !outputs[j].second.empty() &&
+          same_file(outputs[i].second, outputs[j].second)) {
         return fail(absl::InvalidArgumentError(
             absl::StrFormat("%s and %s: both write %s; give different files",
                             outputs[i].first, outputs[j].first, outputs[i].second)));
+      }
+    }
+  }
+  const std::pair<const char*, std::string> inputs[] = {
+      {"--trace", resolved_early->client().trace()},
+      {"--config", args.flags.config_path()},
+      {"--calibration", resolved_early->server().calibration_profile()}};
+  for (const auto& [out_flag, out_path] : outputs) {
+    for (const auto& [in_flag, in_path] : inputs) {
+      if (!out_path.empty() && !in_path.empty() && same_file(out_path, in_path)) {
+        return fail(absl::InvalidArgumentError(absl::StrFormat(
+            "%s %s: the %s file of this run; give another file (even --overwrite does "
+            "not write over an input)",
+            out_flag, out_path, in_flag)));
       }
     }
   }

@@ -105,6 +105,8 @@ class ExperimentFlags {
 
   // Defaults < --config < --set < explicit flags; then Validate().
   absl::StatusOr<proto::ExperimentConfig> Resolve() const;
+  // The --config path ("" when none).
+  const std::string& config_path() const { return config_path_; }
 
  private:
   ServerFlags server_;

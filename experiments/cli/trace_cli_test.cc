@@ -349,6 +349,32 @@ TEST(SimulateCliTest, EveryOutputTheUserNamesIsKeptUnlessOverwrite) {
   EXPECT_EQ(Servesim(base + " --device l4 --requests-csv /dev/null", dir).exit_code, 0);
 }
 
+// Two outputs naming one file by different spellings (x.json, ./x.json)
+// kept only the last written; an output over the trace the run replays
+// replaced the trace, --overwrite or not. Both refused before the run.
+TEST(SimulateCliTest, OutputsAreComparedAsFilesAndNeverOverAnInput) {
+  namespace fs = std::filesystem;
+  const std::string dir = Scratch("same-file");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string base = "simulate --device l4 --model gemma-4-e2b --num-prompts 2 ";
+  CliRun r = Servesim(base + "--save-result x.json --requests-csv ./x.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--save-result and --requests-csv: both write x.json"));
+  EXPECT_FALSE(fs::exists(dir + "/x.json"));
+  ASSERT_EQ(
+      Servesim("trace generate t.jsonl --num-prompts 3 --request-rate 1", dir).exit_code,
+      0);
+  const std::string trace = ReadText(dir + "/t.jsonl");
+  r = Servesim(
+      "simulate --device l4 --model gemma-4-e2b --trace t.jsonl --overwrite "
+      "--requests-csv ./t.jsonl",
+      dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--requests-csv ./t.jsonl: the --trace file of this run"));
+  EXPECT_EQ(ReadText(dir + "/t.jsonl"), trace);
+}
+
 // calibrate --out and sweep merge --out: an existing profile, or a folder
 // holding results, is kept unless --overwrite (refused before any fit).
 TEST(OutputCliTest, CalibrateAndSweepMergeKeepExistingResultsUnlessOverwrite) {
