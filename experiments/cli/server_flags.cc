@@ -33,8 +33,13 @@ namespace {
 
 bool Given(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
 
+// Merges `text` over `config` (a later --set wins, an explicit 0 or false
+// included). Parsed on its own first: a field one text gives twice is an
+// error, as in a --config file (merging took the last silently).
 absl::Status MergeText(const std::string& text, const std::string& where,
                        proto::ExperimentConfig& config) {
+  proto::ExperimentConfig alone;
+  RETURN_IF_ERROR(ParseTextProto(text, where, &alone));
   return ParseTextProto(text, where, &config, /*merge=*/true);
 }
 

@@ -145,6 +145,16 @@ TEST(ServerFlagsTest, BadConfigTextNamesTheFileAndLine) {
       << twice.status();
   EXPECT_NE(twice.status().message().find("specified multiple times"), std::string::npos)
       << twice.status();
+  // The same within one --set; across two, the later wins (0 included).
+  const auto set_twice =
+      ResolveArgs(Base({"--set", "client { num_prompts: 3 num_prompts: 4 }"}));
+  ASSERT_FALSE(set_twice.ok());
+  EXPECT_NE(set_twice.status().message().find("--set #1"), std::string::npos)
+      << set_twice.status();
+  const auto later = ResolveArgs(Base({"--set", "client { max_concurrency: 8 }", "--set",
+                                       "client { max_concurrency: 0 }"}));
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_EQ(later->client().max_concurrency(), 0);
 }
 
 TEST(ServerFlagsTest, PrefixCachingAndAsyncCanBeSwitchedOff) {
