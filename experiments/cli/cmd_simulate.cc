@@ -284,6 +284,21 @@ int RunSimulate(SimulateArgs& args) {
   }
   proto::ExperimentConfig config = *std::move(resolved_early);
   if (!args.router.empty()) config.mutable_fleet()->set_router(args.router);
+  // A router needs engines to choose between: with one it is ignored.
+  if (!config.fleet().router().empty()) {
+    int64_t engines = 0;
+    for (const auto& r : config.fleet().replicas())
+      engines += std::max(1, r.count()) * std::max(1, r.server().data_parallel_size());
+    if (config.fleet().replicas_size() == 0)
+      engines = std::max(1, config.server().data_parallel_size());
+    if (engines <= 1) {
+      return fail(absl::InvalidArgumentError(absl::StrFormat(
+          "--router %s: the run has one engine (no fleet replicas, --data-parallel-size "
+          "1), so there is nothing to route; give a fleet in --config or "
+          "--data-parallel-size > 1, or drop --router",
+          config.fleet().router())));
+    }
+  }
   IntervalOptions interval_options;
   interval_options.level = args.interval;
   interval_options.num_samples = args.interval_samples;

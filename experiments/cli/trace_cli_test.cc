@@ -375,6 +375,34 @@ TEST(SimulateCliTest, OutputsAreComparedAsFilesAndNeverOverAnInput) {
   EXPECT_EQ(ReadText(dir + "/t.jsonl"), trace);
 }
 
+// A router with one engine was ignored; a fleet of two models routed one
+// workload between them as if they were interchangeable (and reported the
+// first model only). Both are errors.
+TEST(SimulateCliTest, ARouterNeedsEnginesAndAFleetServesOneModel) {
+  CliRun r = Servesim(
+      "simulate --device l4 --model gemma-4-e2b --router kv-aware --num-prompts 2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--router kv-aware: the run has one engine"));
+  const std::string cfg = Scratch("mixed-models.textproto");
+  std::ofstream(cfg) << R"pb(
+    fleet {
+      replicas {
+        server { device: "l4" model: "gemma-4-e2b" }
+        count: 2
+      }
+      replicas {
+        server { device: "l4" model: "gemma-4-e4b" }
+        count: 1
+      }
+    }
+    client { num_prompts: 4 }
+  )pb";
+  r = Servesim("simulate --config '" + cfg + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("fleet.replicas: gemma-4-e2b and gemma-4-e4b: a fleet "
+                               "serves one model"));
+}
+
 // calibrate --out and sweep merge --out: an existing profile, or a folder
 // holding results, is kept unless --overwrite (refused before any fit).
 TEST(OutputCliTest, CalibrateAndSweepMergeKeepExistingResultsUnlessOverwrite) {

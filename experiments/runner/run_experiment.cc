@@ -147,6 +147,17 @@ absl::StatusOr<ExperimentRun> RunExperiment(proto::ExperimentConfig config,
   }
   ExperimentRun run;
   ASSIGN_OR_RETURN(run.fleet, BuildFleet(config));
+  // One workload is one model's: a router would send its requests to the
+  // replicas of another model as if they were interchangeable.
+  for (size_t i = 1; i < run.fleet.deployments.size(); ++i) {
+    if (run.fleet.deployments[i].model.id != run.fleet.deployments[0].model.id) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "fleet.replicas: ", run.fleet.deployments[0].model.id, " and ",
+          run.fleet.deployments[i].model.id,
+          ": a fleet serves one model (the workload's requests go to any replica); "
+          "simulate each model's fleet on its own"));
+    }
+  }
   // The resolved context limit (the model's own when --max-model-len is not
   // given) must hold the longest random request, or every such request
   // would only be rejected.
