@@ -174,12 +174,21 @@ def _flag_args(command: str, flags: Mapping[str, Any]) -> list[str]:
                 switches.append("--no-" + flag)
             continue
         values = value if isinstance(value, (list, tuple)) else [value]
+        if not values:
+            # An empty list gave no flag at all: the default ran silently.
+            raise ValueError(f"{key}: an empty list (give a value, or leave {key} out)")
         for v in values:
+            if isinstance(v, (bytes, bytearray)):
+                raise ValueError(f"{key}: bytes {v!r} (give a str)")
             if isinstance(v, os.PathLike):
                 v = os.fspath(v)
             elif isinstance(v, (float, np.floating)):
                 v = repr(float(v))
-            argv += [name, str(v)]
+            v = str(v)
+            if "\x00" in v:
+                # The C++ side would cut the string at the NUL.
+                raise ValueError(f"{key}: {v!r} holds a NUL character")
+            argv += [name, v]
     return argv + switches
 
 

@@ -182,6 +182,19 @@ def test_unparsable_flag_raises_value_error_naming_it():
         servesim.simulate(device="l4", model="gemma-4-e2b", no_such_flag=1)
 
 
+@pytest.mark.parametrize("flags, says", [
+    # An empty list gave no flag: the default (1,000 prompts) ran silently.
+    (dict(SMALL, num_prompts=[]), "num_prompts: an empty list"),
+    (dict(SMALL, device=b"l4"), "device: bytes b'l4' (give a str)"),
+    # The C++ side cut the string at the NUL ("unknown model 'gemma-4-e2b").
+    (dict(SMALL, model="gemma-4-e2b\x00junk"), "model: 'gemma-4-e2b\\x00junk' holds a NUL"),
+])
+def test_values_the_cli_cannot_take_raise_value_error_naming_the_keyword(flags, says):
+    with pytest.raises(ValueError) as e:
+        servesim.simulate(**flags)
+    assert says in str(e.value)
+
+
 # --- threads -------------------------------------------------------------
 
 def test_threads_give_the_results_of_one_thread():
