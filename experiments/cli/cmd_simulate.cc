@@ -268,6 +268,22 @@ int RunSimulate(SimulateArgs& args) {
       }
     }
   }
+  // Checked before the run, not after it: a folder that is not there, or
+  // a path that is a folder (the error came after minutes of --interval).
+  for (const auto& [flag, path] : outputs) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+      return fail(absl::InvalidArgumentError(
+          absl::StrFormat("%s %s: folder %s does not exist (create it first)", flag, path,
+                          parent.string())));
+    }
+    if (std::filesystem::is_directory(path, ec)) {
+      return fail(absl::InvalidArgumentError(
+          absl::StrFormat("%s %s: is a folder; give a file path", flag, path)));
+    }
+  }
   for (const auto& [flag, path] : outputs) {
     const bool result = std::string_view(flag).starts_with("--save-result");
     if (absl::Status st = CheckOutputTarget(
@@ -384,10 +400,16 @@ int RunSimulate(SimulateArgs& args) {
     if (absl::Status st = WriteFile(args.save_result, json, "--save-result"); !st.ok()) {
       return fail(st);
     }
-    if (absl::Status st = WriteFile(args.save_result + ".config.textproto", config_text,
-                                    "--save-result");
-        !st.ok()) {
-      return fail(st);
+    // The config beside the result file; none beside a device (/dev/null,
+    // /dev/stdout), where it would be a new file in /dev.
+    std::error_code ec;
+    const auto target = std::filesystem::status(args.save_result, ec);
+    if (!std::filesystem::exists(target) || std::filesystem::is_regular_file(target)) {
+      if (absl::Status st = WriteFile(args.save_result + ".config.textproto", config_text,
+                                      "--save-result");
+          !st.ok()) {
+        return fail(st);
+      }
     }
   }
   if (!args.requests_csv.empty()) {

@@ -373,6 +373,15 @@ TEST(SimulateCliTest, OutputsAreComparedAsFilesAndNeverOverAnInput) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--requests-csv ./t.jsonl: the --trace file of this run"));
   EXPECT_EQ(ReadText(dir + "/t.jsonl"), trace);
+  // A folder that is not there, or a folder as the file: before the run.
+  r = Servesim(base + "--save-result nodir/x.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("--save-result nodir/x.json: folder nodir does not exist"));
+  fs::create_directories(dir + "/d1");
+  r = Servesim(base + "--requests-csv d1 --overwrite", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--requests-csv d1: is a folder; give a file path"));
 }
 
 // A router with one engine was ignored; a fleet of two models routed one
