@@ -153,9 +153,11 @@ absl::StatusOr<ImportedCell> ImportBenchFile(const std::string& path) {
                       "absent or null: a ramp-up run (its rate changes during the "
                       "run) is not simulated");
   }
-  ASSIGN_OR_RETURN(std::optional<double> burstiness,
-                   CheckedNumber(r, path, "burstiness", positive,
-                                 "a finite number > 0 (Gamma shape; 1 = Poisson)"));
+  ASSIGN_OR_RETURN(
+      std::optional<double> burstiness,
+      CheckedNumber(
+          r, path, "burstiness", [](double x) { return x >= 1e-3 && x <= 1e3; },
+          "a number in [0.001, 1000] (Gamma shape; 1 = Poisson)"));
   c.burstiness = burstiness.value_or(1.0);
   how.emplace_back(c.max_concurrency > 0 ? "max_concurrency" : "no max_concurrency key");
   if (std::isfinite(c.request_rate) && !burstiness)

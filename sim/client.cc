@@ -13,9 +13,12 @@ absl::Status ValidateClientConfig(const ClientConfig& c) {
         "--request-rate: %g is out of range (0, inf] (use inf for all at once)",
         c.request_rate));
   }
-  if (!(c.burstiness > 0) || std::isinf(c.burstiness)) {
+  // The Gamma shape of the gaps: 1 Poisson, below 1 burstier. Outside
+  // [0.001, 1000] the gaps are all one value or all zero but one, and a
+  // denormal shape made NaN arrival times (as `trace generate` bounds it).
+  if (!(c.burstiness >= 1e-3 && c.burstiness <= 1e3)) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("--burstiness: %g is out of range (0, inf)", c.burstiness));
+        absl::StrFormat("--burstiness: %g is out of range [0.001, 1000]", c.burstiness));
   }
   if (c.max_concurrency < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -153,8 +153,9 @@ absl::Status ValidateRanges(const proto::ExperimentConfig& c) {
         "--request-rate", absl::StrCat(cl.request_rate()),
         "(0, inf] requests/s (0 or omitted: inf, or replay with --trace)");
   }
-  if (!(cl.burstiness() > 0) || std::isinf(cl.burstiness())) {
-    return OutOfRangeError("--burstiness", absl::StrCat(cl.burstiness()), "(0, inf)");
+  if (!(cl.burstiness() >= 1e-3 && cl.burstiness() <= 1e3)) {
+    return OutOfRangeError("--burstiness", absl::StrCat(cl.burstiness()),
+                           "[0.001, 1000]");
   }
   if (cl.max_concurrency() < 0) {
     return OutOfRangeError("--max-concurrency", absl::StrCat(cl.max_concurrency()),

@@ -98,6 +98,9 @@ TEST(ConfigTest, EachOutOfRangeFieldIsAnErrorNamingItsFlag) {
   ExpectErrorNaming([](C& c) { c.mutable_client()->set_request_rate(-1); },
                     "--request-rate");
   ExpectErrorNaming([](C& c) { c.mutable_client()->set_burstiness(0); }, "--burstiness");
+  // A denormal Gamma shape made NaN arrival times, blamed on --request-rate.
+  ExpectErrorNaming([](C& c) { c.mutable_client()->set_burstiness(1e-310); },
+                    "--burstiness: 1e-310 is out of range [0.001, 1000]");
   ExpectErrorNaming([](C& c) { c.mutable_client()->set_random_range_ratio(1.5); },
                     "--random-range-ratio");
   ExpectErrorNaming([](C& c) { c.mutable_client()->set_trace_format("azure"); },
