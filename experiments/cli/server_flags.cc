@@ -214,9 +214,9 @@ void ExperimentFlags::RegisterClientFlags(CLI::App* cmd) {
       cmd->add_option("--request-rate", request_rate_v_,
                       absl::StrCat("requests/s or inf (default ", kClient.request_rate,
                                    "; with --trace: replay)"));
-  burstiness_ =
-      cmd->add_option("--burstiness", burstiness_v_,
-                      WithDefault("Gamma shape, 1 = Poisson", kClient.burstiness));
+  burstiness_ = cmd->add_option(
+      "--burstiness", burstiness_v_,
+      WithDefault("Gamma shape in [0.001, 1000], 1 = Poisson", kClient.burstiness));
   max_concurrency_ = cmd->add_option("--max-concurrency", max_concurrency_v_,
                                      "requests in flight at most (default unlimited)");
   input_len_ = cmd->add_option("--random-input-len", input_len_v_,
