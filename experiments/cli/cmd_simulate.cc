@@ -205,11 +205,20 @@ int RunSimulate(SimulateArgs& args) {
   if (!goodput.ok()) return fail(goodput.status());
   if (args.date.empty()) {
     args.date = NowDate();
-  } else if (args.date.size() != 15 || args.date[8] != '-' ||
-             !std::all_of(args.date.begin(), args.date.end(),
-                          [](char c) { return c == '-' || (c >= '0' && c <= '9'); })) {
+  } else if (const auto field =
+                 [&](size_t at) {  // two digits, once all are known to be digits
+                   return (args.date[at] - '0') * 10 + (args.date[at + 1] - '0');
+                 };
+             args.date.size() != 15 || args.date[8] != '-' ||
+             !std::all_of(args.date.begin(), args.date.begin() + 8,
+                          [](char c) { return c >= '0' && c <= '9'; }) ||
+             !std::all_of(args.date.begin() + 9, args.date.end(),
+                          [](char c) { return c >= '0' && c <= '9'; }) ||
+             field(4) < 1 || field(4) > 12 || field(6) < 1 || field(6) > 31 ||
+             field(9) > 23 || field(11) > 59 || field(13) > 59) {
     return fail(absl::InvalidArgumentError(absl::StrFormat(
-        "--date: '%s' is not YYYYMMDD-HHMMSS (as vLLM's current_dt)", args.date)));
+        "--date: '%s' is not a date-time YYYYMMDD-HHMMSS (as vLLM's current_dt)",
+        args.date)));
   }
   if (args.save_result_given) {
     // Whatever names it (--save-result PATH, --result-dir, --result-filename

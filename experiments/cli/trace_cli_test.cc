@@ -382,6 +382,13 @@ TEST(SimulateCliTest, OutputsAreComparedAsFilesAndNeverOverAnInput) {
   r = Servesim(base + "--requests-csv d1 --overwrite", dir);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--requests-csv d1: is a folder; give a file path"));
+  // --date names a date-time (month 99 went into the JSON and file name).
+  for (const char* date : {"99999999-999999", "20261301-000000", "2026120x-000000"}) {
+    r = Servesim(base + "--date " + date, dir);
+    EXPECT_EQ(r.exit_code, 2) << date;
+    EXPECT_THAT(r.err, HasSubstr("is not a date-time YYYYMMDD-HHMMSS")) << date;
+  }
+  EXPECT_EQ(Servesim(base + "--date 20261207-235959", dir).exit_code, 0);
 }
 
 // A router with one engine was ignored; a fleet of two models routed one
