@@ -313,7 +313,8 @@ int RunSimulate(SimulateArgs& args) {
   if (!config.fleet().router().empty()) {
     int64_t engines = 0;
     for (const auto& r : config.fleet().replicas())
-      engines += std::max(1, r.count()) * std::max(1, r.server().data_parallel_size());
+      engines +=
+          int64_t{std::max(1, r.count())} * std::max(1, r.server().data_parallel_size());
     if (config.fleet().replicas_size() == 0)
       engines = std::max(1, config.server().data_parallel_size());
     if (engines <= 1) {
