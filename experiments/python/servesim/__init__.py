@@ -153,6 +153,20 @@ def _help_text(command: str) -> str:
     return _HELP[command]
 
 
+def _is_switch(command: str, flag: str) -> bool:
+    """Whether ``--flag`` of ``servesim COMMAND`` takes no value: in CLI11's
+    help a type (INT, TEXT, ...) follows an option's names after one space,
+    where a switch's description starts after two or more."""
+    # Option lines start with two spaces; description lines continue deeper.
+    m = re.search(r"^  ((?:-\w,)?(?:--[\w-]+(?:\{[^}]*\})?,)*--" + re.escape(flag)
+                  + r"(?![\w-])(?:\{[^}]*\})?(?:,--[\w-]+(?:\{[^}]*\})?)*)(.*)$",
+                  _help_text(command), re.MULTILINE)
+    if not m:
+        return False  # not listed (hidden): the CLI judges the value
+    rest = m.group(2)
+    return not (rest.startswith(" ") and not rest.startswith("  "))
+
+
 def _flag_args(command: str, flags: Mapping[str, Any]) -> list[str]:
     """Keyword flags as argv. ``True`` gives the switch and ``False`` its
     ``--no-`` form, or nothing where the CLI has none (``refit=False``: no
@@ -173,6 +187,10 @@ def _flag_args(command: str, flags: Mapping[str, Any]) -> list[str]:
             elif re.search(r"--no-" + re.escape(flag) + r"(?![\w-])", _help_text(command)):
                 switches.append("--no-" + flag)
             continue
+        if _is_switch(command, flag):
+            # ignore_eos=1 reached CLI11 as a stray "1" ("argument was not
+            # expected: 1"), which named no keyword.
+            raise ValueError(f"{key}: {value!r} for a switch (give True or False)")
         values = value if isinstance(value, (list, tuple)) else [value]
         if not values:
             # An empty list gave no flag at all: the default ran silently.

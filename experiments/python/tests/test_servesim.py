@@ -188,6 +188,10 @@ def test_unparsable_flag_raises_value_error_naming_it():
     (dict(SMALL, device=b"l4"), "device: bytes b'l4' (give a str)"),
     # The C++ side cut the string at the NUL ("unknown model 'gemma-4-e2b").
     (dict(SMALL, model="gemma-4-e2b\x00junk"), "model: 'gemma-4-e2b\\x00junk' holds a NUL"),
+    # A switch given a number reached CLI11 as a stray "1".
+    (dict(SMALL, ignore_eos=1), "ignore_eos: 1 for a switch (give True or False)"),
+    (dict(SMALL, enable_prefix_caching=0),
+     "enable_prefix_caching: 0 for a switch (give True or False)"),
 ])
 def test_values_the_cli_cannot_take_raise_value_error_naming_the_keyword(flags, says):
     with pytest.raises(ValueError) as e:
