@@ -43,6 +43,26 @@ TEST(MeasurementDbTest, ShippedDataLoadsAndHoldsEveryPublishedTable) {
   EXPECT_DOUBLE_EQ(run->kv_cache_gib(), 155.04);
 }
 
+// A run "r" (t4, gemma-4-e2b) added to `set`.
+void AddRun(servesim::proto::MeasurementSet& set) {
+  auto* r = set.add_runs();
+  r->set_id("r");
+  r->set_device("t4");
+  r->set_model("gemma-4-e2b");
+}
+
+// An output-throughput measurement `id` of run "r" with `value`, added to
+// `set`.
+servesim::proto::Measurement* AddMeasurement(servesim::proto::MeasurementSet& set,
+                                             const std::string& id, double value) {
+  auto* m = set.add_measurements();
+  m->set_id(id);
+  m->set_run("r");
+  m->set_metric(servesim::proto::OUTPUT_THROUGHPUT);
+  m->set_value(value);
+  return m;
+}
+
 TEST(MeasurementDbTest, RejectsMeasurementOfUnknownRun) {
   servesim::proto::MeasurementSet set;
   auto* m = set.add_measurements();
@@ -57,15 +77,8 @@ TEST(MeasurementDbTest, RejectsMeasurementOfUnknownRun) {
 
 TEST(MeasurementDbTest, RejectsZeroValueOfFeasibleCell) {
   servesim::proto::MeasurementSet set;
-  auto* r = set.add_runs();
-  r->set_id("r");
-  r->set_device("t4");
-  r->set_model("gemma-4-e2b");
-  auto* m = set.add_measurements();
-  m->set_id("x");
-  m->set_run("r");
-  m->set_metric(servesim::proto::OUTPUT_THROUGHPUT);
-  m->set_value(0);
+  AddRun(set);
+  auto* m = AddMeasurement(set, "x", 0);
   EXPECT_FALSE(MeasurementDb::FromSets({set}, "test").ok());
   m->set_infeasible(true);
   EXPECT_TRUE(MeasurementDb::FromSets({set}, "test").ok());
@@ -75,10 +88,7 @@ TEST(MeasurementDbTest, RejectsZeroValueOfFeasibleCell) {
 // measurement at fault, not every file of the folder.
 TEST(MeasurementDbTest, ErrorNamesTheFileOfTheRunOrMeasurement) {
   servesim::proto::MeasurementSet good;
-  auto* r = good.add_runs();
-  r->set_id("r");
-  r->set_device("t4");
-  r->set_model("gemma-4-e2b");
+  AddRun(good);
   servesim::proto::MeasurementSet bad;
   bad.add_runs()->set_id("no-device");
   auto db =
@@ -87,12 +97,7 @@ TEST(MeasurementDbTest, ErrorNamesTheFileOfTheRunOrMeasurement) {
   EXPECT_EQ(db.status().message().rfind("data/b.textproto: run 'no-device'", 0), 0)
       << db.status();
   bad.clear_runs();
-  auto* m = bad.add_measurements();
-  m->set_id("x");
-  m->set_run("r");  // a run of the other file
-  m->set_metric(servesim::proto::OUTPUT_THROUGHPUT);
-  m->set_value(1);
-  m->add_depends_on("missing");
+  AddMeasurement(bad, "x", 1)->add_depends_on("missing");  // run "r": the other file's
   db =
       MeasurementDb::FromNamedSets({good, bad}, {"data/a.textproto", "data/b.textproto"});
   ASSERT_FALSE(db.ok());
@@ -107,16 +112,9 @@ TEST(MeasurementDbTest, ErrorNamesTheFileOfTheRunOrMeasurement) {
 // another concurrency, metric or value (a repetition) is kept.
 TEST(MeasurementDbTest, RejectsTheSameMeasurementUnderTwoIds) {
   servesim::proto::MeasurementSet set;
-  auto* r = set.add_runs();
-  r->set_id("r");
-  r->set_device("t4");
-  r->set_model("gemma-4-e2b");
+  AddRun(set);
   for (const char* id : {"a", "b"}) {
-    auto* m = set.add_measurements();
-    m->set_id(id);
-    m->set_run("r");
-    m->set_metric(servesim::proto::OUTPUT_THROUGHPUT);
-    m->set_value(100);
+    auto* m = AddMeasurement(set, id, 100);
     m->mutable_client()->set_kind(servesim::proto::ClientMethod::BENCH_SERVE_CLOSED_LOOP);
     m->mutable_client()->set_max_concurrency(4);
   }
@@ -183,15 +181,8 @@ TEST(MeasurementDbTest, RejectsNanTolerancesBadPricesHugePromptCountsAndValues) 
             },
             "field value: 0.5 for FITS_IN_MEMORY must be 0 (failed to load) or 1"}}) {
     servesim::proto::MeasurementSet set;
-    auto* r = set.add_runs();
-    r->set_id("r");
-    r->set_device("t4");
-    r->set_model("gemma-4-e2b");
-    auto* m = set.add_measurements();
-    m->set_id("x");
-    m->set_run("r");
-    m->set_metric(servesim::proto::OUTPUT_THROUGHPUT);
-    m->set_value(1);
+    AddRun(set);
+    AddMeasurement(set, "x", 1);
     ASSERT_TRUE(MeasurementDb::FromSets({set}, "test").ok());
     c.edit(set);
     auto db = MeasurementDb::FromSets({set}, "test");
