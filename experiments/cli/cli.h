@@ -21,6 +21,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace servesim::cli {
 
@@ -64,9 +65,14 @@ inline const char* OnOff(bool on) { return on ? "on" : "off"; }
 
 // CLI11's parse error `e` of `app` in the form every subcommand's errors
 // take: "servesim <subcommand>: error: <what>" (plain "servesim: error:"
-// before a subcommand is known) and a line naming its --help.
-inline std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e) {
+// before a subcommand is known) and a line naming its --help. `args` are the
+// words after the program name: where a command that needs a subcommand got
+// none, its first word that is no flag is named as the unknown subcommand,
+// with the choices (CLI11 says only "A subcommand is required").
+inline std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e,
+                                  const std::vector<std::string>& args) {
   std::string who = "servesim";
+  std::vector<std::string> path;  // the subcommands parsed, outermost first
   const CLI::App* at = &app;
   while (true) {
     const std::vector<const CLI::App*> subs =
@@ -74,8 +80,31 @@ inline std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e)
     if (subs.empty()) break;
     at = subs.front();
     who += " " + at->get_name();
+    path.push_back(at->get_name());
   }
-  return who + ": error: " + e.what() + "\n(run '" + who + " --help' for the flags)";
+  std::string what = e.what();
+  const std::vector<const CLI::App*> choices =
+      at->get_subcommands([](const CLI::App*) { return true; });
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr &&
+      at->get_require_subcommand_min() > 0 && !choices.empty()) {
+    std::vector<std::string> names;
+    for (const CLI::App* c : choices) names.push_back(c->get_name());
+    size_t matched = 0;  // words of `path` seen so far
+    std::string unknown;
+    for (const std::string& word : args) {
+      if (word.empty() || word[0] == '-') continue;
+      if (matched < path.size() && word == path[matched]) {
+        ++matched;
+        continue;
+      }
+      unknown = word;
+      break;
+    }
+    what = unknown.empty() ? "a subcommand is required"
+                           : absl::StrCat("unknown subcommand '", unknown, "'");
+    absl::StrAppend(&what, " (one of: ", absl::StrJoin(names, ", "), ")");
+  }
+  return who + ": error: " + what + "\n(run '" + who + " --help' for the flags)";
 }
 
 }  // namespace servesim::cli

@@ -60,6 +60,22 @@ TEST(FlagVocabularyTest, EveryServerSubcommandTakesEveryServerFlag) {
   }
 }
 
+TEST(FlagVocabularyTest, AnUnknownSubcommandIsNamedWithTheChoices) {
+  // CLI11 alone said "A subcommand is required" for `servesim simulte`.
+  CliRun r = Servesim("simulte --device l4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr(
+                         "servesim: error: unknown subcommand 'simulte' (one of: simulate, "
+                         "memory, validate, calibrate, trace, sweep, plan, devices, models)"));
+  r = Servesim("trace stat x.csv");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("servesim trace: error: unknown subcommand 'stat' "
+                                          "(one of: stats, convert, generate)"));
+  r = Servesim("");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("servesim: error: a subcommand is required"));
+}
+
 TEST(FlagVocabularyTest, BothSpellingsOfTheOnOffFlags) {
   for (const char* sub : {"simulate", "memory", "calibrate", "sweep"}) {
     const std::set<std::string> listed =

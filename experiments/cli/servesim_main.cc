@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "experiments/cli/cli.h"
 #include "sim/base/version.h"
@@ -52,7 +53,8 @@ int main(int argc, char** argv) {
     // every other error: "servesim <subcommand>: error: ...".
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
       return FinishStdout(app.exit(e));
-    std::fprintf(stderr, "%s\n", servesim::cli::ParseErrorText(app, e).c_str());
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    std::fprintf(stderr, "%s\n", servesim::cli::ParseErrorText(app, e, args).c_str());
     return servesim::cli::kExitBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "servesim: error: %s\n", e.what());

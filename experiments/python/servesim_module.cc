@@ -303,7 +303,13 @@ py::tuple Cli(const std::vector<std::string>& argv) {
     try {
       ParseArgs(app, argv);
     } catch (const CLI::ParseError& e) {
-      exit_code = app.exit(e) == 0 ? 0 : cli::kExitBadInput;
+      // As servesim_main.cc: --help prints, an error reads as the CLI's.
+      if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+        exit_code = app.exit(e);
+      } else {
+        std::fprintf(stderr, "%s\n", cli::ParseErrorText(app, e, argv).c_str());
+        exit_code = cli::kExitBadInput;
+      }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "servesim: error: %s\n", e.what());
       exit_code = 1;

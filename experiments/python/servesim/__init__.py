@@ -4,8 +4,8 @@ Every function runs the command line's own code in-process (no second
 pipeline): the flags are the CLI's flags, spelled as keyword arguments
 (``max_num_seqs=8`` is ``--max-num-seqs 8``; ``True`` gives a switch,
 ``False`` its ``--no-`` form, or leaves it out where there is none; a list
-repeats the flag), and a bad value
-raises ``ValueError`` carrying the message the CLI prints.
+repeats the flag), a bad value raises ``ValueError`` carrying the message
+the CLI prints, and a keyword that names no flag raises ``TypeError``.
 
     >>> import servesim
     >>> r = servesim.simulate(device="l4", model="gemma-4-e2b", num_prompts=64,
@@ -25,6 +25,7 @@ runs several at once. ``memory``, ``validate``, ``calibrate``, ``sweep`` and
 
 from __future__ import annotations
 
+import difflib
 import json as _json
 import os
 import re
@@ -167,6 +168,24 @@ def _is_switch(command: str, flag: str) -> bool:
     return not (rest.startswith(" ") and not rest.startswith("  "))
 
 
+def _listed_flags(command: str) -> list[str]:
+    """The long flags ``servesim COMMAND --help`` lists, without ``--``."""
+    return sorted(set(re.findall(r"(?<![\w-])--([a-z][\w-]*)", _help_text(command))))
+
+
+def _check_keyword(command: str, key: str, flag: str) -> None:
+    """A keyword naming no flag of the command is refused here, naming the
+    keyword (the CLI would name "--flag" and its value as stray arguments)."""
+    listed = _listed_flags(command)
+    if flag in listed:
+        return
+    close = difflib.get_close_matches(flag, listed, n=3, cutoff=0.75)
+    hint = (" (did you mean " + " or ".join(c.replace("-", "_") for c in close) + "?)"
+            if close else "")
+    raise TypeError(f"{command}() got an unexpected keyword argument {key!r}{hint}; "
+                    f"the keywords are the flags of servesim.cli({command!r}, '--help')")
+
+
 def _flag_args(command: str, flags: Mapping[str, Any]) -> list[str]:
     """Keyword flags as argv. ``True`` gives the switch and ``False`` its
     ``--no-`` form, or nothing where the CLI has none (``refit=False``: no
@@ -175,11 +194,12 @@ def _flag_args(command: str, flags: Mapping[str, Any]) -> list[str]:
     argv: list[str] = []
     switches: list[str] = []
     for key, value in flags.items():
-        if value is None:
-            continue
         if key == "help":
             raise ValueError(f"help: for the flags, see servesim.cli({command!r}, '--help')")
         flag = key.replace("_", "-")
+        _check_keyword(command, key, flag)  # a misspelt keyword, even set to None
+        if value is None:
+            continue
         name = "--" + flag
         if isinstance(value, (bool, np.bool_)):
             if value:
@@ -295,6 +315,8 @@ def simulate(
     Raises:
       ValueError: bad input; the message is the one the CLI prints after
         ``servesim simulate: error:``.
+      TypeError: a keyword that names no flag of the command (every
+        function here raises it so).
     """
     argv = _config_args(config) + _flag_args("simulate", flags)
     return Result(_servesim.simulate(argv, detailed, steps))
@@ -308,7 +330,8 @@ def cli(*args: str) -> tuple[int, str, str]:
 
 def _error_message(command: str, stderr: str) -> str:
     """The CLI's message without its "servesim CMD: [error: ]" prefix."""
-    lines = [l for l in stderr.splitlines() if l and not l.startswith("Run with --help")]
+    lines = [l for l in stderr.splitlines()
+             if l and not l.startswith("Run with --help") and not l.startswith("(run 'servesim")]
     msg = "\n".join(lines) if lines else stderr.strip()
     for prefix in (f"servesim {command}: error: ", f"servesim {command}: "):
         if msg.startswith(prefix):

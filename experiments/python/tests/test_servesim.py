@@ -178,7 +178,8 @@ def test_unparsable_flag_raises_value_error_naming_it():
                   "many")
     assert cli.returncode == 2
     assert cli.stderr.decode().splitlines()[0] == f"servesim simulate: error: {e.value}"
-    with pytest.raises(ValueError, match="--no-such-flag"):
+    # A keyword naming no flag is Python's TypeError, naming the keyword.
+    with pytest.raises(TypeError, match="'no_such_flag'"):
         servesim.simulate(device="l4", model="gemma-4-e2b", no_such_flag=1)
 
 
@@ -350,6 +351,13 @@ def test_switches_and_file_lists_are_read_as_meant(tmp_path):
         servesim.validate(device="l4", no_held_out=True, jobs=True)
     with pytest.raises(ValueError, match="servesim.cli"):
         servesim.validate(help=True)
+    # A misspelt keyword is named as Python names one (the CLI saw the flag
+    # and its value as two stray arguments), with the flag it resembles.
+    with pytest.raises(TypeError, match=r"simulate\(\) got an unexpected keyword "
+                       r"argument 'num_prompt' \(did you mean num_prompts\?\)"):
+        servesim.simulate(device="l4", model="gemma-4-e2b", num_prompt=5)
+    with pytest.raises(TypeError, match="'bogus'; the keywords are the flags"):
+        servesim.memory(device="l4", model="gemma-4-e2b", bogus=None)
     # A file-list entry starting with '-' would be read as a flag.
     cell = os.path.join(DATA, "bench", "mi300x-gemma4-e2b-2026-09-17", "c1-in128-out128.json")
     with pytest.raises(ValueError, match="would be read as a flag"):
