@@ -287,7 +287,7 @@ RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
                            int64_t preemptions, const OutputTokenBuckets& tokens) {
   RunResult r;
   r.num_prompts = static_cast<int64_t>(records.size());
-  std::vector<double> ttft, tpot, e2el, queueing;
+  std::vector<double> ttft, tpot, e2el, queueing, client_wait;
   ttft.reserve(records.size());
   e2el.reserve(records.size());
   TimeNs first_send = -1, last_finish = -1;
@@ -314,6 +314,7 @@ RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
     e2el.push_back(lat);
     if (rec.output_tokens > 1) tpot.push_back((lat - t) / (rec.output_tokens - 1));
     queueing.push_back(NsToMs(rec.first_scheduled_ns - rec.arrival_ns));
+    if (rec.intended_ns >= 0) client_wait.push_back(NsToMs(rec.send_ns - rec.intended_ns));
   }
   r.duration_s = first_send >= 0 && last_finish >= first_send
                      ? static_cast<double>(last_finish - first_send) / 1e9
@@ -358,6 +359,7 @@ RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
   r.tpot = Summarize(tpot);
   r.e2el = Summarize(e2el);
   r.queueing = Summarize(queueing);
+  r.client_wait = Summarize(client_wait);
   r.itl = itl.Summarize();
   r.preemptions = preemptions;
   r.num_steps = steps.num_steps();

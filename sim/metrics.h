@@ -208,6 +208,9 @@ struct RunResult {
   LatencySummary ttft, tpot, itl, e2el;
   // Simulator-only.
   LatencySummary queueing;  // server arrival to first scheduled
+  // When the client meant to send to when it sent: the wait at its
+  // --max-concurrency semaphore (vLLM's latencies start after it).
+  LatencySummary client_wait;
   int64_t preemptions = 0;
   std::array<int64_t, kNumRejectReasons> rejected_by_reason{};
   int64_t num_steps = 0;

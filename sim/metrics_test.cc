@@ -96,6 +96,9 @@ TEST(MetricsTest, TpotExcludesSingleTokenRequestsAndDurationSpansFirstSendToLast
   EXPECT_DOUBLE_EQ(r.tpot.mean_ms, 10.0);  // (40 - 10) / 3
   EXPECT_DOUBLE_EQ(r.e2el.mean_ms, 22.5);  // (40 + 5) / 2
   EXPECT_DOUBLE_EQ(r.duration_s, 0.040);   // 1 ms .. 41 ms
+  // Both meant to go at 0, sent at 1 and 2 ms (a --max-concurrency wait).
+  EXPECT_EQ(r.client_wait.count, 2);
+  EXPECT_DOUBLE_EQ(r.client_wait.mean_ms, 1.5);
   EXPECT_DOUBLE_EQ(r.output_throughput, 5 / 0.040);
   EXPECT_DOUBLE_EQ(r.total_token_throughput, 155 / 0.040);
   EXPECT_DOUBLE_EQ(r.itl.mean_ms, 10.0);

@@ -310,15 +310,22 @@ PlanCandidate EvaluateOnce(const PlanOptions& o, const PointRunner& runner,
   // mu < 0.9 lambda leaves its last arrival waiting T (lambda / mu - 1) >
   // T / 9 after the T = N / lambda seconds of arrivals. So the low rate
   // counts only when the p99 queueing delay is past T / 9 (or unknown).
+  // That queue may be the client's: with --max-concurrency, requests wait at
+  // its semaphore, where vLLM's latencies (and the server's queueing) do not
+  // see them, so the p99 client wait counts the same way where the runner
+  // reports it.
   const int served = IndexOf(runner.metric_names, "request_throughput");
   const int queue = IndexOf(runner.metric_names, "p99_queueing_ms");
+  const int client_wait = IndexOf(runner.metric_names, "p99_client_wait_ms");
   const double offered = o.base.client().request_rate();
   if (served >= 0 && offered > 0 && std::isfinite(offered) &&
       c.metrics[served] < 0.9 * offered) {
     const double arrivals_s = o.base.client().num_prompts() / offered;
-    const bool queue_grows = queue < 0 || !(arrivals_s > 0) ||
-                             !std::isfinite(c.metrics[queue]) ||
-                             c.metrics[queue] / 1e3 > arrivals_s / 9;
+    const auto grows = [&](int m) {
+      return !std::isfinite(c.metrics[m]) || c.metrics[m] / 1e3 > arrivals_s / 9;
+    };
+    const bool at_client = client_wait >= 0 && arrivals_s > 0 && grows(client_wait);
+    const bool queue_grows = queue < 0 || !(arrivals_s > 0) || grows(queue) || at_client;
     if (queue_grows) {
       c.saturated = true;
       c.served_requests_per_s = c.metrics[served];
@@ -326,9 +333,17 @@ PlanCandidate EvaluateOnce(const PlanOptions& o, const PointRunner& runner,
       // latencies can look fine; at the offered rate the queue grows
       // without bound and no latency target holds: not met.
       c.met = false;
+      const int cap = o.base.client().max_concurrency();
       c.missed.push_back(absl::StrCat(
           "saturated: serves ", Num(c.metrics[served], 3), " of ", Num(offered, 3),
-          " req/s offered (the queue grows without bound at that rate)"));
+          " req/s offered (the queue grows without bound at that rate",
+          at_client && cap > 0
+              ? absl::StrCat(": at the client, whose --max-concurrency ", cap,
+                             " holds requests back (p99 wait ",
+                             MetricText("p99_client_wait_ms", c.metrics[client_wait]),
+                             c.metrics[client_wait] < 1e4 ? " ms" : "", ")")
+              : "",
+          ")"));
     }
   }
   return c;
@@ -413,6 +428,11 @@ GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner,
   }
   w.group.reason =
       absl::StrCat("no fleet of up to ", o.max_replicas, " replicas meets the SLO");
+  if (!w.candidates.empty() && !w.candidates.back().missed.empty()) {
+    // Why the largest misses (a client that holds requests back, ...).
+    absl::StrAppend(&w.group.reason, "; ", w.candidates.back().label, " misses: ",
+                    absl::StrJoin(w.candidates.back().missed, "; "));
+  }
   return w;
 }
 

@@ -288,6 +288,40 @@ TEST(RunPlanTest, ASaturatedFleetNeverMeetsTheSlo) {
   EXPECT_EQ(r->candidates[r->groups[0].chosen].label, "2 x a");
 }
 
+// A client whose --max-concurrency holds requests back queues them where
+// neither vLLM's latencies nor the server's queueing see them: every fleet
+// keeps p99 TTFT at 300 ms with an empty server queue, but serves 1.5 of
+// 12 req/s while requests wait 60 s at the client. None meets the SLO, and
+// the group says why.
+TEST(RunPlanTest, AClientThatHoldsRequestsBackIsSaturation) {
+  std::vector<std::string> names = kNames;
+  for (const char* m : {"request_throughput", "p99_queueing_ms", "p99_client_wait_ms"})
+    names.emplace_back(m);
+  PointRunner runner;
+  runner.metric_names = names;
+  runner.run = [](const proto::ExperimentConfig&) -> absl::StatusOr<std::vector<double>> {
+    return std::vector<double>{750, 8250, 300, 100, 20, 1.5, 0, 60000};
+  };
+  PlanOptions o = Options(false);
+  o.devices.resize(1);
+  o.max_replicas = 3;
+  o.base.mutable_client()->set_request_rate(12);
+  o.base.mutable_client()->set_num_prompts(120);
+  o.base.mutable_client()->set_max_concurrency(2);
+  auto r = RunPlan(o, runner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->candidates.size(), 3u);
+  for (const PlanCandidate& c : r->candidates) {
+    EXPECT_TRUE(c.saturated) << c.label;
+    EXPECT_FALSE(c.met) << c.label;
+  }
+  EXPECT_EQ(r->groups[0].chosen, -1);
+  EXPECT_THAT(r->groups[0].reason,
+              HasSubstr("3 x a misses: saturated: serves 1.5 of 12 req/s offered (the "
+                        "queue grows without bound at that rate: at the client, whose "
+                        "--max-concurrency 2 holds requests back (p99 wait 60 s))"));
+}
+
 // Tensor parallel sizes of one device: TP 1 does not fit, TP 4 (capacity
 // 10 per replica) needs 2 replicas at $8/h, so TP 8 ($9/h for one replica)
 // cannot be cheaper and is not searched; each candidate runs at its TP.

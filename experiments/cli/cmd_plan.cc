@@ -535,7 +535,7 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       return;
     }
     // A device that does not fit says what would (the fewest chips, ...).
-    PointRunner runner = WithFitHints(SimulatorPointRunner());
+    PointRunner runner = WithFitHints(SimulatorPointRunnerWithClientWait());
     if (f->confidence_given) runner.metric_names.emplace_back("slo_probability");
     absl::StatusOr<PlanOptions> o = BuildOptions(*f, runner);
     if (o.ok() && f->confidence_given) {

@@ -82,10 +82,14 @@ double PhysicalMemoryBytes() {
                                : 0;
 }
 
-PointRunner SimulatorPointRunner() {
+namespace {
+
+PointRunner MakeSimulatorPointRunner(bool client_wait) {
   PointRunner r;
   r.metric_names = SimulatorMetricNames();
-  r.run = [](const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
+  if (client_wait) r.metric_names.push_back("p99_client_wait_ms");
+  r.run = [client_wait](
+              const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
     // A sweep or plan point of 2e8 prompts grew by 130 MB/s until the
     // machine ran out of memory; simulate refuses it up front, so does this.
     if (const double need = EstimateRunBytes(c, false), have = PhysicalMemoryBytes();
@@ -96,9 +100,17 @@ PointRunner SimulatorPointRunner() {
           c.client().num_prompts(), need / 1e9, kRecordBytes, have / 1e9));
     }
     ASSIGN_OR_RETURN(RunResult result, SimulateExperiment(c));
-    return SimulatorMetrics(result);
+    std::vector<double> metrics = SimulatorMetrics(result);
+    if (client_wait) metrics.push_back(result.client_wait.p99_ms);
+    return metrics;
   };
   return r;
 }
+
+}  // namespace
+
+PointRunner SimulatorPointRunner() { return MakeSimulatorPointRunner(false); }
+
+PointRunner SimulatorPointRunnerWithClientWait() { return MakeSimulatorPointRunner(true); }
 
 }  // namespace servesim

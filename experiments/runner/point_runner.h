@@ -39,6 +39,11 @@ std::vector<double> SimulatorMetrics(const RunResult& result);
 // of this machine's memory (EstimateRunBytes) is an error, not a run that
 // grows until the machine is out of memory.
 PointRunner SimulatorPointRunner();
+// The same, with one more metric last: "p99_client_wait_ms", the p99 of how
+// long requests waited at the client's --max-concurrency semaphore (no
+// `vllm bench serve` key: the planner's, to see a client that cannot send
+// at the offered rate).
+PointRunner SimulatorPointRunnerWithClientWait();
 
 // Measured on this build (docs: `simulate --num-prompts N` max RSS, random
 // 16/2-token requests): ~127 B per request kept (its record) and ~1.3 KB
