@@ -855,8 +855,11 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
     const auto start = std::chrono::steady_clock::now();
     // Workers take the unfinished points in id order, each decoded only
     // when taken; done[i] is written only by the worker that took i.
+    const auto interrupted = [&options] {
+      return options.interrupt != nullptr && options.interrupt->load();
+    };
     auto worker = [&] {
-      while (!stop.load()) {
+      while (!stop.load() && !interrupted()) {
         const size_t i = next.fetch_add(1);
         if (i >= num) break;
         if (!owned(static_cast<int64_t>(i)) || done[i]) continue;

@@ -22,6 +22,7 @@
 #ifndef SERVESIM_EXPERIMENTS_CAPACITY_SWEEP_H_
 #define SERVESIM_EXPERIMENTS_CAPACITY_SWEEP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -106,6 +107,10 @@ struct SweepOptions {
   // complete = false, leaving the files as a kill would (completion order).
   // -1: run everything.
   int64_t stop_after = -1;
+  // When set and it turns true (the CLI's SIGINT / SIGTERM handler), workers
+  // take no new point; in-flight ones finish and are written, and RunSweep
+  // returns with complete = false: a rerun resumes.
+  const std::atomic<bool>* interrupt = nullptr;
   // Let the sweep discard results in the directory that belong to another
   // grid (no point in common); refused (AlreadyExists) otherwise.
   bool replace_other_results = false;

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -529,6 +530,42 @@ TEST(RunSweepTest, StoppedAfterKPointsThenResumedRunsEveryPointExactlyOnce) {
   for (const auto& [hash, n] : calls) EXPECT_EQ(n, 1) << hash;
   EXPECT_EQ(ReadFile(d / "results.jsonl"), ReadFile(ref / "results.jsonl"));
   EXPECT_EQ(ReadFile(d / "results.csv"), ReadFile(ref / "results.csv"));
+  fs::remove_all(ref);
+  fs::remove_all(d);
+}
+
+// The CLI's SIGINT / SIGTERM handler sets SweepOptions::interrupt: no new
+// point is taken, the one in flight is written, and a rerun finishes the
+// rest exactly once.
+TEST(RunSweepTest, AnInterruptTakesNoNewPointAndARerunResumes) {
+  const fs::path ref = FreshDir("iref"), d = FreshDir("interrupt");
+  FakeRunner fr;
+  ASSERT_TRUE(Sweep(Grid500(), ref, fr, 1).ok());
+  std::atomic<bool> interrupt{false};
+  std::atomic<int> ran{0};
+  FakeRunner f;
+  PointRunner inner = f.Runner();
+  PointRunner runner = inner;
+  runner.run = [&](const proto::ExperimentConfig& c) {
+    if (++ran == 50) interrupt.store(true);  // a signal while point 50 runs
+    return inner.run(c);
+  };
+  SweepOptions o;
+  o.jobs = 1;
+  o.progress = 0;
+  o.interrupt = &interrupt;
+  auto first = RunSweep(Grid500(), d.string(), runner, o);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->complete);
+  EXPECT_EQ(first->num_run, 50);
+  EXPECT_EQ(IdsInJsonl(d / "results.jsonl").size(), 50u);
+  interrupt.store(false);
+  auto second = RunSweep(Grid500(), d.string(), runner, o);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->complete);
+  EXPECT_EQ(second->num_resumed, 50);
+  for (const auto& [hash, n] : f.calls()) EXPECT_EQ(n, 1) << hash;
+  EXPECT_EQ(ReadFile(d / "results.jsonl"), ReadFile(ref / "results.jsonl"));
   fs::remove_all(ref);
   fs::remove_all(d);
 }

@@ -1,10 +1,13 @@
 // servesim sweep --grid FILE --out DIR [--jobs N]: runs every point of a
 // grid (proto/sweep.proto) through the simulator; resumable; results in
 // point order whatever N. See experiments/capacity/sweep.h.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -57,6 +60,48 @@ absl::Status CheckNames(const proto::ExperimentConfig& config,
   }
   return absl::OkStatus();
 }
+
+// Set by SIGINT (Ctrl-C) or SIGTERM (Slurm's time limit, scancel) while a
+// sweep runs: it takes no new point, writes the ones in flight and says how
+// to resume. The handler resets itself, so a second signal ends the process
+// at once (what is in the files stays: each point is one flushed append).
+std::atomic<bool> g_interrupted{false};
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void OnSweepSignal(int sig) {
+  g_signal = sig;
+  g_interrupted.store(true);
+  static constexpr char kMsg[] =
+      "\nservesim sweep: interrupted: finishing the points in flight (signal again to "
+      "quit now; finished results are kept)\n";
+  const ssize_t written = write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+  (void)written;
+}
+
+// Installs OnSweepSignal for SIGINT and SIGTERM while it lives, and puts the
+// previous handlers back (the Python module runs sweeps in-process).
+class SweepSignals {
+ public:
+  SweepSignals() {
+    g_interrupted.store(false);
+    g_signal = 0;
+    struct sigaction sa = {};
+    sa.sa_handler = OnSweepSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SweepSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  SweepSignals(const SweepSignals&) = delete;
+  SweepSignals& operator=(const SweepSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ = {}, old_term_ = {};
+};
 
 }  // namespace
 
@@ -294,7 +339,14 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       }
       runner = WithIntervals(std::move(runner), io);
     }
-    absl::StatusOr<SweepSummary> s = RunSweep(*grid, flags->out, runner, options);
+    absl::StatusOr<SweepSummary> s;
+    int signal_received = 0;
+    {
+      SweepSignals signals;
+      options.interrupt = &g_interrupted;
+      s = RunSweep(*grid, flags->out, runner, options);
+      signal_received = g_signal;
+    }
     if (!s.ok()) {
       std::fprintf(stderr, "servesim sweep: error: %s: %s\n", flags->grid.c_str(),
                    std::string(s.status().message()).c_str());
@@ -312,6 +364,13 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
         static_cast<long long>(s->num_run), static_cast<long long>(s->num_infeasible),
         static_cast<long long>(s->num_failed),
         s->complete ? "" : " [stopped early; rerun to resume]", flags->out.c_str());
+    if (signal_received != 0 && !s->complete) {
+      std::fprintf(stderr,
+                   "servesim sweep: interrupted by %s: the %lld finished points are in "
+                   "%s; rerun the same command to run the rest\n",
+                   signal_received == SIGTERM ? "SIGTERM" : "SIGINT",
+                   static_cast<long long>(s->num_resumed + s->num_run), flags->out.c_str());
+    }
     if (s->num_infeasible > 0) {
       std::fprintf(
           stderr,
@@ -326,6 +385,7 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       w.KV("points", s->num_points).KV("resumed", s->num_resumed);
       w.KV("run", s->num_run).KV("infeasible", s->num_infeasible);
       w.KV("failed", s->num_failed).KV("complete", s->complete);
+      w.KV("interrupted", signal_received != 0 && !s->complete);
       w.KV("results_csv", absl::StrCat(flags->out, "/results.csv"));
       w.KV("results_jsonl", absl::StrCat(flags->out, "/results.jsonl"));
       w.EndObject();
@@ -342,7 +402,8 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitBadInput;
       return;
     }
-    *exit_code = s->complete ? kExitOk : 1;
+    // Interrupted: the shell's code for the signal (130 for SIGINT).
+    *exit_code = s->complete ? kExitOk : (signal_received != 0 ? 128 + signal_received : 1);
   });
 }
 

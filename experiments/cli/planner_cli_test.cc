@@ -439,6 +439,42 @@ TEST(SweepCliTest, GridPointsAreDecodedAsTheyRunNotHeld) {
   EXPECT_EQ(std::count(jsonl.begin(), jsonl.end(), '\n'), 2);
 }
 
+// Ctrl-C (or Slurm's SIGTERM) killed a sweep silently; now it writes the
+// point in flight, says how to resume and exits 130 (143 for SIGTERM).
+TEST(SweepCliTest, AnInterruptedSweepSaysHowToResume) {
+  const std::string grid = Scratch("grid.textproto"), out = Scratch("out");
+  std::filesystem::remove_all(out);
+  WriteText(grid,
+            "base { server { device: \"l4\" model: \"gemma-4-e2b\" } client { "
+            "num_prompts: 100000 request_rate: 5 random_input_len: 64 "
+            "random_output_len: 16 } }\naxes { path: \"client.seed\" values: [\"1\", "
+            "\"2\", \"3\", \"4\", \"5\", \"6\", \"7\", \"8\"] }\n");
+  // Signal once the first point is in the file (at most 300 s).
+  const std::string script =
+      "'" + std::string(SERVESIM_BINARY) + "' sweep --grid '" + grid + "' --out '" + out +
+      "' -j 1 --no-progress 2>'" + out + ".err' & pid=$!; for i in $(seq 3000); do [ -s '" +
+      out + "/results.jsonl' ] && break; sleep 0.1; done; kill -INT $pid; wait $pid";
+  const int status = std::system(script.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const std::string err = ReadText(out + ".err");
+  EXPECT_THAT(err, HasSubstr("interrupted: finishing the points in flight"));
+  EXPECT_THAT(err, HasSubstr("[stopped early; rerun to resume]"));
+  EXPECT_THAT(err, HasSubstr("interrupted by SIGINT: the "));
+  EXPECT_THAT(err, HasSubstr("rerun the same command to run the rest"));
+  const std::string jsonl = ReadText(out + "/results.jsonl");
+  const auto done = std::count(jsonl.begin(), jsonl.end(), '\n');
+  EXPECT_GE(done, 1);
+  EXPECT_LT(done, 8);
+  // The rerun keeps them: "N resumed".
+  CliRun again = Servesim("sweep --grid '" + grid + "' --out '" + out +
+                          "' -j 2 --no-progress --json");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("\"resumed\": " + std::to_string(done)));
+  EXPECT_THAT(again.out, HasSubstr("\"interrupted\": false"));
+  std::filesystem::remove_all(out);
+}
+
 // Long simulate runs said nothing until the end.
 TEST(SimulateCliTest, ProgressLineOnRequest) {
   const std::string base = "simulate --device l4 --model gemma-4-e2b --num-prompts 8";
