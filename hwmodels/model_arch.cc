@@ -262,6 +262,20 @@ double LinearBytes(const WeightFormat& f, double params, double in_dim, int dtyp
   return bytes;
 }
 
+double ExpertBytesInExpertFormat(const ModelArch& m, const WeightFormat& f) {
+  // w13 (2 x I' rows of H' inputs) and w2 (H' rows of I' inputs), each with
+  // one scale per block of inputs and a 16-bit bias per row; I', H' padded.
+  auto pad = [](int64_t v, int32_t to) { return to > 0 ? (v + to - 1) / to * to : v; };
+  const double ip =
+      static_cast<double>(pad(m.expert_intermediate_size, f.expert_pad_intermediate));
+  const double hp = static_cast<double>(pad(m.hidden_size, f.expert_pad_hidden));
+  const double bits = f.expert_weight_bits / 8.0;
+  const double blk = f.expert_block;
+  const double bias = f.expert_bias ? 2.0 : 0.0;
+  return 2 * ip * (hp * bits + std::ceil(hp / blk) * f.expert_scale_bytes + bias) +
+         hp * (ip * bits + std::ceil(ip / blk) * f.expert_scale_bytes + bias);
+}
+
 WeightBytes ComputeWeightBytes(const ModelArch& m, const WeightFormat& f,
                                int dtype_bytes) {
   const ParamCounts c = CountParams(m);
@@ -270,22 +284,9 @@ WeightBytes ComputeWeightBytes(const ModelArch& m, const WeightFormat& f,
   w.linear = LinearBytes(f, c.attention, h, dtype_bytes) +
              LinearBytes(f, c.per_layer_projection, h, dtype_bytes);
   if (m.num_experts > 0 && f.expert_weight_bits > 0) {
-    // Per MoE layer, as vLLM allocates it: w13 (2 x I' rows of H' inputs)
-    // and w2 (H' rows of I' inputs), each with one scale per block of
-    // inputs and a 16-bit bias per row; I', H' padded for the kernel.
-    auto pad = [](int64_t v, int32_t to) { return to > 0 ? (v + to - 1) / to * to : v; };
-    const double ip =
-        static_cast<double>(pad(m.expert_intermediate_size, f.expert_pad_intermediate));
-    const double hp = static_cast<double>(pad(m.hidden_size, f.expert_pad_hidden));
-    const double bits = f.expert_weight_bits / 8.0;
-    const double blk = f.expert_block;
-    const double bias = f.expert_bias ? 2.0 : 0.0;
-    const double per_expert =
-        2 * ip * (hp * bits + std::ceil(hp / blk) * f.expert_scale_bytes + bias) +
-        hp * (ip * bits + std::ceil(ip / blk) * f.expert_scale_bytes + bias);
     double moe_layers = 0;
     for (const LayerArch& l : m.layers) moe_layers += l.moe ? 1 : 0;
-    w.experts = moe_layers * m.num_experts * per_expert;
+    w.experts = moe_layers * m.num_experts * ExpertBytesInExpertFormat(m, f);
     w.linear += (c.dense_ffn + c.router) * dtype_bytes;
   } else if (m.num_experts > 0) {
     w.experts = LinearBytes(f, c.experts, h, dtype_bytes);

@@ -150,6 +150,12 @@ void ApplyDeviceKernelRules(const proto::Device& device, WeightFormat* f);
 // Bytes of a linear layer of `params` weights with `in_dim` inputs.
 double LinearBytes(const WeightFormat& f, double params, double in_dim, int dtype_bytes);
 
+// Bytes of one MoE expert (w13 and w2) of `m` in the format's expert
+// encoding (f.expert_weight_bits > 0: mxfp4), as vLLM allocates it: the
+// dimensions padded for the kernel, one scale per block of inputs and a
+// 16-bit bias per row. The memory plan and the step graph both read it.
+double ExpertBytesInExpertFormat(const ModelArch& m, const WeightFormat& f);
+
 struct WeightBytes {
   double linear = 0;     // attention + dense FFN + PLE projections + router
   double experts = 0;    // all experts

@@ -191,7 +191,10 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     }
     if (m.num_experts > 0) {
       Operator moe;
-      moe.quantized = quant;
+      // mxfp4 quantizes the experts alone, dequantized in the kernel as
+      // W4A16 is (Marlin on Ampere/Ada).
+      const bool expert_format = f.expert_weight_bits > 0;
+      moe.quantized = quant || expert_format;
       const double ie = m.expert_intermediate_size;
       const double expert_params = 3 * h * ie;
       const double router_params = h * m.num_experts;
@@ -203,8 +206,11 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
           static_cast<double>(m.LocalExperts()) * m.expert_token_sources / m.num_experts;
       moe.flops[kAggTokens] =
           2 * (local * m.experts_top_k * expert_params + router_params);
+      // The bytes the memory plan counts for an expert (mxfp4: 4-bit values,
+      // block scales, biases, padding; it read them as bf16).
       moe.bytes[kAggExpertsTouched] =
-          local * LinearBytes(f, expert_params, h, static_cast<int>(act));
+          local * (expert_format ? ExpertBytesInExpertFormat(m, f)
+                                 : LinearBytes(f, expert_params, h, static_cast<int>(act)));
       moe.bytes[kAggOne] = router_params * act;
       moe.bytes[kAggTokens] = local * m.experts_top_k * (2 * h + 6 * ie) * act;
       Vertex v = add(p + "experts", moe);

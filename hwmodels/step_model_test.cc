@@ -132,6 +132,22 @@ TEST(OperatorCountsTest, MoeExpertsReadOnlyTouchedExperts) {
   EXPECT_EQ(e->flops[kAggTokens], 2.0 * (8 * 3 * 2816 * 704 + 2816 * 128));
 }
 
+// mxfp4 experts stream what the memory plan holds: 4-bit values, one scale
+// byte per 32 inputs, a bf16 bias per row (Hopper: no padding at these
+// sizes). They streamed as bf16, so mxfp4 decoded as slowly as none.
+TEST(OperatorCountsTest, Mxfp4ExpertsStreamTheirFourBitBytes) {
+  Built b = Build("h100-sxm", "gemma-4-26b-a4b", "mxfp4");
+  const Operator* e = FindOp(b.model->graph(), "experts");
+  ASSERT_NE(e, nullptr);
+  EXPECT_TRUE(e->quantized);
+  const double w13 = 2.0 * 704 * (2816 / 2.0 + 2816 / 32 + 2);
+  const double w2 = 2816.0 * (704 / 2.0 + 704 / 32 + 2);
+  EXPECT_DOUBLE_EQ(e->bytes[kAggExpertsTouched], w13 + w2);
+  Built dense = Build("h100-sxm", "gemma-4-26b-a4b", "none");
+  EXPECT_LT(DecodeCost(*b.model, 32, 1024).device_ns,
+            0.7 * DecodeCost(*dense.model, 32, 1024).device_ns);
+}
+
 TEST(OperatorCountsTest, W4a16WeightsStreamHalfBytesPlusChannelScales) {
   Built b = Build("t4", "gemma-4-12b", "w4a16-emb4");
   const Operator* ffn = FindOp(b.model->graph(), "ffn");
