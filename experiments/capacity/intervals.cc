@@ -416,7 +416,7 @@ double NormalQuantile(double p) {
 
 SourceBand LogNormalBand(double point, double sd_log, double z) {
   SourceBand b;
-  b.sd_log = sd_log;
+  b.sd_log = b.sd_log_lo = b.sd_log_hi = sd_log;
   b.lo = point * std::exp(-z * sd_log);
   b.hi = point * std::exp(z * sd_log);
   return b;
@@ -440,21 +440,32 @@ SourceBand SampleBand(double point, const std::vector<double>& samples, double z
   for (double v : l) ss += (v - m) * (v - m);
   b.mean_log = m;
   b.sd_log = std::sqrt(ss / static_cast<double>(l.size() - 1));
-  b.lo = point * std::exp(m - z * b.sd_log);
-  b.hi = point * std::exp(m + z * b.sd_log);
+  std::vector<double> sorted = l;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  const double c = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  double below = 0, above = 0;
+  for (double v : l) (v < c ? below : above) += (v - c) * (v - c);
+  b.center_log = c;
+  b.sd_log_lo = std::sqrt(2 * below / static_cast<double>(n - 1));
+  b.sd_log_hi = std::sqrt(2 * above / static_cast<double>(n - 1));
+  b.lo = point * std::exp(c - z * b.sd_log_lo);
+  b.hi = point * std::exp(c + z * b.sd_log_hi);
   return b;
 }
 
 void CombineSources(double z, MetricInterval* m) {
-  // The workload's mean is left out (the point is itself one draw of it).
-  const double mean =
-      m->parameters.mean_log + m->prior_parameters.mean_log + m->structural.mean_log;
-  const double var = m->parameters.sd_log * m->parameters.sd_log +
-                     m->prior_parameters.sd_log * m->prior_parameters.sd_log +
-                     m->workload.sd_log * m->workload.sd_log +
-                     m->structural.sd_log * m->structural.sd_log;
-  m->lo = m->point * std::exp(mean - z * std::sqrt(var));
-  m->hi = m->point * std::exp(mean + z * std::sqrt(var));
+  // The workload's centre is left out (the point is itself one draw of it).
+  const double center =
+      m->parameters.center_log + m->prior_parameters.center_log + m->structural.center_log;
+  double var_lo = 0, var_hi = 0;
+  for (const SourceBand* b : {&m->parameters, &m->prior_parameters, &m->workload,
+                              &m->structural}) {
+    var_lo += b->sd_log_lo * b->sd_log_lo;
+    var_hi += b->sd_log_hi * b->sd_log_hi;
+  }
+  m->lo = m->point * std::exp(center - z * std::sqrt(var_lo));
+  m->hi = m->point * std::exp(center + z * std::sqrt(var_hi));
 }
 
 std::vector<MetricInterval> IntervalMetrics(
@@ -712,7 +723,7 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
     m.prior_parameters = SampleBand(m.point, qs, z);
     m.workload = SampleBand(m.point, ws, z);
     if (!(m.point > 0)) {
-      m.structural = SourceBand{m.point, m.point, 0, 0, false};
+      m.structural = SourceBand{.lo = m.point, .hi = m.point, .applicable = false};
     } else {
       m.structural = LogNormalBand(m.point, sigma[j].first, z);
     }
@@ -881,7 +892,9 @@ PointRunner WithIntervals(PointRunner base, const IntervalOptions& options) {
 void WriteIntervalsJson(const IntervalReport& report, JsonWriter& w) {
   auto band = [&w](const char* key, const SourceBand& b) {
     w.Key(key).BeginObject().KV("lo", b.lo).KV("hi", b.hi);
-    w.KV("sd_log", b.sd_log).KV("applicable", b.applicable).EndObject();
+    w.KV("sd_log", b.sd_log).KV("center_log", b.center_log);
+    w.KV("sd_log_lo", b.sd_log_lo).KV("sd_log_hi", b.sd_log_hi);
+    w.KV("applicable", b.applicable).EndObject();
   };
   w.Key("intervals").BeginObject();
   for (const MetricInterval& m : report.metrics) {

@@ -41,14 +41,21 @@
 //      validate bands that device's device-out predictions) and takes at
 //      least its own profile's leave-one-device-out band (its measured
 //      error when predicted from priors).
-// Each source is summarised on the log scale: for the samples x_k of a
-// metric with point value x0, m = mean(log(x_k / x0)) and s = their sample
-// standard deviation (the structural source: m = 0, s = sigma). The band of
-// a source is x0 exp(m -+ z s), z the normal quantile of (1 + level) / 2.
-// Combined (the sources taken as independent log-normal factors): means
-// add and variances add, [x0 exp(M - z S), x0 exp(M + z S)] with M = sum m
-// (the workload's m is left out: the point run is one draw of the same
-// workload, not a biased one) and S = sqrt(sum s^2).
+// Each source is summarised on the log scale: for the K samples x_k of a
+// metric with point value x0 and l_k = log(x_k / x0), m = mean(l_k) and
+// s = their sample standard deviation are reported. The band is a split
+// normal around c = median(l_k), one side from the draws below it, the
+// other from those above: s_lo = sqrt(2 sum_{l_k<c} (l_k - c)^2 / (K - 1)),
+// s_hi likewise (both ~ s for a symmetric source, = s for K = 2; the
+// structural source: c = 0, s_lo = s_hi = sigma), the band of a source
+// [x0 exp(c - z s_lo), x0 exp(c + z s_hi)], z the normal quantile of
+// (1 + level) / 2. A symmetric band around the mean mirrored what a draw
+// that saturates the server does to one side onto the other: throughput
+// above the offered rate, a TPOT below what the weights take to stream.
+// Combined (the sources taken as independent log-normal factors): centres
+// add and variances add side by side, [x0 exp(C - z S_lo), x0 exp(C + z
+// S_hi)], C = sum c (the workload's c is left out: the point run is one
+// draw of the same workload, not a biased one), S_lo = sqrt(sum s_lo^2).
 //
 // Deterministic: parameter draws come from StreamSeed(seed,
 // kIntervalParameters), workload seeds from StreamSeed(seed,
@@ -89,6 +96,7 @@ struct IntervalOptions {
 struct SourceBand {
   double lo = 0, hi = 0;
   double mean_log = 0, sd_log = 0;
+  double center_log = 0, sd_log_lo = 0, sd_log_hi = 0;  // the split band (above)
   bool applicable = true;
 };
 

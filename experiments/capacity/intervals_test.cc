@@ -31,33 +31,44 @@ TEST(IntervalsTest, NormalQuantileMatchesTables) {
   EXPECT_NEAR(NormalQuantile(0.001), -3.090232306167813, 1e-9);
 }
 
-TEST(IntervalsTest, SourcesCombineByAddingLogVariancesAndMeans) {
+TEST(IntervalsTest, SourcesCombineByAddingCentresAndLogVariancesSideBySide) {
   const double z = NormalQuantile(0.95);
   MetricInterval m;
   m.point = 100;
-  m.parameters.mean_log = 0.01;
-  m.parameters.sd_log = 0.03;
-  m.workload.mean_log = 0.5;  // left out: the point is one workload draw
-  m.workload.sd_log = 0.04;
+  m.parameters.center_log = 0.01;
+  m.parameters.sd_log_lo = 0.02;
+  m.parameters.sd_log_hi = 0.03;
+  m.workload.center_log = 0.5;  // left out: the point is one workload draw
+  m.workload.sd_log_lo = m.workload.sd_log_hi = 0.04;
   m.structural = LogNormalBand(100, 0.12, z);
   CombineSources(z, &m);
-  const double sd = std::sqrt(0.03 * 0.03 + 0.04 * 0.04 + 0.12 * 0.12);  // 0.13
-  EXPECT_NEAR(m.lo, 100 * std::exp(0.01 - z * sd), 1e-9);
-  EXPECT_NEAR(m.hi, 100 * std::exp(0.01 + z * sd), 1e-9);
+  const double lo = std::sqrt(0.02 * 0.02 + 0.04 * 0.04 + 0.12 * 0.12);
+  const double hi = std::sqrt(0.03 * 0.03 + 0.04 * 0.04 + 0.12 * 0.12);
+  EXPECT_NEAR(m.lo, 100 * std::exp(0.01 - z * lo), 1e-9);
+  EXPECT_NEAR(m.hi, 100 * std::exp(0.01 + z * hi), 1e-9);
   // Wider than every source alone, narrower than their sum.
   EXPECT_LT(m.lo, m.structural.lo);
   EXPECT_GT(m.hi, m.structural.hi);
-  EXPECT_GT(m.hi, 100 * std::exp(0.01 + z * 0.12));
   EXPECT_LT(m.hi, 100 * std::exp(0.01 + z * (0.03 + 0.04 + 0.12)));
 }
 
-TEST(IntervalsTest, SampleBandIsMeanAndSampleSdOfLogRatios) {
+TEST(IntervalsTest, SampleBandIsASplitNormalAroundTheMedianDraw) {
   const double z = 1.0;
+  // Symmetric draws: both sides the sample sd's size.
   const SourceBand b = SampleBand(10, {10 * std::exp(0.1), 10 * std::exp(-0.1)}, z);
   ASSERT_TRUE(b.applicable);
   EXPECT_NEAR(b.mean_log, 0, 1e-12);
   EXPECT_NEAR(b.sd_log, std::sqrt(0.02), 1e-12);  // n - 1 = 1
+  EXPECT_NEAR(b.center_log, 0, 1e-12);
+  EXPECT_NEAR(b.sd_log_lo, std::sqrt(0.02), 1e-12);  // = s at K = 2
   EXPECT_NEAR(b.lo, 10 * std::exp(-std::sqrt(0.02)), 1e-9);
+  EXPECT_NEAR(b.hi, 10 * std::exp(std::sqrt(0.02)), 1e-9);
+  // A draw that saturates the server (throughput a quarter of the point's)
+  // widens the low side only: the high side stays within the draws' reach
+  // (a symmetric band put throughput at 2.6x the offered rate).
+  const SourceBand sat = SampleBand(4, {4.1, 4.05, 3.95, 1.0}, 1.645);
+  EXPECT_LT(sat.hi, 4.2);
+  EXPECT_LT(sat.lo, 1.5);
   // One usable sample (zeros and NaN skipped): nothing to estimate.
   const SourceBand one = SampleBand(10, {11, 0, std::nan("")}, z);
   EXPECT_FALSE(one.applicable);
