@@ -63,7 +63,11 @@ bool ParseDecimalToNs(std::string_view s, int64_t unit_ns, int64_t* out_ns) {
   int exp10 = 0;
   int digits = 0;
   bool any = false;
-  constexpr int kMaxDigits = 30;  // more digits are below 1e-9 ns; dropped
+  // 25 significant digits: mant < 1e25, so mant x unit_ns stays inside
+  // __int128 for units up to 1e13 ns (30 digits overflowed it with seconds:
+  // "2.00000000000000000000000000001" s read as -1.4 s). The digits dropped
+  // are below 1e-6 ns of any time that fits int64.
+  constexpr int kMaxDigits = 25;
   auto take = [&](char c, bool fraction) {
     any = true;
     if (digits < kMaxDigits) {
@@ -96,6 +100,7 @@ bool ParseDecimalToNs(std::string_view s, int64_t unit_ns, int64_t* out_ns) {
   }
   if (i != n) return false;
   // value_ns = mant * unit_ns * 10^exp10, rounded half up.
+  if (unit_ns <= 0 || unit_ns > 10'000'000'000'000) return false;
   __int128 v = mant * unit_ns;
   constexpr __int128 kMax = std::numeric_limits<int64_t>::max();
   if (v == 0) {

@@ -14,11 +14,13 @@
 namespace servesim {
 namespace {
 
-constexpr double kMaxGapS = 1e8;  // ~3 years: clamps pathological draws
-
+// A gap in ns, exact up to the arrival horizon; past it, one ns beyond (the
+// source then refuses the request, naming the horizon). Gaps were clamped
+// at 1e8 s, which silently sped up low rates (constant 1e-9 req/s came out
+// at 1e-8).
 TimeNs SecondsToNs(double s) {
   if (!(s > 0)) return 0;
-  if (s > kMaxGapS) s = kMaxGapS;
+  if (!(s * 1e9 <= static_cast<double>(kMaxTraceArrivalNs))) return kMaxTraceArrivalNs + 1;
   return static_cast<TimeNs>(std::llround(s * 1e9));
 }
 
@@ -55,6 +57,11 @@ absl::Status ValidateArrivalSpec(const ArrivalSpec& spec) {
   if ((spec.kind == K::kGamma || spec.kind == K::kWeibull) &&
       !(spec.shape >= 1e-3 && spec.shape <= 1e3)) {
     return RangeError("arrival shape", spec.shape, "[0.001, 1000]");
+  }
+  // Weibull's scale divides by Gamma(1 + 1/shape), which overflows past
+  // shape ~ 0.0059 (the run aborted).
+  if (spec.kind == K::kWeibull && !(spec.shape >= 1e-2)) {
+    return RangeError("arrival shape (weibull)", spec.shape, "[0.01, 1000]");
   }
   if (spec.kind == K::kSchedule) {
     if (spec.schedule.empty()) {

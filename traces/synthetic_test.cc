@@ -57,6 +57,15 @@ TEST(SyntheticValidationTest, RangeErrorPrintsTheValueInFull) {
   a.rate_per_s = -0.125;
   EXPECT_EQ(ValidateArrivalSpec(a).message(),
             "arrival rate_per_s: -0.125 is outside the allowed range (0, 1e9]");
+  // Weibull's scale needs Gamma(1 + 1/shape) finite: shape 0.005 aborted.
+  a.kind = ArrivalSpec::Kind::kWeibull;
+  a.rate_per_s = 1;
+  a.shape = 0.005;
+  EXPECT_EQ(ValidateArrivalSpec(a).message(),
+            "arrival shape (weibull): 0.0050000000000000001 is outside the allowed range "
+            "[0.01, 1000]");
+  a.shape = 0.01;
+  EXPECT_TRUE(ValidateArrivalSpec(a).ok());
 }
 
 TEST(SamplerTest, UniformIntStaysInRangeAndHitsBothEnds) {
@@ -391,15 +400,20 @@ TEST(SyntheticSourceTest, ArrivalsPastTheHorizonAreAnErrorNotSaturated) {
   SyntheticOptions o = Base();
   o.num_requests = 100;
   o.arrival.kind = ArrivalSpec::Kind::kConstant;
-  o.arrival.rate_per_s = 1e-9;  // gaps clamp to 1e8 s: 47 * 1e17 ns > 2^62
+  // Gaps of 1e9 s (they were clamped to 1e8 s): arrivals at 0, 1e9, ...,
+  // 4e9 s; the sixth, at 5e18 ns, is past 2^62 ns.
+  o.arrival.rate_per_s = 1e-9;
   auto s = MakeSyntheticSource(o);
   ASSERT_TRUE(s.ok());
   const Drained d = DrainSource(**s);
   ASSERT_FALSE(d.error.ok()) << "reached the end without an error";
   for (const RequestSpec& r : d.requests) EXPECT_LE(r.arrival_ns, kMaxTraceArrivalNs);
   const absl::Status& st = d.error;
-  EXPECT_EQ(d.requests.size(), 47u);
-  EXPECT_THAT(st.message(), ::testing::HasSubstr("synthetic workload: request 47"));
+  ASSERT_EQ(d.requests.size(), 5u);
+  // 1 / 1e-9 in doubles: 1e9 s less 128 ns.
+  EXPECT_NEAR(static_cast<double>(d.requests[4].arrival_ns - d.requests[3].arrival_ns), 1e18,
+              1e3);
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("synthetic workload: request 5"));
   EXPECT_THAT(st.message(), ::testing::HasSubstr("2^62"));
 }
 

@@ -196,6 +196,9 @@ absl::Status Resolve(TraceFlags& f) {
   if (!(f.burstiness >= 0.001 && f.burstiness <= 1000)) {
     return OutOfRange("--burstiness", f.burstiness, "[0.001, 1000]");
   }
+  if (f.arrival == "weibull" && !(f.burstiness >= 0.01)) {
+    return OutOfRange("--burstiness", f.burstiness, "[0.01, 1000] with --arrival weibull");
+  }
   auto kind = ArrivalKind(f.arrival);
   if (!kind.ok()) return kind.status();
   using K = ArrivalSpec::Kind;
@@ -443,6 +446,9 @@ absl::Status CheckGenerateFlags(const GenerateFlags& g) {
   }
   if (!(syn.arrival.shape >= 0.001 && syn.arrival.shape <= 1000)) {
     return OutOfRange("--burstiness", syn.arrival.shape, "[0.001, 1000]");
+  }
+  if (g.arrival == "weibull" && !(syn.arrival.shape >= 0.01)) {
+    return OutOfRange("--burstiness", syn.arrival.shape, "[0.01, 1000] with --arrival weibull");
   }
   if (g.burstiness_opt->count() > 0 && g.arrival_opt->count() > 0 &&
       g.arrival != "gamma" && g.arrival != "weibull" && syn.arrival.shape != 1.0) {
