@@ -24,17 +24,27 @@ bool HasGzipMagic(const std::string& path) {
 
 }  // namespace
 
-absl::Status CheckNotDirectory(const std::string& path) {
+absl::Status CheckRegularFile(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (::stat(path.c_str(), &st) != 0) return absl::OkStatus();  // open names why
+  if (S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": is a directory, not a trace file"));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    // A FIFO or pipe (<(zcat ...)) hung with no writer, and each open took
+    // its own share of the data: the format probe ate the first 4 KB.
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": is ", S_ISFIFO(st.st_mode) ? "a pipe or FIFO" : "a device or socket",
+        ", not a regular file: a trace is opened more than once (its format, gzip, "
+        "then its records); write it to a file first (gzipped files are read as they "
+        "are)"));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, size_t max_bytes) {
-  if (absl::Status st = CheckNotDirectory(path); !st.ok()) return st;
+  if (absl::Status st = CheckRegularFile(path); !st.ok()) return st;
   std::FILE* probe = std::fopen(path.c_str(), "rb");
   if (probe == nullptr) {
     return absl::NotFoundError(
@@ -78,7 +88,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path, size_t max_by
 
 absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
                                                              size_t max_line_bytes) {
-  if (absl::Status st = CheckNotDirectory(path); !st.ok()) return st;
+  if (absl::Status st = CheckRegularFile(path); !st.ok()) return st;
   std::unique_ptr<LineReader> r(new LineReader());
   r->path_ = path;
   r->max_line_bytes_ = max_line_bytes;

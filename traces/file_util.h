@@ -16,10 +16,11 @@
 
 namespace servesim {
 
-// OK when `path` can be opened as a trace file: not a directory (fopen of
-// a directory succeeds on Linux and then reads as an empty file). Missing
-// files are left to the caller's open, which names the errno.
-absl::Status CheckNotDirectory(const std::string& path);
+// OK when `path` can be opened as a trace file: a regular file, not a
+// directory (fopen of a directory succeeds on Linux and then reads as an
+// empty file) nor a pipe, FIFO or device (a trace is opened more than
+// once). Missing files are left to the caller's open, which names the errno.
+absl::Status CheckRegularFile(const std::string& path);
 
 // Reads a whole (possibly gzipped) file. Files over `max_bytes` after
 // decompression are an error (a bench result is a few MB; this bounds

@@ -20,7 +20,8 @@ namespace {
 // at 1e-8).
 TimeNs SecondsToNs(double s) {
   if (!(s > 0)) return 0;
-  if (!(s * 1e9 <= static_cast<double>(kMaxTraceArrivalNs))) return kMaxTraceArrivalNs + 1;
+  if (!(s * 1e9 <= static_cast<double>(kMaxTraceArrivalNs)))
+    return kMaxTraceArrivalNs + 1;
   return static_cast<TimeNs>(std::llround(s * 1e9));
 }
 

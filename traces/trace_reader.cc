@@ -131,7 +131,7 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceReader(TraceFormat format,
 }
 
 absl::StatusOr<TraceFormat> DetectTraceFormat(const std::string& path) {
-  RETURN_IF_ERROR(CheckNotDirectory(path));
+  RETURN_IF_ERROR(CheckRegularFile(path));
   // Binary: the header record starts with its magic within the first bytes.
   {
     std::FILE* f = std::fopen(path.c_str(), "rb");

@@ -1,5 +1,8 @@
 #include "traces/trace_reader.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -461,6 +464,27 @@ TEST(BadInputTest, DirectoryIsReportedAsADirectoryNotAnEmptyFile) {
   auto detected = DetectTraceFormat(dir);
   ASSERT_FALSE(detected.ok());
   EXPECT_THAT(detected.status().message(), HasSubstr("is a directory"));
+}
+
+// A FIFO with no writer hung every reader (the open blocks), and a pipe
+// lost its first 4 KB to the format probe: refused before any open, named.
+TEST(BadInputTest, AFifoIsRefusedBeforeAnyOpen) {
+  const std::string fifo =
+      ::testing::TempDir() + "/trace_" + std::to_string(::getpid()) + ".fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (TraceFormat f :
+       {TraceFormat::kAzure, TraceFormat::kMooncake, TraceFormat::kBurstGpt,
+        TraceFormat::kBailian, TraceFormat::kVllmBench, TraceFormat::kLengths,
+        TraceFormat::kBinary}) {
+    ReadAll r = Read(f, fifo);
+    EXPECT_THAT(r.status.message(), HasSubstr("is a pipe or FIFO, not a regular file"))
+        << TraceFormatName(f);
+  }
+  auto detected = DetectTraceFormat(fifo);
+  ASSERT_FALSE(detected.ok());
+  EXPECT_THAT(detected.status().message(), HasSubstr("write it to a file first"));
+  std::remove(fifo.c_str());
 }
 
 TEST(BadInputTest, ArrivalExactlyAtTheHorizonIsAcceptedOneNsLaterRejected) {

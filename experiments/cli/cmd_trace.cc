@@ -197,7 +197,8 @@ absl::Status Resolve(TraceFlags& f) {
     return OutOfRange("--burstiness", f.burstiness, "[0.001, 1000]");
   }
   if (f.arrival == "weibull" && !(f.burstiness >= 0.01)) {
-    return OutOfRange("--burstiness", f.burstiness, "[0.01, 1000] with --arrival weibull");
+    return OutOfRange("--burstiness", f.burstiness,
+                      "[0.01, 1000] with --arrival weibull");
   }
   auto kind = ArrivalKind(f.arrival);
   if (!kind.ok()) return kind.status();
@@ -448,7 +449,8 @@ absl::Status CheckGenerateFlags(const GenerateFlags& g) {
     return OutOfRange("--burstiness", syn.arrival.shape, "[0.001, 1000]");
   }
   if (g.arrival == "weibull" && !(syn.arrival.shape >= 0.01)) {
-    return OutOfRange("--burstiness", syn.arrival.shape, "[0.01, 1000] with --arrival weibull");
+    return OutOfRange("--burstiness", syn.arrival.shape,
+                      "[0.01, 1000] with --arrival weibull");
   }
   if (g.burstiness_opt->count() > 0 && g.arrival_opt->count() > 0 &&
       g.arrival != "gamma" && g.arrival != "weibull" && syn.arrival.shape != 1.0) {

@@ -9,7 +9,7 @@ namespace {
 class BinaryReader : public TraceReader {
  public:
   static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const ReaderOptions& opts) {
-    RETURN_IF_ERROR(CheckNotDirectory(opts.path));
+    RETURN_IF_ERROR(CheckRegularFile(opts.path));
     std::unique_ptr<BinaryReader> r(new BinaryReader());
     r->opts_ = opts;
     r->fd_ = ::open(opts.path.c_str(), O_RDONLY);
