@@ -304,6 +304,13 @@ absl::StatusOr<ConvertSummary> ConvertTraceWithSummary(RequestSource& source,
     ++summary.requests;
   }
   summary.source = source.Describe();  // with the counts of the finished read
+  if (summary.unmeasured_left_out > 0) {
+    // The bench reader's description says how simulate replays them; the
+    // file written here does not hold them.
+    absl::StrAppend(&summary.source, " | left out here: the ", summary.unmeasured_left_out,
+                    " requests that streamed no token (a trace file has no field for "
+                    "load-only requests; simulate --trace on the original replays them)");
+  }
   writer->SetSource(summary.source);
   RETURN_IF_ERROR(writer->Close());
   return summary;

@@ -69,6 +69,7 @@ void WriteSummaryFields(JsonWriter& w, const ConvertSummary& s, const std::strin
                         : format == OutputFormat::kCsv  ? "csv"
                                                         : "jsonl");
   w.KV("requests_written", s.requests);
+  w.KV("unmeasured_left_out", s.unmeasured_left_out);
   w.KV("first_arrival_s", s.first_arrival_ns / 1e9);
   w.KV("last_arrival_s", s.last_arrival_ns / 1e9);
   w.KV("span_s", (s.last_arrival_ns - s.first_arrival_ns) / 1e9);
@@ -391,6 +392,14 @@ void RegisterConvert(CLI::App* trace, int* exit_code) {
             absl::StrCat("output ", *out, ": cannot write: ", ec.message())));
         return;
       }
+    }
+    if (summary->unmeasured_left_out > 0) {
+      std::fprintf(stderr,
+                   "servesim trace convert: warning: left out %lld requests that streamed "
+                   "no token (a trace file has no field for load-only requests; "
+                   "`simulate --trace %s` replays them as load)\n",
+                   static_cast<long long>(summary->unmeasured_left_out),
+                   flags->opts.path.c_str());
     }
     if (*json) {
       auto in_format = ResolveTraceFormat(flags->opts);

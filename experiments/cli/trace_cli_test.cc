@@ -199,6 +199,17 @@ TEST(SimulateTraceCliTest, BenchRequestsThatStreamedNoTokenAreLoadInNoMetric) {
   EXPECT_EQ(number(without.out, "unmeasured_requests"), -1);  // none: no key
   // The empty answers' prefills delay the measured requests' first tokens.
   EXPECT_GT(number(with.out, "mean_ttft_ms"), number(without.out, "mean_ttft_ms") * 1.2);
+  // trace convert cannot write them (a trace has no load-only field): it
+  // says so, in the JSON, on stderr and in the file's source line (which
+  // said they were replayed, of a file that left 378 of 1,000 out).
+  const std::string csv = Scratch("converted.csv");
+  const CliRun conv =
+      Servesim("trace convert '" + bench("conv.json", true) + "' '" + csv + "' --json");
+  ASSERT_EQ(conv.exit_code, 0) << conv.err;
+  EXPECT_EQ(number(conv.out, "requests_written"), 4);
+  EXPECT_EQ(number(conv.out, "unmeasured_left_out"), 4);
+  EXPECT_THAT(conv.err, HasSubstr("warning: left out 4 requests that streamed no token"));
+  EXPECT_THAT(conv.out, HasSubstr("left out here: the 4 requests that streamed no token"));
 }
 
 TEST(SimulateTraceCliTest, RequestRateInfReplaysTheTraceAsTheDefaultDoes) {
