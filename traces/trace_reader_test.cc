@@ -466,6 +466,46 @@ TEST(BadInputTest, DirectoryIsReportedAsADirectoryNotAnEmptyFile) {
   EXPECT_THAT(detected.status().message(), HasSubstr("is a directory"));
 }
 
+// Columns that were resolved by a silent guess: a name given twice (the
+// first copy read), two aliases of one field (arrival_ns won over
+// arrival_s), and a time column of no known unit (read as no times: every
+// request at t = 0).
+TEST(BadInputTest, TwiceNamedAliasedOrUnitlessColumnsAreErrors) {
+  ReadAll dup = Read(TraceFormat::kAzure,
+                     WriteTemp("dup.csv",
+                               "TIMESTAMP,ContextTokens,GeneratedTokens,"
+                               "ContextTokens\n2023-11-16 18:17:03,100,10,5\n"));
+  EXPECT_THAT(
+      dup.status.message(),
+      HasSubstr("dup.csv:1: column ContextTokens appears twice (columns 2 and 4)"));
+  ReadAll both = Read(TraceFormat::kLengths,
+                      WriteTemp("both.csv",
+                                "arrival_ns,arrival_s,input_tokens,output_tokens\n"
+                                "0,0,10,5\n100,5,10,5\n"));
+  EXPECT_THAT(both.status.message(),
+              HasSubstr("columns arrival_ns and arrival_s both give the same field"));
+  ReadAll alias = Read(TraceFormat::kLengths,
+                       WriteTemp("alias.csv",
+                                 "input_tokens,num_prefill_tokens,output_tokens\n"
+                                 "10,999,5\n"));
+  EXPECT_THAT(alias.status.message(),
+              HasSubstr("columns input_tokens and num_prefill_tokens both give"));
+  ReadAll unitless =
+      Read(TraceFormat::kLengths, WriteTemp("unitless.csv",
+                                            "timestamp,input_tokens,output_tokens\n"
+                                            "0,10,5\n100,10,5\n"));
+  EXPECT_THAT(unitless.status.message(),
+              HasSubstr("column timestamp looks like arrival times, but a length table "
+                        "reads only arrival_s"));
+  ReadAll seconds =
+      Read(TraceFormat::kLengths, WriteTemp("seconds.csv",
+                                            "arrival_s,input_tokens,output_tokens\n"
+                                            "0,10,5\n1.5,10,5\n"));
+  ASSERT_TRUE(seconds.status.ok()) << seconds.status;
+  ASSERT_EQ(seconds.requests.size(), 2u);
+  EXPECT_EQ(seconds.requests[1].arrival_ns, 1'500'000'000);
+}
+
 // A FIFO with no writer hung every reader (the open blocks), and a pipe
 // lost its first 4 KB to the format probe: refused before any open, named.
 TEST(BadInputTest, AFifoIsRefusedBeforeAnyOpen) {

@@ -15,14 +15,38 @@ class LengthsReader : public CsvTraceReader {
     std::unique_ptr<LengthsReader> r(new LengthsReader(opts));
     RETURN_IF_ERROR(r->ReadCsvHeader());
     const auto& h = r->header_;
-    r->in_ =
-        FindColumn(h, {"input_tokens", "num_prefill_tokens", "input_length", "input_len",
-                       "prompt_len", "prompt_tokens", "ContextTokens", "Request tokens"});
-    r->out_ = FindColumn(
-        h, {"output_tokens", "num_decode_tokens", "output_length", "output_len",
-            "completion_tokens", "GeneratedTokens", "Response tokens"});
-    r->arrival_ns_ = FindColumn(h, {"arrival_ns"});
-    r->arrival_s_ = FindColumn(h, {"arrival_s", "timestamp_s"});
+    ASSIGN_OR_RETURN(
+        r->in_, r->FindOneColumn({"input_tokens", "num_prefill_tokens", "input_length",
+                                  "input_len", "prompt_len", "prompt_tokens",
+                                  "ContextTokens", "Request tokens"}));
+    ASSIGN_OR_RETURN(
+        r->out_, r->FindOneColumn({"output_tokens", "num_decode_tokens", "output_length",
+                                   "output_len", "completion_tokens", "GeneratedTokens",
+                                   "Response tokens"}));
+    ASSIGN_OR_RETURN(const int time_col,
+                     r->FindOneColumn({"arrival_ns", "arrival_s", "timestamp_s"}));
+    if (time_col >= 0)
+      (h[time_col] == "arrival_ns" ? r->arrival_ns_ : r->arrival_s_) = time_col;
+    // A time column of no known unit was read as no time at all: every
+    // request at t = 0, silently.
+    if (time_col < 0) {
+      for (std::string_view c : h) {
+        std::string lower(c);
+        for (char& ch : lower)
+          ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        for (std::string_view t :
+             {"timestamp", "arrival", "arrival_time", "time", "ts", "time_s", "time_ns",
+              "arrival_time_s", "timestamp_ms", "arrival_ms", "created", "start_time"}) {
+          if (lower == t) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                opts.path, ":1: column ", std::string(c),
+                " looks like arrival times, but a length table reads only arrival_s "
+                "(seconds), timestamp_s or arrival_ns: rename it to the one of its unit, "
+                "or give --trace-format for the format the file is in"));
+          }
+        }
+      }
+    }
     r->session_ = FindColumn(h, {"session_id"});
     r->block_ = FindColumn(h, {"hash_block_tokens"});
     r->hashes_ = FindColumn(h, {"prefix_hashes"});
@@ -31,8 +55,7 @@ class LengthsReader : public CsvTraceReader {
     if (r->out_ < 0) {
       return r->MissingColumn("output length (output_tokens, num_decode_tokens, ...)");
     }
-    if (r->arrival_ns_ >= 0) r->time_field_ = "arrival_ns";
-    if (r->arrival_s_ >= 0) r->time_field_ = std::string(h[r->arrival_s_]);
+    if (time_col >= 0) r->time_field_ = std::string(h[time_col]);
     return std::unique_ptr<TraceReader>(std::move(r));
   }
 

@@ -293,7 +293,34 @@ class CsvTraceReader : public LineTraceReader {
   absl::Status ReadCsvHeader() {
     RETURN_IF_ERROR(OpenLines());
     RETURN_IF_ERROR(ReadHeader(header_, header_line_));
+    // A column named twice was read from its first copy, silently.
+    for (size_t i = 0; i < header_.size(); ++i) {
+      for (size_t j = i + 1; j < header_.size(); ++j) {
+        if (header_[i] == header_[j] && !header_[i].empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              opts_.path, ":1: column ", std::string(header_[i]),
+              " appears twice (columns ", i + 1, " and ", j + 1, "); keep one"));
+        }
+      }
+    }
     return absl::OkStatus();
+  }
+
+  // The one column of `names` (aliases of one field) in the header, or -1;
+  // an error when two of them are there (which one counts would be a guess).
+  absl::StatusOr<int> FindOneColumn(std::initializer_list<std::string_view> names) const {
+    int found = -1;
+    for (std::string_view name : names) {
+      const int i = FindColumn(header_, {name});
+      if (i < 0) continue;
+      if (found >= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(opts_.path, ":1: columns ", std::string(header_[found]), " and ",
+                         std::string(name), " both give the same field; keep one"));
+      }
+      found = i;
+    }
+    return found;
   }
 
   absl::Status MissingColumn(std::string_view what) const {
