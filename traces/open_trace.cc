@@ -24,16 +24,22 @@ absl::Status ValidateTraceOptions(const TraceOptions& opts) {
     return absl::InvalidArgumentError(absl::StrCat(
         "trace sample fraction: ", opts.sample_fraction, " is outside (0, 1]"));
   }
-  if (!(opts.rate_scale > 0 && opts.rate_scale <= 1e9)) {
+  // A denormal scale made 1 / scale infinite: "arrive at nan s".
+  if (!(opts.rate_scale >= 1e-9 && opts.rate_scale <= 1e9)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("trace rate scale: ", opts.rate_scale, " is outside (0, 1e9]"));
+        absl::StrCat("trace rate scale: ", opts.rate_scale, " is outside [1e-9, 1e9]"));
   }
-  if (!(opts.target_rate_per_s >= 0 && opts.target_rate_per_s <= 1e9)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "trace target rate: ", opts.target_rate_per_s, " is outside [0, 1e9] (0: off)"));
+  if (!(opts.target_rate_per_s == 0 ||
+        (opts.target_rate_per_s >= 1e-9 && opts.target_rate_per_s <= 1e9))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trace target rate: ", opts.target_rate_per_s,
+                     " is outside [1e-9, 1e9] (0: off)"));
   }
-  if (opts.loop_to_requests < 0 || opts.max_requests < 0) {
-    return absl::InvalidArgumentError("trace loop/max requests: negative (allowed >= 0)");
+  if (opts.loop_to_requests < 0 || opts.loop_to_requests > 2147483647 ||
+      opts.max_requests < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trace loop/max requests: ", opts.loop_to_requests, " / ",
+                     opts.max_requests, " (allowed: loop [0, 2147483647], max >= 0)"));
   }
   const LengthFilter& f = opts.lengths;
   for (const auto& [name, v] : {std::pair<const char*, int32_t>{"min_input", f.min_input},

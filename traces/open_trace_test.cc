@@ -253,16 +253,20 @@ TEST(ConvertTest, TruncatedBinaryFileIsAnErrorNamingTheRecord) {
 }
 
 TEST(OpenTraceTest, RateScalePastTheHorizonIsAnErrorNamingTheFlag) {
+  // Requests 10 s apart, at the smallest scale allowed: 1e10 s > 2^62 ns.
+  const std::string path = ::testing::TempDir() + "/ten_s_apart.csv";
+  std::ofstream(path, std::ios::trunc)
+      << "arrival_s,input_tokens,output_tokens\n0,5,5\n10,5,5\n";
   TraceOptions o;
-  o.path = kFixtures + "azure_good.csv";
-  o.rate_scale = 1e-300;
+  o.path = path;
+  o.rate_scale = 1e-9;
   auto s = OpenTrace(o);
   ASSERT_TRUE(s.ok()) << s.status();
   const Drained d = DrainSource(**s);
   ASSERT_FALSE(d.error.ok()) << "reached the end without an error";
   for (const RequestSpec& r : d.requests) EXPECT_LE(r.arrival_ns, kMaxTraceArrivalNs);
   const absl::Status& st = d.error;
-  EXPECT_THAT(st.message(), HasSubstr("--rate-scale 1e-300: request 1"));
+  EXPECT_THAT(st.message(), HasSubstr("--rate-scale 1e-09: request 1"));
   EXPECT_THAT(st.message(), HasSubstr("needs --rate-scale >= "));
 }
 

@@ -1,8 +1,10 @@
 #include "traces/transforms.h"
 
 #include <cmath>
+#include <limits>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "sim/base/random.h"
 #include "sim/base/status_macros.h"
@@ -19,7 +21,10 @@ class Wrapper : public RequestSource {
 
   absl::StatusOr<bool> Next(RequestSpec& out) final {
     if (!error_.ok()) return error_;
-    if (done_) return false;
+    if (done_ || Exhausted()) {
+      done_ = true;
+      return false;
+    }
     while (true) {
       ASSIGN_OR_RETURN(bool got, source_->Next(out));
       if (!got) {
@@ -52,6 +57,9 @@ class Wrapper : public RequestSource {
   // kError: Apply set error_, which every later Next() returns too.
   enum class Verdict { kKeep, kDrop, kStop, kError };
   virtual Verdict Apply(RequestSpec& r) = 0;
+  // True when no further request can be kept: Next() then ends without
+  // reading the source.
+  virtual bool Exhausted() const { return false; }
 
   std::unique_ptr<RequestSource> source_;
   absl::Status error_;
@@ -178,6 +186,9 @@ class LimitSource : public Wrapper {
   }
 
  private:
+  // Done after n requests without reading another (a bad row after the
+  // window failed the run, and the count said n + 1 rows read).
+  bool Exhausted() const override { return seen_ >= n_; }
   Verdict Apply(RequestSpec&) override {
     return seen_++ < n_ ? Verdict::kKeep : Verdict::kStop;
   }
@@ -239,6 +250,8 @@ class LoopSource : public RequestSource {
         last0_ = out.arrival_ns;
         ++count0_;
         max_session_ = std::max(max_session_, out.session_id);
+        if (out.session_id >= 0)
+          dense_session_.emplace(out.session_id, dense_session_.size());
       } else {
         const TimeNs period = span_ + gap_;
         if (period > 0 && pass_ > (kMaxTraceArrivalNs - out.arrival_ns) / period) {
@@ -251,7 +264,29 @@ class LoopSource : public RequestSource {
               " requests, or a faster rate"));
         }
         out.arrival_ns += pass_ * period;
-        if (out.session_id >= 0) out.session_id += pass_ * (max_session_ + 1);
+        if (out.session_id >= 0) {
+          // Pass k's sessions follow every earlier pass's: numbered from the
+          // largest of pass 0 on, densely (k x (largest + 1) overflowed on
+          // BurstGPT's 63-bit hashed session ids, into negative ids).
+          const auto n = static_cast<int64_t>(dense_session_.size());
+          const auto it = dense_session_.find(out.session_id);
+          if (it == dense_session_.end() || n == 0 ||
+              pass_ > (std::numeric_limits<int64_t>::max() - max_session_) / n) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "loop to ", target_, " requests: pass ", pass_, " (request ", emitted_,
+                "): session ", out.session_id,
+                it == dense_session_.end()
+                    ? " was not in the first pass (the source changed between passes)"
+                    : absl::StrCat(
+                          " cannot be renumbered past the first pass's largest "
+                          "session id ",
+                          max_session_, " within int64; allowed here: at most ",
+                          ((std::numeric_limits<int64_t>::max() - max_session_) / n + 1) *
+                              count0_,
+                          " requests")));
+          }
+          out.session_id = max_session_ + 1 + (pass_ - 1) * n + it->second;
+        }
         if (distinct_) {
           for (uint64_t& h : out.prefix_hashes)
             h = ChainHash(h, static_cast<uint64_t>(pass_));
@@ -279,6 +314,8 @@ class LoopSource : public RequestSource {
   int64_t count0_ = 0;
   TimeNs first0_ = 0, last0_ = 0, span_ = 0, gap_ = 0;
   int64_t max_session_ = -1;
+  // Pass 0's session ids, in order of first appearance.
+  absl::flat_hash_map<int64_t, int64_t> dense_session_;
   std::string first_pass_;  // Describe() of pass 0 once it ended
 };
 

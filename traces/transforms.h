@@ -74,8 +74,10 @@ std::unique_ptr<RequestSource> RequireCount(std::unique_ptr<RequestSource> sourc
 using SourceFactory = std::function<absl::StatusOr<std::unique_ptr<RequestSource>>()>;
 
 // Replays the source until `target_requests` requests have been given:
-// pass k is shifted in time by k * (span + mean gap) of pass 0, session
-// ids by k * (largest session id + 1); prefix hashes are made distinct per
+// pass k is shifted in time by k * (span + mean gap) of pass 0; its
+// sessions are numbered after pass 0's largest id and every earlier pass's,
+// densely (sessions 0..S-1 of pass 0 are k S..k S + S - 1 in pass k; an
+// id space past int64 is an error); prefix hashes are made distinct per
 // pass (distinct_hashes) or kept, so later passes hit the prefix cache.
 // A source with no requests gives none.
 absl::StatusOr<std::unique_ptr<RequestSource>> Loop(SourceFactory factory,

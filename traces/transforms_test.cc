@@ -1,5 +1,6 @@
 #include "traces/transforms.h"
 
+#include <limits>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -116,6 +117,67 @@ TEST(TransformsTest, RequireCountGivesExactlyNOrFailsNamingTheAsk) {
   EXPECT_NE(end.status().message().find("has only 3"), std::string::npos);
   // The same error again, never a silent end.
   EXPECT_FALSE(short_src->Next(r).ok());
+}
+
+// Session ids near INT64_MAX (BurstGPT's hashed ids are 63-bit):
+// pass x (largest + 1) overflowed into negative ids that servesim then
+// refused to read back. Later passes number their sessions densely after
+// pass 0's largest, distinct across passes.
+TEST(TransformsTest, LoopRenumbersLargeSessionIdsWithoutOverflow) {
+  auto make = [] {
+    std::vector<RequestSpec> v = Make(3, 10);
+    v[0].session_id = 9'000'000'000'000'000'000;
+    v[1].session_id = 5;
+    v[2].session_id = 9'000'000'000'000'000'000;
+    return absl::StatusOr<std::unique_ptr<RequestSource>>(
+        std::make_unique<VectorSource>(std::move(v)));
+  };
+  auto loop = Loop(make, 9, /*distinct_hashes=*/true);
+  ASSERT_TRUE(loop.ok());
+  auto r = Drain(**loop);
+  ASSERT_EQ(r.size(), 9u);
+  const int64_t base = 9'000'000'000'000'000'001;
+  EXPECT_EQ(r[0].session_id, base - 1);  // pass 0 as read
+  EXPECT_EQ(r[3].session_id, base);      // pass 1: 2 sessions from base
+  EXPECT_EQ(r[4].session_id, base + 1);
+  EXPECT_EQ(r[5].session_id, base);      // the same session as r[3]
+  EXPECT_EQ(r[6].session_id, base + 2);  // pass 2
+  EXPECT_EQ(r[7].session_id, base + 3);
+  // Past int64: an error naming how many requests fit, not a wrap.
+  auto huge = [] {
+    std::vector<RequestSpec> v = Make(2, 10);
+    v[0].session_id = std::numeric_limits<int64_t>::max() - 2;
+    return absl::StatusOr<std::unique_ptr<RequestSource>>(
+        std::make_unique<VectorSource>(std::move(v)));
+  };
+  auto over = Loop(huge, 20, true);
+  ASSERT_TRUE(over.ok());
+  RequestSpec q;
+  absl::Status st;
+  for (int i = 0; i < 20 && st.ok(); ++i) st = (*over)->Next(q).status();
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("cannot be renumbered past the first "
+                                                 "pass's largest session id"));
+}
+
+// --max-requests N read row N + 1 (a bad row just past the window failed
+// the run).
+TEST(TransformsTest, LimitStopsWithoutReadingAnotherRequest) {
+  class CountingSource : public RequestSource {
+   public:
+    absl::StatusOr<bool> Next(RequestSpec& out) override {
+      if (++reads_ > 2) return absl::InvalidArgumentError("row 3: bad");
+      out = RequestSpec();
+      out.input_tokens = out.output_tokens = 1;
+      return true;
+    }
+    std::string Describe() const override { return "counting"; }
+    int reads_ = 0;
+  };
+  auto src = std::make_unique<CountingSource>();
+  CountingSource* raw = src.get();
+  auto limited = Limit(std::move(src), 2);
+  EXPECT_EQ(Drain(*limited).size(), 2u);
+  EXPECT_EQ(raw->reads_, 2);
 }
 
 TEST(TransformsTest, LoopShiftsBySpanPlusMeanGapAndSeparatesPasses) {

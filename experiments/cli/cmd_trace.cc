@@ -158,14 +158,17 @@ absl::Status Resolve(TraceFlags& f) {
   if (!(f.opts.sample_fraction > 0 && f.opts.sample_fraction <= 1)) {
     return OutOfRange("--sample", f.opts.sample_fraction, "(0, 1]");
   }
-  if (!(f.opts.rate_scale > 0 && f.opts.rate_scale <= 1e9)) {
-    return OutOfRange("--rate-scale", f.opts.rate_scale, "(0, 1e9]");
+  if (!(f.opts.rate_scale >= 1e-9 && f.opts.rate_scale <= 1e9)) {
+    return OutOfRange("--rate-scale", f.opts.rate_scale, "[1e-9, 1e9]");
   }
-  if (!(f.opts.target_rate_per_s >= 0 && f.opts.target_rate_per_s <= 1e9)) {
-    return OutOfRange("--target-rate", f.opts.target_rate_per_s, "[0, 1e9] (0: off)");
+  if (!(f.opts.target_rate_per_s == 0 ||
+        (f.opts.target_rate_per_s >= 1e-9 && f.opts.target_rate_per_s <= 1e9))) {
+    return OutOfRange("--target-rate", f.opts.target_rate_per_s, "[1e-9, 1e9] (0: off)");
   }
-  if (f.opts.loop_to_requests < 0) {
-    return OutOfRange("--loop-to", f.opts.loop_to_requests, "[0, 2^63) (0: off)");
+  // Unbounded, a file without timestamps looped 9.2e18 times.
+  if (f.opts.loop_to_requests < 0 || f.opts.loop_to_requests > 2147483647) {
+    return OutOfRange("--loop-to", f.opts.loop_to_requests,
+                      "[0, 2147483647] (0: off; as --num-prompts)");
   }
   if (f.opts.max_requests < 0) {
     return OutOfRange("--max-requests", f.opts.max_requests, "[0, 2^63) (0: all)");
@@ -394,12 +397,12 @@ void RegisterConvert(CLI::App* trace, int* exit_code) {
       }
     }
     if (summary->unmeasured_left_out > 0) {
-      std::fprintf(stderr,
-                   "servesim trace convert: warning: left out %lld requests that streamed "
-                   "no token (a trace file has no field for load-only requests; "
-                   "`simulate --trace %s` replays them as load)\n",
-                   static_cast<long long>(summary->unmeasured_left_out),
-                   flags->opts.path.c_str());
+      std::fprintf(
+          stderr,
+          "servesim trace convert: warning: left out %lld requests that streamed "
+          "no token (a trace file has no field for load-only requests; "
+          "`simulate --trace %s` replays them as load)\n",
+          static_cast<long long>(summary->unmeasured_left_out), flags->opts.path.c_str());
     }
     if (*json) {
       auto in_format = ResolveTraceFormat(flags->opts);

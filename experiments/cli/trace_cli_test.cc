@@ -55,12 +55,16 @@ TEST(TraceCliTest, ConvertRefusesOutOfRangeTransformFlags) {
   const std::string convert = "trace convert '" + SmallTrace() + "'";
   ExpectRefused(convert + " --sample 0", "--sample", "(0, 1]");
   ExpectRefused(convert + " --sample 1.5", "--sample", "(0, 1]");
-  ExpectRefused(convert + " --rate-scale -2", "--rate-scale", "(0, 1e9]");
-  ExpectRefused(convert + " --target-rate -1", "--target-rate", "[0, 1e9]");
+  ExpectRefused(convert + " --rate-scale -2", "--rate-scale", "[1e-9, 1e9]");
+  // A denormal scale made 1 / scale infinite ("arrive at nan s").
+  ExpectRefused(convert + " --rate-scale 1e-320", "--rate-scale", "[1e-9, 1e9]");
+  ExpectRefused(convert + " --target-rate -1", "--target-rate", "[1e-9, 1e9] (0: off)");
   ExpectRefused(convert + " --window-start-s -1", "--window-start-s", "[0, 9e9]");
   ExpectRefused(convert + " --window-start-s 5 --window-end-s 2", "--window-end-s",
                 "end >= start");
-  ExpectRefused(convert + " --loop-to -1", "--loop-to", "[0, 2^63)");
+  ExpectRefused(convert + " --loop-to -1", "--loop-to", "[0, 2147483647]");
+  // Unbounded, a file without timestamps looped 9.2e18 times.
+  ExpectRefused(convert + " --loop-to 2147483648", "--loop-to", "[0, 2147483647]");
   ExpectRefused(convert + " --max-requests -1", "--max-requests", "[0, 2^63)");
   ExpectRefused(convert + " --min-input 50 --max-input 10", "--min-input",
                 "above --max-input");
@@ -209,7 +213,8 @@ TEST(SimulateTraceCliTest, BenchRequestsThatStreamedNoTokenAreLoadInNoMetric) {
   EXPECT_EQ(number(conv.out, "requests_written"), 4);
   EXPECT_EQ(number(conv.out, "unmeasured_left_out"), 4);
   EXPECT_THAT(conv.err, HasSubstr("warning: left out 4 requests that streamed no token"));
-  EXPECT_THAT(conv.out, HasSubstr("left out here: the 4 requests that streamed no token"));
+  EXPECT_THAT(conv.out,
+              HasSubstr("left out here: the 4 requests that streamed no token"));
 }
 
 TEST(SimulateTraceCliTest, RequestRateInfReplaysTheTraceAsTheDefaultDoes) {
