@@ -285,7 +285,8 @@ absl::Status TraceWriter::Close() {
 
 absl::StatusOr<ConvertSummary> ConvertTraceWithSummary(RequestSource& source,
                                                        const std::string& path,
-                                                       OutputFormat format) {
+                                                       OutputFormat format,
+                                                       bool write_when_empty) {
   ASSIGN_OR_RETURN(auto writer, TraceWriter::Open(path, format, source.Describe()));
   ConvertSummary summary;
   RequestSpec r;
@@ -307,10 +308,12 @@ absl::StatusOr<ConvertSummary> ConvertTraceWithSummary(RequestSource& source,
   if (summary.unmeasured_left_out > 0) {
     // The bench reader's description says how simulate replays them; the
     // file written here does not hold them.
-    absl::StrAppend(&summary.source, " | left out here: the ", summary.unmeasured_left_out,
+    absl::StrAppend(&summary.source, " | left out here: the ",
+                    summary.unmeasured_left_out,
                     " requests that streamed no token (a trace file has no field for "
                     "load-only requests; simulate --trace on the original replays them)");
   }
+  if (summary.requests == 0 && !write_when_empty) return summary;  // temporary removed
   writer->SetSource(summary.source);
   RETURN_IF_ERROR(writer->Close());
   return summary;

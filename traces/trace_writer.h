@@ -93,9 +93,12 @@ struct ConvertSummary {
 // number of requests written.
 absl::StatusOr<int64_t> ConvertTrace(RequestSource& source, const std::string& path,
                                      OutputFormat format);
+// `write_when_empty` false: a source that gives no request leaves `path`
+// as it was (summary.requests == 0; a FIFO or device is still opened).
 absl::StatusOr<ConvertSummary> ConvertTraceWithSummary(RequestSource& source,
                                                        const std::string& path,
-                                                       OutputFormat format);
+                                                       OutputFormat format,
+                                                       bool write_when_empty = true);
 
 }  // namespace servesim
 

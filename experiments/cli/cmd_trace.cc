@@ -369,32 +369,21 @@ void RegisterConvert(CLI::App* trace, int* exit_code) {
       *exit_code = Fail(src.status());
       return;
     }
-    // Written beside the output first: a conversion that leaves no request
-    // (a file every reader refuses) replaces nothing. A FIFO or device is
-    // written directly.
-    std::error_code ec;
-    const bool direct = fs::exists(*out, ec) && !fs::is_regular_file(*out, ec);
-    const std::string staged = direct ? *out : *out + ".servesim-convert";
-    auto summary = ConvertTraceWithSummary(**src, staged, *format);
+    // Written to a temporary beside the output and renamed into place
+    // (TraceWriter); a conversion that leaves no request (a file every
+    // reader refuses) replaces nothing. (A fixed staging name,
+    // OUT.servesim-convert, overwrote a file of that name, or the input.)
+    auto summary =
+        ConvertTraceWithSummary(**src, *out, *format, /*write_when_empty=*/false);
     if (!summary.ok()) {
       *exit_code = Fail(summary.status());
       return;
     }
     if (summary->requests == 0) {
-      if (!direct) fs::remove(staged, ec);
       *exit_code = Fail(absl::InvalidArgumentError(
           absl::StrCat(flags->opts.path, ": no request is left after the transforms; ",
-                       direct ? "" : absl::StrCat(*out, " was not written"))));
+                       *out, " was not written")));
       return;
-    }
-    if (!direct) {
-      fs::rename(staged, *out, ec);
-      if (ec) {
-        fs::remove(staged, ec);
-        *exit_code = Fail(absl::InternalError(
-            absl::StrCat("output ", *out, ": cannot write: ", ec.message())));
-        return;
-      }
     }
     if (summary->unmeasured_left_out > 0) {
       std::fprintf(

@@ -487,6 +487,14 @@ TEST(TraceCliTest, ExistingOutputIsKeptUnlessOverwrite) {
     ASSERT_EQ(Servesim(cmd + " --overwrite '" + out + "'").exit_code, 0);
     EXPECT_NE(ReadText(out), "mine\n");
   }
+  // convert staged its output under a fixed name beside it, overwriting
+  // (then removing) a file of that name, without --overwrite.
+  const std::string staged = out + ".servesim-convert";
+  std::ofstream(staged) << "precious\n";
+  std::filesystem::remove(out);
+  ASSERT_EQ(Servesim("trace convert '" + SmallTrace() + "' '" + out + "'").exit_code, 0);
+  EXPECT_EQ(ReadText(staged), "precious\n");
+  std::filesystem::remove(staged);
 }
 
 // The fleet's cost per 1M output tokens at its devices' published prices.
