@@ -506,6 +506,24 @@ TEST(BadInputTest, TwiceNamedAliasedOrUnitlessColumnsAreErrors) {
   EXPECT_EQ(seconds.requests[1].arrival_ns, 1'500'000'000);
 }
 
+// A value quoted in an error is the file's: its control bytes are escaped
+// (an ESC sequence cleared the terminal; a NUL cut the message short).
+TEST(BadInputTest, QuotedValuesEscapeControlBytes) {
+  ReadAll nul = Read(TraceFormat::kLengths,
+                     WriteTemp("nul.csv", std::string("input_tokens,output_tokens\n1\0"
+                                                      "0,5\n",
+                                                      36)));
+  EXPECT_THAT(nul.status.message(),
+              HasSubstr("column input_tokens: \"1\\x000\" is not an integer token count "
+                        "(allowed 1..10000000)"));
+  ReadAll esc =
+      Read(TraceFormat::kAzure, WriteTemp("esc.csv",
+                                          "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                          "\x1b[2J\x1b[31mOOPS,10,5\n"));
+  EXPECT_THAT(esc.status.message(),
+              HasSubstr("\"\\x1b[2J\\x1b[31mOOPS\" is not a timestamp"));
+}
+
 // A FIFO with no writer hung every reader (the open blocks), and a pipe
 // lost its first 4 KB to the format probe: refused before any open, named.
 TEST(BadInputTest, AFifoIsRefusedBeforeAnyOpen) {

@@ -19,6 +19,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "google/protobuf/util/delimited_message_util.h"
 #include "proto/trace.pb.h"
@@ -235,9 +236,21 @@ class LineTraceReader : public TraceReader {
     return true;
   }
 
+  // The first 40 bytes of a value quoted from the file, control bytes
+  // escaped (\x1b, \0, \r: an ESC sequence from the file cleared the
+  // terminal, a NUL cut the message short, a CR overwrote it).
   static std::string Clip(std::string_view s) {
-    return s.size() <= 40 ? std::string(s)
-                          : absl::StrCat(std::string(s.substr(0, 40)), "...");
+    std::string out;
+    for (size_t i = 0; i < s.size() && i < 40; ++i) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c < 0x20 || c == 0x7f) {
+        absl::StrAppend(&out, absl::StrFormat("\\x%02x", c));
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
+    }
+    if (s.size() > 40) out += "...";
+    return out;
   }
 
   static std::string FormatNs(int64_t ns) {
