@@ -512,7 +512,7 @@ TEST(BadInputTest, QuotedValuesEscapeControlBytes) {
   ReadAll nul = Read(TraceFormat::kLengths,
                      WriteTemp("nul.csv", std::string("input_tokens,output_tokens\n1\0"
                                                       "0,5\n",
-                                                      36)));
+                                                      33)));
   EXPECT_THAT(nul.status.message(),
               HasSubstr("column input_tokens: \"1\\x000\" is not an integer token count "
                         "(allowed 1..10000000)"));
