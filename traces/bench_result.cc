@@ -23,6 +23,7 @@ absl::StatusOr<std::vector<double>> NumberArray(const std::string& path,
                                                 const std::string& key,
                                                 const JsonValue& v) {
   if (v.type != Type::kArray) return KeyError(path, key, "expected an array of numbers");
+  if (v.packed) return v.numbers;
   std::vector<double> out;
   out.reserve(v.items.size());
   for (size_t i = 0; i < v.items.size(); ++i) {
@@ -50,7 +51,9 @@ absl::StatusOr<BenchResult> ReadBenchResult(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
   if (text.empty())
     return absl::InvalidArgumentError(absl::StrCat(path, ":1: empty file"));
-  ASSIGN_OR_RETURN(JsonValue root, ParseJson(text, path));
+  ASSIGN_OR_RETURN(JsonValue root,
+                   ParseJson(text, path, JsonParseOptions{.pack_number_arrays = true}));
+  text = std::string();  // the parsed values are what is kept
   if (root.type != Type::kObject) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": expected a JSON object at the top level"));
@@ -89,8 +92,11 @@ absl::StatusOr<BenchResult> ReadBenchResult(const std::string& path) {
       continue;
     }
     if (key == "itls") {
-      if (v.type != Type::kArray)
-        return KeyError(path, key, "expected an array of arrays");
+      if (v.type != Type::kArray || (v.packed && !v.numbers.empty())) {
+        return KeyError(path, v.type == Type::kArray ? key + "[0]" : key,
+                        v.type == Type::kArray ? "expected an array of numbers"
+                                               : "expected an array of arrays");
+      }
       std::vector<std::vector<double>> itls;
       itls.reserve(v.items.size());
       for (size_t i = 0; i < v.items.size(); ++i) {
@@ -105,6 +111,9 @@ absl::StatusOr<BenchResult> ReadBenchResult(const std::string& path) {
     if (key == "errors") {
       if (v.type != Type::kArray)
         return KeyError(path, key, "expected an array of strings");
+      if (v.packed && !v.numbers.empty()) {
+        return KeyError(path, key + "[0]", "expected a string");
+      }
       std::vector<std::string> errors;
       errors.reserve(v.items.size());
       for (size_t i = 0; i < v.items.size(); ++i) {

@@ -73,7 +73,8 @@ int HexValue(char c) {
 // read, or sets error_ (first error wins) and returns false.
 class Scanner {
  public:
-  explicit Scanner(std::string_view text) : text_(text) {}
+  explicit Scanner(std::string_view text, JsonParseOptions options = {})
+      : text_(text), options_(options) {}
 
   size_t pos() const { return pos_; }
   void set_pos(size_t pos) { pos_ = pos; }
@@ -284,14 +285,37 @@ class Scanner {
           ++pos_;
           return true;
         }
+        out.packed = options_.pack_number_arrays;
         while (true) {
-          out.items.emplace_back();
-          if (!ParseValue(out.items.back(), depth + 1)) return false;
+          if (out.packed) {
+            // Numbers straight into `numbers`; the first other value unpacks
+            // what came before into `items` and goes on there.
+            JsonValue item;
+            if (!ParseValue(item, depth + 1)) return false;
+            if (item.type == JsonValue::Type::kNumber) {
+              out.numbers.push_back(item.number);
+            } else {
+              out.packed = false;
+              out.items.reserve(out.numbers.size() + 1);
+              for (double x : out.numbers) {
+                JsonValue n;
+                n.type = JsonValue::Type::kNumber;
+                n.number = x;
+                out.items.push_back(std::move(n));
+              }
+              out.numbers = std::vector<double>();
+              out.items.push_back(std::move(item));
+            }
+          } else {
+            out.items.emplace_back();
+            if (!ParseValue(out.items.back(), depth + 1)) return false;
+          }
           SkipWs();
           if (peek() == ',') {
             ++pos_;
             continue;
           }
+          if (out.packed) out.numbers.shrink_to_fit();
           return Expect(']');
         }
       }
@@ -405,6 +429,7 @@ class Scanner {
   }
 
   std::string_view text_;
+  JsonParseOptions options_;
   size_t pos_ = 0;
   std::string error_;
   size_t error_pos_ = 0;
@@ -442,8 +467,9 @@ const JsonValue* JsonValue::Find(std::string_view key) const {
   return nullptr;
 }
 
-absl::StatusOr<JsonValue> ParseJson(std::string_view text, std::string_view source_name) {
-  Scanner s(text);
+absl::StatusOr<JsonValue> ParseJson(std::string_view text, std::string_view source_name,
+                                    JsonParseOptions options) {
+  Scanner s(text, options);
   JsonValue root;
   bool ok = s.ParseValue(root, 0);
   if (ok) {

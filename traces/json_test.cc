@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -23,6 +24,42 @@ TEST(JsonTest, ParsesNestedDocumentAndDecodesEscapes) {
   EXPECT_EQ(a->items[1].number, -2500);
   EXPECT_TRUE(a->items[2].bool_value);
   EXPECT_EQ(v->Find("s")->str, "x\xC3\xA9\xF0\x9F\x98\x80\n");
+}
+
+// A bench file's per-request arrays: numbers kept 8 bytes each (a JsonValue
+// per number took ~60x the file's text in memory); any other item leaves
+// the array as items, numbers included, in order.
+TEST(JsonTest, PackedNumberArraysHoldNumbersAndUnpackOnAnyOtherItem) {
+  const JsonParseOptions packed{.pack_number_arrays = true};
+  auto v =
+      ParseJson(R"({"n": [1, 2.5, -3e2], "m": [1, 2, "x", 4], "e": [], "z": [1, null],
+                        "nested": [[7, 8], [9]]})",
+                "t", packed);
+  ASSERT_TRUE(v.ok()) << v.status();
+  const JsonValue* n = v->Find("n");
+  ASSERT_TRUE(n->packed);
+  EXPECT_TRUE(n->items.empty());
+  EXPECT_EQ(n->numbers, (std::vector<double>{1, 2.5, -300}));
+  const JsonValue* m = v->Find("m");
+  EXPECT_FALSE(m->packed);
+  ASSERT_EQ(m->items.size(), 4u);
+  EXPECT_EQ(m->items[1].number, 2);
+  EXPECT_EQ(m->items[2].str, "x");
+  EXPECT_EQ(m->items[3].number, 4);
+  EXPECT_TRUE(v->Find("e")->items.empty());  // empty: neither
+  EXPECT_TRUE(v->Find("e")->numbers.empty());
+  const JsonValue* z = v->Find("z");
+  EXPECT_FALSE(z->packed);  // null is no number
+  EXPECT_EQ(z->items[1].type, JsonValue::Type::kNull);
+  const JsonValue* nested = v->Find("nested");
+  ASSERT_FALSE(nested->packed);
+  ASSERT_EQ(nested->items.size(), 2u);
+  EXPECT_EQ(nested->items[0].numbers, (std::vector<double>{7, 8}));
+  // Without the option, arrays are items as before.
+  auto plain = ParseJson("[1, 2]", "t");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->packed);
+  EXPECT_EQ(plain->items.size(), 2u);
 }
 
 TEST(JsonTest, RejectsTrailingGarbageAndBadNumbers) {
