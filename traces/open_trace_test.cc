@@ -252,6 +252,65 @@ TEST(ConvertTest, TruncatedBinaryFileIsAnErrorNamingTheRecord) {
               HasSubstr("cut.bin: record 3: truncated"));
 }
 
+// Byte offsets where each length-delimited record of a binary trace starts.
+std::vector<size_t> RecordStarts(const std::string& bytes) {
+  std::vector<size_t> starts;
+  size_t p = 0;
+  while (p < bytes.size()) {
+    starts.push_back(p);
+    uint64_t len = 0;
+    int shift = 0;
+    while (true) {
+      const auto c = static_cast<unsigned char>(bytes[p++]);
+      len |= static_cast<uint64_t>(c & 0x7f) << shift;
+      shift += 7;
+      if (c < 0x80) break;
+    }
+    p += len;
+  }
+  return starts;
+}
+
+// Cut at a record boundary, a binary trace read as a shorter one (the
+// header, which held no count, said "first 30"); joined to another's
+// records, as a longer one. The header counts its records now.
+TEST(ConvertTest, BinaryFileCutAtARecordBoundaryOrJoinedIsAnError) {
+  TraceOptions o;
+  o.path = kFixtures + "mooncake_good.jsonl";
+  auto src = OpenTrace(o);
+  ASSERT_TRUE(src.ok());
+  const std::string out = ::testing::TempDir() + "/whole.bin";
+  ASSERT_TRUE(ConvertTrace(**src, out, OutputFormat::kBinary).ok());
+  std::string bytes;
+  {
+    std::ifstream in(out, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::vector<size_t> starts = RecordStarts(bytes);
+  ASSERT_GE(starts.size(), 4u);  // the header and 3 or more requests
+  const int64_t records = static_cast<int64_t>(starts.size()) - 1;
+  auto read = [](const std::string& path, const std::string& content) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+    TraceOptions t;
+    t.path = path;
+    auto s = OpenTrace(t);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? DrainSource(**s) : Drained{};
+  };
+  const std::string cut_path = ::testing::TempDir() + "/cut_at_record.bin";
+  EXPECT_THAT(
+      read(cut_path, bytes.substr(0, starts[2])).error.message(),
+      HasSubstr(absl::StrCat("the file ends after 1 records, but its header says ",
+                             records, " (truncated?)")));
+  const std::string joined_path = ::testing::TempDir() + "/joined.bin";
+  EXPECT_THAT(
+      read(joined_path, bytes + bytes.substr(starts[1])).error.message(),
+      HasSubstr(absl::StrCat("a record past the ", records, " its header counts")));
+  const Drained whole = read(::testing::TempDir() + "/whole_again.bin", bytes);
+  EXPECT_TRUE(whole.error.ok()) << whole.error;
+  EXPECT_EQ(static_cast<int64_t>(whole.requests.size()), records);
+}
+
 TEST(OpenTraceTest, RateScalePastTheHorizonIsAnErrorNamingTheFlag) {
   // Requests 10 s apart, at the smallest scale allowed: 1e10 s > 2^62 ns.
   const std::string path = ::testing::TempDir() + "/ten_s_apart.csv";

@@ -144,6 +144,7 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
     header.set_magic("servesim-trace");
     header.set_version(1);
     header.set_source(w->source_);
+    header.set_num_requests(kUnknownNumRequests);  // the count's room
     AppendDelimited(w->buf_, header);
   } else if (format == OutputFormat::kCsv) {
     w->buf_ =
@@ -257,6 +258,7 @@ absl::Status TraceWriter::Close() {
     header.set_magic("servesim-trace");
     header.set_version(1);
     header.set_source(source_);
+    header.set_num_requests(static_cast<uint64_t>(written_));
     std::string bytes;
     AppendDelimited(bytes, header);
     if (std::fflush(file_) != 0 || std::fseek(file_, 0, SEEK_SET) != 0 ||

@@ -40,6 +40,10 @@ OutputFormat OutputFormatForPath(const std::string& path);
 // Close(); destroying the writer without one (an error midway) removes the
 // temporary and leaves `path` as it was. A FIFO or device is written in
 // place. Not thread-safe; not copyable.
+// TraceHeader.num_requests of a binary trace whose count is not known (being
+// written, or written in place to a FIFO): readers check no count.
+inline constexpr uint64_t kUnknownNumRequests = ~uint64_t{0};
+
 class TraceWriter {
  public:
   // `source_description` goes into the binary header (SetSource can

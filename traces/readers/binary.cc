@@ -1,4 +1,7 @@
 // The binary reader: servesim binary traces (proto/trace.proto).
+#include <algorithm>
+#include <limits>
+
 #include "traces/readers/readers.h"
 
 namespace servesim::trace_internal {
@@ -42,6 +45,10 @@ class BinaryReader : public TraceReader {
                        header.hash_block_tokens(), " is outside 0..1000000"));
     }
     r->block_ = header.hash_block_tokens();
+    if (header.has_num_requests() && header.num_requests() != kUnknownNumRequests) {
+      r->expected_records_ = static_cast<int64_t>(
+          std::min<uint64_t>(header.num_requests(), std::numeric_limits<int64_t>::max()));
+    }
     // Writers pad the source line with spaces (room to rewrite it).
     r->source_ = std::string(absl::StripTrailingAsciiWhitespace(header.source()));
     return std::unique_ptr<TraceReader>(std::move(r));
@@ -64,6 +71,13 @@ class BinaryReader : public TraceReader {
         if (clean_eof) {
           if (stats_.rows == 0)
             return Stop(record, "no request records after the header");
+          // A file cut at a record boundary read as a shorter trace.
+          if (expected_records_ >= 0 && stats_.rows != expected_records_) {
+            ++stats_.skipped[static_cast<int>(SkipReason::kTruncated)];
+            return Stop(record, absl::StrCat("the file ends after ", stats_.rows,
+                                             " records, but its header says ",
+                                             expected_records_, " (truncated?)"));
+          }
           done_ = true;
           return false;
         }
@@ -71,6 +85,10 @@ class BinaryReader : public TraceReader {
         return Stop(record, "truncated or corrupt record");
       }
       ++stats_.rows;
+      if (expected_records_ >= 0 && stats_.rows > expected_records_) {
+        return Stop(record, absl::StrCat("a record past the ", expected_records_,
+                                         " its header counts (two files joined?)"));
+      }
       std::string msg;
       SkipReason reason = SkipReason::kMalformed;
       if (rec_.arrival_delta_ns() < 0) {
@@ -143,6 +161,7 @@ class BinaryReader : public TraceReader {
   int32_t block_ = 0;
   std::string source_;
   int64_t now_ns_ = 0;
+  int64_t expected_records_ = -1;  // TraceHeader.num_requests, -1: not known
   bool done_ = false;
   absl::Status final_status_;
 };

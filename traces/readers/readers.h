@@ -26,6 +26,7 @@
 #include "sim/base/status_macros.h"
 #include "traces/bench_result.h"
 #include "traces/file_util.h"
+#include "traces/trace_writer.h"
 #include "traces/json.h"
 #include "traces/parse_util.h"
 #include "traces/prefix_hash.h"
