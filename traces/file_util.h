@@ -28,6 +28,9 @@ absl::Status CheckRegularFile(const std::string& path);
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path,
                                           size_t max_bytes = size_t{1} << 30);
 
+// The longest line a text trace reader takes (and a writer writes).
+inline constexpr size_t kMaxTraceLineBytes = size_t{64} << 20;
+
 // Reads a (possibly gzipped) file line by line with a fixed-size buffer.
 // Lines end at "\n"; a trailing "\r" is removed. Thread-compatible; not
 // copyable. Memory: O(buffer + longest line); lines over `max_line_bytes`
@@ -35,7 +38,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path,
 class LineReader {
  public:
   static absl::StatusOr<std::unique_ptr<LineReader>> Open(
-      const std::string& path, size_t max_line_bytes = size_t{64} << 20);
+      const std::string& path, size_t max_line_bytes = kMaxTraceLineBytes);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;

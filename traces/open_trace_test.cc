@@ -311,6 +311,44 @@ TEST(ConvertTest, BinaryFileCutAtARecordBoundaryOrJoinedIsAnError) {
   EXPECT_EQ(static_cast<int64_t>(whole.requests.size()), records);
 }
 
+// servesim wrote files it could not read back: a text line past the
+// readers' limit, and a binary header whose source (a path of non-UTF-8
+// bytes) made the proto3 string invalid.
+TEST(ConvertTest, WritersWriteOnlyWhatTheReadersTake) {
+  RequestSpec r;
+  r.input_tokens = 4'000'000;
+  r.output_tokens = 1;
+  r.hash_block_tokens = 1;
+  r.prefix_hashes.assign(3'500'000, 18'000'000'000'000'000'000ULL);  // ~70 MB of text
+  const std::string csv = ::testing::TempDir() + "/long_line.csv";
+  std::remove(csv.c_str());
+  {
+    auto w = TraceWriter::Open(csv, OutputFormat::kCsv, "test");
+    ASSERT_TRUE(w.ok()) << w.status();
+    const absl::Status st = (*w)->Write(r);
+    EXPECT_THAT(st.message(), HasSubstr("request 0: its line would be "));
+    EXPECT_THAT(st.message(),
+                HasSubstr("(3500000 prefix hashes), past the 67108864 bytes"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(csv));  // nothing renamed into place
+  const std::string bin = ::testing::TempDir() + "/odd_source.bin";
+  {
+    auto w = TraceWriter::Open(bin, OutputFormat::kBinary,
+                               "lengths trace a\xff\xfe"
+                               "b.csv");
+    ASSERT_TRUE(w.ok()) << w.status();
+    RequestSpec one;
+    one.input_tokens = one.output_tokens = 1;
+    ASSERT_TRUE((*w)->Write(one).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  TraceOptions o;
+  o.path = bin;
+  auto src = OpenTrace(o);
+  ASSERT_TRUE(src.ok()) << src.status();
+  EXPECT_THAT((*src)->Describe(), HasSubstr("a??b.csv"));
+}
+
 TEST(OpenTraceTest, RateScalePastTheHorizonIsAnErrorNamingTheFlag) {
   // Requests 10 s apart, at the smallest scale allowed: 1e10 s > 2^62 ns.
   const std::string path = ::testing::TempDir() + "/ten_s_apart.csv";

@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "proto/trace.pb.h"
 #include "sim/base/status_macros.h"
+#include "traces/file_util.h"
+#include "traces/json.h"
 
 namespace servesim {
 namespace {
@@ -154,9 +156,36 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
   return w;
 }
 
+namespace {
+
+// `s` with each byte that starts no valid UTF-8 sequence replaced by '?'
+// (a path of other bytes made the proto3 header unreadable).
+std::string ToValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80         ? 1
+                     : (c >> 5) == 6  ? 2
+                     : (c >> 4) == 14 ? 3
+                     : (c >> 3) == 30 ? 4
+                                      : 0;
+    if (n > 0 && i + n <= s.size() && IsValidUtf8(s.substr(i, n))) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out.push_back('?');
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 void TraceWriter::SetSource(std::string source_description) {
   if (source_room_ == 0) return;
-  std::string& s = source_description;
+  std::string s = ToValidUtf8(source_description);
   if (s.size() > source_room_) {
     size_t cut = source_room_ - 3;
     // Do not split a UTF-8 sequence (proto3 strings must stay valid).
@@ -190,6 +219,7 @@ absl::Status TraceWriter::Write(const RequestSpec& r) {
                      " ns is before the previous one (", prev_ns_,
                      " ns); arrivals must be nondecreasing"));
   }
+  const size_t line_start = buf_.size();
   switch (format_) {
     case OutputFormat::kBinary: {
       proto::RequestRecord rec;
@@ -229,6 +259,17 @@ absl::Status TraceWriter::Write(const RequestSpec& r) {
       buf_ += "}\n";
       break;
     }
+  }
+  // A line the readers would refuse (5,000,000 prefix hashes of 1 token)
+  // is not written: servesim would not read its own file back.
+  if (format_ != OutputFormat::kBinary && buf_.size() - line_start > kMaxTraceLineBytes) {
+    const size_t bytes = buf_.size() - line_start;
+    buf_.resize(line_start);
+    return absl::InvalidArgumentError(absl::StrCat(
+        path_, ": request ", r.id, ": its line would be ", bytes, " bytes (",
+        r.prefix_hashes.size(), " prefix hashes), past the ", kMaxTraceLineBytes,
+        " bytes a trace reader takes; write binary (--to binary) or use a larger hash "
+        "block"));
   }
   prev_ns_ = r.arrival_ns;
   ++written_;

@@ -317,7 +317,14 @@ absl::StatusOr<OutputFormat> OutputFormatFlag(const std::string& out,
                                               const std::string& to) {
   if (!to.empty()) return ParseOutputFormat(to);
   const std::string ext = std::filesystem::path(out).extension().string();
-  if (ext == ".bin" || ext == ".csv" || ext == ".jsonl" || ext == ".json") {
+  if (ext == ".json") {
+    // Written as JSONL, it was read back as a vllm bench result and refused.
+    return absl::InvalidArgumentError(
+        absl::StrCat("output ", out,
+                     ": a .json name is read back as a `vllm bench serve` result; "
+                     "end the name in .jsonl (or give --to jsonl)"));
+  }
+  if (ext == ".bin" || ext == ".csv" || ext == ".jsonl") {
     return OutputFormatForPath(out);
   }
   return absl::InvalidArgumentError(absl::StrCat(

@@ -82,6 +82,16 @@ TEST(TraceCliTest, ConvertRefusesOutOfRangeTransformFlags) {
                 "this file has its own arrival times");
 }
 
+// A .json output was written as JSONL and read back as a vllm bench
+// result (and refused).
+TEST(TraceCliTest, AJsonOutputNameIsRefused) {
+  const CliRun r = Servesim("trace generate '" + Scratch("x.json") + "' --num-prompts 3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("a .json name is read back as a `vllm bench serve` result; "
+                        "end the name in .jsonl"));
+}
+
 TEST(TraceCliTest, GenerateRefusesOutOfRangeFlags) {
   ExpectRefused("trace generate --num-prompts 0", "--num-prompts", "[1, 2147483647]");
   ExpectRefused("trace generate --burstiness 0", "--burstiness", "[0.001, 1000]");
