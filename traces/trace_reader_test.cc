@@ -506,6 +506,37 @@ TEST(BadInputTest, TwiceNamedAliasedOrUnitlessColumnsAreErrors) {
   EXPECT_EQ(seconds.requests[1].arrival_ns, 1'500'000'000);
 }
 
+// What the Mooncake and Bailian readers refused, the lengths and binary
+// readers took (more hashes than the prompt has blocks: phantom blocks in
+// the sharing stats); Bailian merged two chats of one id into one session.
+TEST(BadInputTest, HashCountsAndChatIdsAreCheckedInEveryReader) {
+  ReadAll hashes =
+      Read(TraceFormat::kLengths,
+           WriteTemp("hash_many.csv",
+                     "input_tokens,output_tokens,hash_block_tokens,prefix_hashes\n"
+                     "10,5,4,1 2 3 4\n"));
+  EXPECT_THAT(
+      hashes.status.message(),
+      HasSubstr("column prefix_hashes: has 4 hashes but input_tokens 10 allows at "
+                "most 3 (ceil(input_tokens / 4))"));
+  ReadAll dup =
+      Read(TraceFormat::kBailian,
+           WriteTemp("dup_chat.jsonl",
+                     "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0.5, "
+                     "\"input_length\": 32, \"output_length\": 5}\n"
+                     "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0.6, "
+                     "\"input_length\": 32, \"output_length\": 5}\n"));
+  EXPECT_THAT(dup.status.message(),
+              HasSubstr(":2: field chat_id: 1 repeats an earlier chat's id"));
+  ReadAll self =
+      Read(TraceFormat::kBailian,
+           WriteTemp("self_parent.jsonl",
+                     "{\"chat_id\": 3, \"parent_chat_id\": 3, \"timestamp\": 0.5, "
+                     "\"input_length\": 32, \"output_length\": 5}\n"));
+  EXPECT_THAT(self.status.message(),
+              HasSubstr("field parent_chat_id: 3 is the chat's own id"));
+}
+
 // A value quoted in an error is the file's: its control bytes are escaped
 // (an ESC sequence cleared the terminal; a NUL cut the message short).
 TEST(BadInputTest, QuotedValuesEscapeControlBytes) {

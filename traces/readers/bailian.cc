@@ -37,6 +37,19 @@ class BailianReader : public JsonlTraceReader {
       return Fail(SkipReason::kMalformed,
                   "field parent_chat_id: expected an integer >= -1");
     }
+    // Two chats of one id were merged into one session; a chat that is its
+    // own parent is no conversation.
+    if (parent_id == chat_id) {
+      return Fail(
+          SkipReason::kMalformed,
+          absl::StrCat("field parent_chat_id: ", parent_id, " is the chat's own id"));
+    }
+    if (session_of_chat_.count(chat_id) > 0) {
+      return Fail(
+          SkipReason::kMalformed,
+          absl::StrCat("field chat_id: ", chat_id,
+                       " repeats an earlier chat's id (each chat is one request)"));
+    }
     if (!Time("timestamp", kNsPerSec, "s", abs_ns) ||
         !Length("input_length", 1, &out.input_tokens) ||
         !Length("output_length", 1, &out.output_tokens)) {

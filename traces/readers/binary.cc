@@ -104,6 +104,16 @@ class BinaryReader : public TraceReader {
         msg =
             "field prefix_hashes: hashes given but no hash_block_tokens (record or "
             "header)";
+      } else if (const int64_t block =
+                     rec_.hash_block_tokens() != 0 ? rec_.hash_block_tokens() : block_;
+                 block > 0 && rec_.prefix_hashes_size() >
+                                  (int64_t{rec_.input_tokens()} + block - 1) / block) {
+        reason = SkipReason::kHashCount;
+        msg = absl::StrCat("field prefix_hashes: has ", rec_.prefix_hashes_size(),
+                           " hashes but input_tokens ", rec_.input_tokens(),
+                           " allows at most ",
+                           (int64_t{rec_.input_tokens()} + block - 1) / block,
+                           " (ceil(input_tokens / ", block, "))");
       } else if (rec_.session_plus_one() < 0) {
         msg = "field session_plus_one: negative";
       } else if (rec_.arrival_delta_ns() > kMaxTraceArrivalNs - now_ns_) {

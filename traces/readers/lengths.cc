@@ -122,6 +122,17 @@ class LengthsReader : public CsvTraceReader {
           return Fail(SkipReason::kMalformed,
                       "column prefix_hashes: hashes given but no hash_block_tokens");
         }
+        // As the Mooncake and Bailian readers: no more hashes than blocks
+        // (stats counted phantom blocks for prefix sharing).
+        const int64_t max_blocks = (out.input_tokens + block - 1) / block;
+        if (static_cast<int64_t>(out.prefix_hashes.size()) > max_blocks) {
+          return Fail(
+              SkipReason::kHashCount,
+              absl::StrCat("column prefix_hashes: has ", out.prefix_hashes.size(),
+                           " hashes but ", std::string(header_[in_]), " ",
+                           out.input_tokens, " allows at most ", max_blocks, " (ceil(",
+                           std::string(header_[in_]), " / ", block, "))"));
+        }
         out.hash_block_tokens = static_cast<int32_t>(block);
       }
     }
