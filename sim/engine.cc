@@ -38,8 +38,7 @@ class Engine::Listener : public StepListener {
     const TimeNs gap = now_ns - r.last_token_ns;
     e_->itl_.Add(gap);
     if (e_->options_.keep_request_itls) {
-      e_->request_itls_[r.cookie].push_back(
-          static_cast<float>(static_cast<double>(gap) / 1e9));
+      e_->request_itls_[r.cookie].push_back(gap);
     }
   }
   void OnFinish(const SchedRequest& r, TimeNs now_ns) override {

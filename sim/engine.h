@@ -129,8 +129,9 @@ class Engine {
 
   // After Run: one record per request, in source order.
   const std::vector<RequestRecord>& records() const { return records_; }
-  // After Run with keep_request_itls: ITL gaps in seconds per request.
-  const std::vector<std::vector<float>>& request_itls() const { return request_itls_; }
+  // After Run with keep_request_itls: each request's inter-token gaps in ns
+  // (exact: ttft + their sum is the E2E latency; float seconds drifted by ~1 us).
+  const std::vector<std::vector<TimeNs>>& request_itls() const { return request_itls_; }
   RunResult Result() const;
   const ItlAccumulator& itl() const { return itl_; }
   const StepStats& step_stats() const { return steps_; }
@@ -214,7 +215,7 @@ class Engine {
   bool ran_ = false;
 
   std::vector<RequestRecord> records_;
-  std::vector<std::vector<float>> request_itls_;
+  std::vector<std::vector<TimeNs>> request_itls_;
   ItlAccumulator itl_;
   OutputTokenBuckets tokens_;
   StepStats steps_;

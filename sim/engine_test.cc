@@ -345,7 +345,7 @@ TEST(EnginePipelineTest, TwoStreamsInTwoBatchesAlternateThroughThePipeline) {
   EXPECT_EQ(r2.finish_ns, 3'300'000 + 3 * 2'300'000);
   for (int i = 0; i < 2; ++i) {
     ASSERT_EQ(e->request_itls()[i].size(), 3u);
-    for (const float gap : e->request_itls()[i]) EXPECT_FLOAT_EQ(gap, 2.3e-3f);
+    for (const TimeNs gap : e->request_itls()[i]) EXPECT_EQ(gap, 2'300'000);
   }
   // The old bound on the same model: one batch at a time.
   StagedModel summed(2, false, 100'000, 0, 1'000'000, 200'000);
@@ -470,6 +470,11 @@ TEST(EnginePipelineTest, NoRequestIsInTwoInFlightBatchesUnderLoad) {
     for (size_t i = 0; i < e.records().size(); ++i) {
       ASSERT_EQ(static_cast<int32_t>(e.request_itls()[i].size()) + 1,
                 e.records()[i].output_tokens);
+      // The gaps are exact: first token + their sum is the finish (float
+      // seconds drifted by ~1 us over a long answer).
+      TimeNs t = e.records()[i].first_token_ns;
+      for (TimeNs gap : e.request_itls()[i]) t += gap;
+      ASSERT_EQ(t, e.records()[i].finish_ns) << i;
     }
     EXPECT_EQ(e.replica(0).kv().num_used_blocks(), 0);
     EXPECT_EQ(e.replica(0).num_in_flight_batches(), 0);

@@ -49,7 +49,7 @@ void AppendTimeCell(std::string& out, TimeNs ns) {
 
 std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
                             const std::vector<RequestRecord>& records,
-                            const std::vector<std::vector<float>>& request_itls,
+                            const std::vector<std::vector<TimeNs>>& request_itls,
                             bool detailed, int indent) {
   JsonWriter w(indent);
   w.BeginObject();
@@ -112,7 +112,7 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
     for (size_t i = 0; i < records.size(); ++i) {
       w.BeginArray();
       if (i < request_itls.size()) {
-        for (float g : request_itls[i]) w.Double(static_cast<double>(g));
+        for (TimeNs g : request_itls[i]) w.Double(NsToS(g));
       }
       w.EndArray();
     }

@@ -78,7 +78,7 @@ std::vector<int64_t> RequestsPerReplica(const std::vector<RequestRecord>& record
 // are written when it is empty).
 std::string BenchResultJson(const RunResult& result, const ReportContext& ctx,
                             const std::vector<RequestRecord>& records,
-                            const std::vector<std::vector<float>>& request_itls,
+                            const std::vector<std::vector<TimeNs>>& request_itls,
                             bool detailed, int indent = 2);
 
 // Header: id,replica,input_tokens,output_tokens,status,intended_s,send_s,

@@ -69,7 +69,7 @@ double EstimateRunBytes(const proto::ExperimentConfig& c, bool detailed) {
                            cl.max_concurrency() <= 0 && cl.trace().empty();
   double bytes = n * kRecordBytes + (all_at_once ? n * kInFlightBytes : 0);
   if (detailed && cl.trace().empty()) {
-    bytes += n * 4.0 *
+    bytes += n * 8.0 *  // one TimeNs per inter-token gap
              std::max(1, cl.random_output_len() > 0 ? cl.random_output_len()
                                                     : kData.output_len);
   }
