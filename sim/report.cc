@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/base/json_writer.h"
@@ -316,6 +317,11 @@ std::string SummaryText(const RunResult& r, const ReportContext& ctx) {
   }
   for (const ReportContext::Cost& c : ctx.costs) {
     absl::StrAppend(&s, "  ", c.tier, ": ", c.offers, "\n");
+  }
+  // A tier with no price is said, not left out silently (provenance holds
+  // why: "cost (spot): not reported: ...").
+  for (const std::string& p : ctx.provenance) {
+    if (absl::StartsWith(p, "cost (")) absl::StrAppend(&s, p, "\n");
   }
   absl::StrAppend(&s, std::string(50, '='), "\n");
   return s;

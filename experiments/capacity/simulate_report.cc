@@ -254,6 +254,17 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
             return o.kind == tier && o.usd_per_hour > 0 && o.num_devices == chips;
           })) {
         complete = false;
+        // Said, not left out silently (L4 TP2: no 2-GPU L4 instance listed).
+        std::set<int> listed;
+        for (const PriceOffer& o : offers) {
+          if (o.kind == tier && o.usd_per_hour > 0) listed.insert(o.num_devices);
+        }
+        ctx.provenance.push_back(absl::StrCat(
+            "cost (", tier, "): not reported: no ", tier, " offer of ", chips, " x ",
+            device.id(), " is listed in its device file",
+            listed.empty() ? std::string(" (none of that tier)")
+                           : absl::StrCat(" (listed: ", absl::StrJoin(listed, ", "),
+                                          " chips an instance)")));
         break;
       }
       cost.usd_per_hour += count * offer->usd_per_hour;

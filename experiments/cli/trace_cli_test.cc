@@ -530,6 +530,13 @@ TEST(SimulateCliTest, ReportsCostPerMillionOutputTokensPerPriceTier) {
   EXPECT_NEAR(number("output_tok_s_per_usd_hour", cost), tok_s / usd_h, 1e-6);
   // The MI300X has no spot offer: no spot row (not the on-demand price again).
   EXPECT_THAT(r.out, Not(HasSubstr("\"tier\": \"spot\"")));
+  // Said, not left out silently: an L4 TP 2 replica has no 2-GPU offer.
+  const CliRun tp2 = Servesim(
+      "simulate --device l4 --model gemma-4-e2b --max-model-len 4096 "
+      "--tensor-parallel-size 2 --num-prompts 4 --random-input-len 64 --random-output-len 8");
+  ASSERT_EQ(tp2.exit_code, 0) << tp2.err;
+  EXPECT_THAT(tp2.out, HasSubstr("cost (on-demand): not reported: no on-demand offer of 2 x "
+                                 "l4 is listed in its device file (listed: 1, 4, 8 chips"));
 }
 
 }  // namespace
