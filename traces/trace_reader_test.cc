@@ -537,6 +537,24 @@ TEST(BadInputTest, HashCountsAndChatIdsAreCheckedInEveryReader) {
               HasSubstr("field parent_chat_id: 3 is the chat's own id"));
 }
 
+// Messages that lacked the allowed range or misnamed the value.
+TEST(BadInputTest, TimeAndNullErrorsSayTheRangeAndTheValue) {
+  ReadAll secs =
+      Read(TraceFormat::kLengths, WriteTemp("big_s.csv",
+                                            "arrival_s,input_tokens,output_tokens\n"
+                                            "1e18,10,5\n"));
+  EXPECT_THAT(secs.status.message(),
+              HasSubstr("\"1e18\" is not a non-negative number of seconds (allowed "
+                        "0..4611686018 s)"));
+  ReadAll null =
+      Read(TraceFormat::kVllmBench, WriteTemp("null_len.json",
+                                              "{\"completed\": 2, \"duration\": 1, "
+                                              "\"input_lens\": [10, null], "
+                                              "\"output_lens\": [5, 6]}"));
+  EXPECT_THAT(null.status.message(),
+              HasSubstr("key input_lens[1]: null is not an integer token count"));
+}
+
 // A value quoted in an error is the file's: its control bytes are escaped
 // (an ESC sequence cleared the terminal; a NUL cut the message short).
 TEST(BadInputTest, QuotedValuesEscapeControlBytes) {
@@ -618,7 +636,8 @@ TEST(BadInputTest, MooncakeTimestampRangeIsStatedInMilliseconds) {
   ReadAll r = Read(TraceFormat::kMooncake, path);
   EXPECT_THAT(
       r.status.message(),
-      HasSubstr("-500 is not a non-negative time in ms (allowed 0..9223372036854 ms)"));
+      // The horizon, 2^62 ns (it said INT64_MAX ns, past what a trace may hold).
+      HasSubstr("-500 is not a non-negative time in ms (allowed 0..4611686018427 ms)"));
   EXPECT_THAT(r.status.message(), Not(HasSubstr(" ns")));
 }
 

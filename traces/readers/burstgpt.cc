@@ -43,7 +43,8 @@ class BurstGptReader : public CsvTraceReader {
     if (!ParseDecimalToNs(ts, kNsPerSec, abs_ns)) {
       return Fail(SkipReason::kMalformed,
                   absl::StrCat("column Timestamp: \"", Clip(ts),
-                               "\" is not a non-negative number of seconds"));
+                               "\" is not a non-negative number of seconds (allowed 0..",
+                               kMaxTraceArrivalNs / kNsPerSec, " s)"));
     }
     if (opts_.skip_failed_requests && TrimSpaces(cells_[out_]) == "0") {
       return Filter(SkipReason::kFailedRequest);

@@ -78,9 +78,11 @@ class LengthsReader : public CsvTraceReader {
     } else if (arrival_s_ >= 0) {
       const std::string_view a = TrimSpaces(cells_[arrival_s_]);
       if (!ParseDecimalToNs(a, kNsPerSec, abs_ns)) {
-        return Fail(SkipReason::kMalformed,
-                    absl::StrCat("column ", time_field_, ": \"", Clip(a),
-                                 "\" is not a non-negative number"));
+        return Fail(
+            SkipReason::kMalformed,
+            absl::StrCat("column ", time_field_, ": \"", Clip(a),
+                         "\" is not a non-negative number of seconds (allowed 0..",
+                         kMaxTraceArrivalNs / kNsPerSec, " s)"));
       }
     }
     if (!ParseLength("column", header_[in_], cells_[in_], 1, &out.input_tokens) ||

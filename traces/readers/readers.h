@@ -26,11 +26,11 @@
 #include "sim/base/status_macros.h"
 #include "traces/bench_result.h"
 #include "traces/file_util.h"
-#include "traces/trace_writer.h"
 #include "traces/json.h"
 #include "traces/parse_util.h"
 #include "traces/prefix_hash.h"
 #include "traces/trace_reader.h"
+#include "traces/trace_writer.h"
 
 namespace servesim::trace_internal {
 
@@ -405,11 +405,10 @@ class JsonlTraceReader : public LineTraceReader {
     const FlatJsonField* f = Required(key, FlatJsonField::Kind::kNumber);
     if (f == nullptr) return false;
     if (!ParseDecimalToNs(f->raw, unit_ns, abs_ns)) {
-      return Fail(
-          SkipReason::kMalformed,
-          absl::StrCat("field ", std::string(key), ": ", Clip(f->raw),
-                       " is not a non-negative time in ", unit, " (allowed 0..",
-                       std::numeric_limits<int64_t>::max() / unit_ns, " ", unit, ")"));
+      return Fail(SkipReason::kMalformed,
+                  absl::StrCat("field ", std::string(key), ": ", Clip(f->raw),
+                               " is not a non-negative time in ", unit, " (allowed 0..",
+                               kMaxTraceArrivalNs / unit_ns, " ", unit, ")"));
     }
     return true;
   }

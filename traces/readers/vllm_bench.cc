@@ -115,8 +115,10 @@ class VllmBenchReader : public TraceReader {
     const int64_t min = 1;
     if (!std::isfinite(v) || v != std::floor(v)) {
       *reason = SkipReason::kMalformed;
-      *msg =
-          absl::StrCat("key ", key, "[", i, "]: ", v, " is not an integer token count");
+      // A JSON null is read as NaN: named as the file has it.
+      *msg = absl::StrCat("key ", key, "[", i,
+                          "]: ", std::isnan(v) ? "null" : absl::StrCat(v),
+                          " is not an integer token count");
       return false;
     }
     if (v < 0) {
