@@ -833,6 +833,38 @@ int DeepestLineOver(std::string_view text, int limit) {
   return 0;
 }
 
+// protobuf's JSON error as ":LINE:COL: not valid JSON: REASON". Its message
+// is the reason, then ~20 characters around the error (newlines kept) and a
+// line with a caret under the spot; where that context occurs once in the
+// text, the spot is located (otherwise the message is given as it is).
+std::string JsonErrorText(std::string_view text, const std::string& message) {
+  const size_t first_nl = message.find('\n');
+  const size_t last_nl = message.rfind('\n');
+  if (first_nl != std::string::npos && last_nl > first_nl) {
+    const std::string context = message.substr(first_nl + 1, last_nl - first_nl - 1);
+    const size_t caret = message.find('^', last_nl);
+    const size_t at = context.empty() ? std::string::npos : text.find(context);
+    if (caret != std::string::npos && at != std::string::npos &&
+        text.find(context, at + 1) == std::string::npos) {
+      // The caret counts characters from the context's start, newlines
+      // included (it is printed as if the context were one line).
+      const size_t offset = std::min(at + (caret - last_nl - 1), text.size());
+      int64_t line = 1, col = 1;
+      for (size_t i = 0; i < offset; ++i) {
+        if (text[i] == '\n') {
+          ++line;
+          col = 1;
+        } else {
+          ++col;
+        }
+      }
+      return absl::StrCat(":", line, ":", col,
+                          ": not valid JSON: ", message.substr(0, first_nl));
+    }
+  }
+  return absl::StrCat(": not valid JSON: ", message);
+}
+
 }  // namespace
 
 absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
@@ -849,8 +881,8 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   Struct root;
   auto st = google::protobuf::util::JsonStringToMessage(json_text, &root);
   if (!st.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model ", origin, ": not valid JSON: ", st.message().as_string()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model ", origin, JsonErrorText(json_text, st.message().as_string())));
   }
   const Struct* cfg = &root;
   if (const Value* tc = Field(root, "text_config");

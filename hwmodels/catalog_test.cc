@@ -485,6 +485,13 @@ TEST(CatalogTest, ImportErrorsNameTheFileAndField) {
   auto notjson = ImportHfConfig("{", "y/config.json");
   ASSERT_FALSE(notjson.ok());
   EXPECT_NE(notjson.status().message().find("y/config.json"), std::string::npos);
+  // Where: protobuf quoted 20 characters around the spot, across lines.
+  auto comma = ImportHfConfig(
+      "{\n  \"model_type\": \"llama\",\n  \"num_attention_heads\": 32,,\n}\n",
+      "z/config.json");
+  ASSERT_FALSE(comma.ok());
+  EXPECT_EQ(comma.status().message(),
+            "--model z/config.json:3:29: not valid JSON: Expected an object key or }.");
 }
 
 TEST(CatalogTest, ImportRejectsInconsistentOrUnsupportedConfigs) {
