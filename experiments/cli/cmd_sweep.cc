@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -206,6 +207,24 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       }
       shard = *s;
     }
+    // DIR/grid.textproto is where the sweep writes its resolved grid: a grid
+    // of the user's own kept there was overwritten (its comments lost). The
+    // folder's own resolved grid may be given back (it is rewritten alike).
+    if (std::error_code ec; std::filesystem::equivalent(
+            flags->grid, std::filesystem::path(flags->out) / "grid.textproto", ec)) {
+      std::ifstream in(flags->grid);
+      std::string first;
+      std::getline(in, first);
+      if (!absl::StartsWith(first, "# servesim sweep: resolved grid")) {
+        std::fprintf(
+            stderr,
+            "servesim sweep: error: --grid %s: is %s/grid.textproto, where the "
+            "sweep writes its resolved grid; keep your grid file outside --out\n",
+            flags->grid.c_str(), flags->out.c_str());
+        *exit_code = kExitBadInput;
+        return;
+      }
+    }
     absl::StatusOr<proto::SweepGrid> grid = ReadGridFile(flags->grid);
     if (!grid.ok()) {
       std::fprintf(stderr, "servesim sweep: error: %s\n",
@@ -369,7 +388,8 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
                    "servesim sweep: interrupted by %s: the %lld finished points are in "
                    "%s; rerun the same command to run the rest\n",
                    signal_received == SIGTERM ? "SIGTERM" : "SIGINT",
-                   static_cast<long long>(s->num_resumed + s->num_run), flags->out.c_str());
+                   static_cast<long long>(s->num_resumed + s->num_run),
+                   flags->out.c_str());
     }
     if (s->num_infeasible > 0) {
       std::fprintf(
@@ -403,7 +423,8 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
       return;
     }
     // Interrupted: the shell's code for the signal (130 for SIGINT).
-    *exit_code = s->complete ? kExitOk : (signal_received != 0 ? 128 + signal_received : 1);
+    *exit_code =
+        s->complete ? kExitOk : (signal_received != 0 ? 128 + signal_received : 1);
   });
 }
 

@@ -452,8 +452,9 @@ TEST(SweepCliTest, AnInterruptedSweepSaysHowToResume) {
   // Signal once the first point is in the file (at most 300 s).
   const std::string script =
       "'" + std::string(SERVESIM_BINARY) + "' sweep --grid '" + grid + "' --out '" + out +
-      "' -j 1 --no-progress 2>'" + out + ".err' & pid=$!; for i in $(seq 3000); do [ -s '" +
-      out + "/results.jsonl' ] && break; sleep 0.1; done; kill -INT $pid; wait $pid";
+      "' -j 1 --no-progress 2>'" + out +
+      ".err' & pid=$!; for i in $(seq 3000); do [ -s '" + out +
+      "/results.jsonl' ] && break; sleep 0.1; done; kill -INT $pid; wait $pid";
   const int status = std::system(script.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
@@ -472,6 +473,35 @@ TEST(SweepCliTest, AnInterruptedSweepSaysHowToResume) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_THAT(again.out, HasSubstr("\"resumed\": " + std::to_string(done)));
   EXPECT_THAT(again.out, HasSubstr("\"interrupted\": false"));
+  std::filesystem::remove_all(out);
+}
+
+// A grid kept as DIR/grid.textproto was overwritten by the resolved grid
+// (the user's comments lost); the folder's own resolved grid may be given
+// back to resume.
+TEST(SweepCliTest, AGridFileWhereTheSweepWritesItsOwnIsRefused) {
+  const std::string out = Scratch("gridout");
+  std::filesystem::remove_all(out);
+  std::filesystem::create_directories(out);
+  const std::string mine = out + "/grid.textproto";
+  const std::string text =
+      "# my notes\nbase { server { device: \"l4\" model: \"gemma-4-e2b\" } client { "
+      "num_prompts: 2 } }\naxes { path: \"client.seed\" values: [\"1\", \"2\"] }\n";
+  WriteText(mine, text);
+  CliRun r = Servesim("sweep --grid '" + mine + "' --out '" + out + "' --no-progress");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("where the sweep writes its resolved grid; keep your grid "
+                               "file outside --out"));
+  EXPECT_EQ(ReadText(mine), text);
+  const std::string elsewhere = Scratch("mine.textproto");
+  WriteText(elsewhere, text);
+  std::filesystem::remove(mine);
+  ASSERT_EQ(Servesim("sweep --grid '" + elsewhere + "' --out '" + out + "' --no-progress")
+                .exit_code,
+            0);
+  r = Servesim("sweep --grid '" + mine + "' --out '" + out + "' --no-progress");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("(2 resumed, 0 run"));
   std::filesystem::remove_all(out);
 }
 
