@@ -230,18 +230,21 @@ TEST(ConvertTest, BinaryKeepsSessionsOfSyntheticWorkload) {
   }
 }
 
-TEST(ConvertTest, TruncatedBinaryFileIsAnErrorNamingTheRecord) {
+// The Mooncake fixture converted to a binary trace at `out`; its bytes.
+std::string MooncakeFixtureAsBinary(const std::string& out) {
   TraceOptions o;
   o.path = kFixtures + "mooncake_good.jsonl";
   auto src = OpenTrace(o);
-  ASSERT_TRUE(src.ok());
+  EXPECT_TRUE(src.ok()) << src.status();
+  if (!src.ok()) return "";
+  EXPECT_TRUE(ConvertTrace(**src, out, OutputFormat::kBinary).ok());
+  std::ifstream in(out, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(ConvertTest, TruncatedBinaryFileIsAnErrorNamingTheRecord) {
   const std::string out = ::testing::TempDir() + "/cut.bin";
-  ASSERT_TRUE(ConvertTrace(**src, out, OutputFormat::kBinary).ok());
-  std::string bytes;
-  {
-    std::ifstream in(out, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const std::string bytes = MooncakeFixtureAsBinary(out);
   std::ofstream(out, std::ios::binary | std::ios::trunc)
       << bytes.substr(0, bytes.size() - 3);
   TraceOptions back;
@@ -275,17 +278,7 @@ std::vector<size_t> RecordStarts(const std::string& bytes) {
 // header, which held no count, said "first 30"); joined to another's
 // records, as a longer one. The header counts its records now.
 TEST(ConvertTest, BinaryFileCutAtARecordBoundaryOrJoinedIsAnError) {
-  TraceOptions o;
-  o.path = kFixtures + "mooncake_good.jsonl";
-  auto src = OpenTrace(o);
-  ASSERT_TRUE(src.ok());
-  const std::string out = ::testing::TempDir() + "/whole.bin";
-  ASSERT_TRUE(ConvertTrace(**src, out, OutputFormat::kBinary).ok());
-  std::string bytes;
-  {
-    std::ifstream in(out, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const std::string bytes = MooncakeFixtureAsBinary(::testing::TempDir() + "/whole.bin");
   const std::vector<size_t> starts = RecordStarts(bytes);
   ASSERT_GE(starts.size(), 4u);  // the header and 3 or more requests
   const int64_t records = static_cast<int64_t>(starts.size()) - 1;

@@ -451,6 +451,12 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
   return path;
 }
 
+// The error of reading `text`, written to a scratch file `name`, as `format`.
+std::string ReadError(TraceFormat format, const std::string& name,
+                      const std::string& text) {
+  return std::string(Read(format, WriteTemp(name, text)).status.message());
+}
+
 TEST(BadInputTest, DirectoryIsReportedAsADirectoryNotAnEmptyFile) {
   const std::string dir = ::testing::TempDir();
   for (TraceFormat f :
@@ -471,30 +477,22 @@ TEST(BadInputTest, DirectoryIsReportedAsADirectoryNotAnEmptyFile) {
 // arrival_s), and a time column of no known unit (read as no times: every
 // request at t = 0).
 TEST(BadInputTest, TwiceNamedAliasedOrUnitlessColumnsAreErrors) {
-  ReadAll dup = Read(TraceFormat::kAzure,
-                     WriteTemp("dup.csv",
-                               "TIMESTAMP,ContextTokens,GeneratedTokens,"
-                               "ContextTokens\n2023-11-16 18:17:03,100,10,5\n"));
   EXPECT_THAT(
-      dup.status.message(),
+      ReadError(TraceFormat::kAzure, "dup.csv",
+                "TIMESTAMP,ContextTokens,GeneratedTokens,"
+                "ContextTokens\n2023-11-16 18:17:03,100,10,5\n"),
       HasSubstr("dup.csv:1: column ContextTokens appears twice (columns 2 and 4)"));
-  ReadAll both = Read(TraceFormat::kLengths,
-                      WriteTemp("both.csv",
-                                "arrival_ns,arrival_s,input_tokens,output_tokens\n"
-                                "0,0,10,5\n100,5,10,5\n"));
-  EXPECT_THAT(both.status.message(),
+  EXPECT_THAT(ReadError(TraceFormat::kLengths, "both.csv",
+                        "arrival_ns,arrival_s,input_tokens,output_tokens\n"
+                        "0,0,10,5\n100,5,10,5\n"),
               HasSubstr("columns arrival_ns and arrival_s both give the same field"));
-  ReadAll alias = Read(TraceFormat::kLengths,
-                       WriteTemp("alias.csv",
-                                 "input_tokens,num_prefill_tokens,output_tokens\n"
-                                 "10,999,5\n"));
-  EXPECT_THAT(alias.status.message(),
+  EXPECT_THAT(ReadError(TraceFormat::kLengths, "alias.csv",
+                        "input_tokens,num_prefill_tokens,output_tokens\n"
+                        "10,999,5\n"),
               HasSubstr("columns input_tokens and num_prefill_tokens both give"));
-  ReadAll unitless =
-      Read(TraceFormat::kLengths, WriteTemp("unitless.csv",
-                                            "timestamp,input_tokens,output_tokens\n"
-                                            "0,10,5\n100,10,5\n"));
-  EXPECT_THAT(unitless.status.message(),
+  EXPECT_THAT(ReadError(TraceFormat::kLengths, "unitless.csv",
+                        "timestamp,input_tokens,output_tokens\n"
+                        "0,10,5\n100,10,5\n"),
               HasSubstr("column timestamp looks like arrival times, but a length table "
                         "reads only arrival_s"));
   ReadAll seconds =
@@ -510,66 +508,50 @@ TEST(BadInputTest, TwiceNamedAliasedOrUnitlessColumnsAreErrors) {
 // readers took (more hashes than the prompt has blocks: phantom blocks in
 // the sharing stats); Bailian merged two chats of one id into one session.
 TEST(BadInputTest, HashCountsAndChatIdsAreCheckedInEveryReader) {
-  ReadAll hashes =
-      Read(TraceFormat::kLengths,
-           WriteTemp("hash_many.csv",
-                     "input_tokens,output_tokens,hash_block_tokens,prefix_hashes\n"
-                     "10,5,4,1 2 3 4\n"));
   EXPECT_THAT(
-      hashes.status.message(),
+      ReadError(TraceFormat::kLengths, "hash_many.csv",
+                "input_tokens,output_tokens,hash_block_tokens,prefix_hashes\n"
+                "10,5,4,1 2 3 4\n"),
       HasSubstr("column prefix_hashes: has 4 hashes but input_tokens 10 allows at "
                 "most 3 (ceil(input_tokens / 4))"));
-  ReadAll dup =
-      Read(TraceFormat::kBailian,
-           WriteTemp("dup_chat.jsonl",
-                     "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0.5, "
-                     "\"input_length\": 32, \"output_length\": 5}\n"
-                     "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0.6, "
-                     "\"input_length\": 32, \"output_length\": 5}\n"));
-  EXPECT_THAT(dup.status.message(),
+  EXPECT_THAT(ReadError(TraceFormat::kBailian, "dup_chat.jsonl",
+                        "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0.5, "
+                        "\"input_length\": 32, \"output_length\": 5}\n"
+                        "{\"chat_id\": 1, \"parent_chat_id\": -1, \"timestamp\": 0.6, "
+                        "\"input_length\": 32, \"output_length\": 5}\n"),
               HasSubstr(":2: field chat_id: 1 repeats an earlier chat's id"));
-  ReadAll self =
-      Read(TraceFormat::kBailian,
-           WriteTemp("self_parent.jsonl",
-                     "{\"chat_id\": 3, \"parent_chat_id\": 3, \"timestamp\": 0.5, "
-                     "\"input_length\": 32, \"output_length\": 5}\n"));
-  EXPECT_THAT(self.status.message(),
+  EXPECT_THAT(ReadError(TraceFormat::kBailian, "self_parent.jsonl",
+                        "{\"chat_id\": 3, \"parent_chat_id\": 3, \"timestamp\": 0.5, "
+                        "\"input_length\": 32, \"output_length\": 5}\n"),
               HasSubstr("field parent_chat_id: 3 is the chat's own id"));
 }
 
 // Messages that lacked the allowed range or misnamed the value.
 TEST(BadInputTest, TimeAndNullErrorsSayTheRangeAndTheValue) {
-  ReadAll secs =
-      Read(TraceFormat::kLengths, WriteTemp("big_s.csv",
-                                            "arrival_s,input_tokens,output_tokens\n"
-                                            "1e18,10,5\n"));
-  EXPECT_THAT(secs.status.message(),
+  EXPECT_THAT(ReadError(TraceFormat::kLengths, "big_s.csv",
+                        "arrival_s,input_tokens,output_tokens\n"
+                        "1e18,10,5\n"),
               HasSubstr("\"1e18\" is not a non-negative number of seconds (allowed "
                         "0..4611686018 s)"));
-  ReadAll null =
-      Read(TraceFormat::kVllmBench, WriteTemp("null_len.json",
-                                              "{\"completed\": 2, \"duration\": 1, "
-                                              "\"input_lens\": [10, null], "
-                                              "\"output_lens\": [5, 6]}"));
-  EXPECT_THAT(null.status.message(),
+  EXPECT_THAT(ReadError(TraceFormat::kVllmBench, "null_len.json",
+                        "{\"completed\": 2, \"duration\": 1, "
+                        "\"input_lens\": [10, null], "
+                        "\"output_lens\": [5, 6]}"),
               HasSubstr("key input_lens[1]: null is not an integer token count"));
 }
 
 // A value quoted in an error is the file's: its control bytes are escaped
 // (an ESC sequence cleared the terminal; a NUL cut the message short).
 TEST(BadInputTest, QuotedValuesEscapeControlBytes) {
-  ReadAll nul = Read(TraceFormat::kLengths,
-                     WriteTemp("nul.csv", std::string("input_tokens,output_tokens\n1\0"
-                                                      "0,5\n",
-                                                      33)));
-  EXPECT_THAT(nul.status.message(),
+  EXPECT_THAT(ReadError(TraceFormat::kLengths, "nul.csv",
+                        std::string("input_tokens,output_tokens\n1\0"
+                                    "0,5\n",
+                                    33)),
               HasSubstr("column input_tokens: \"1\\x000\" is not an integer token count "
                         "(allowed 1..10000000)"));
-  ReadAll esc =
-      Read(TraceFormat::kAzure, WriteTemp("esc.csv",
-                                          "TIMESTAMP,ContextTokens,GeneratedTokens\n"
-                                          "\x1b[2J\x1b[31mOOPS,10,5\n"));
-  EXPECT_THAT(esc.status.message(),
+  EXPECT_THAT(ReadError(TraceFormat::kAzure, "esc.csv",
+                        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                        "\x1b[2J\x1b[31mOOPS,10,5\n"),
               HasSubstr("\"\\x1b[2J\\x1b[31mOOPS\" is not a timestamp"));
 }
 
