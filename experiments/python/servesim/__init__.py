@@ -430,6 +430,11 @@ def sweep(
       out: the output folder (kept; a rerun resumes); None: a temporary one.
       jobs: worker threads (the results do not depend on it).
       **flags: server flags set on the grid's base server, and shard="K/N".
+
+    Raises:
+      KeyboardInterrupt: Ctrl-C (or SIGTERM) while it ran; the points
+        finished and in flight are in ``out``, and the same call resumes.
+      ValueError: bad input, or a point that failed (the CLI's message).
     """
     with tempfile.TemporaryDirectory(prefix="servesim-sweep-") as tmp:
         if isinstance(grid, Mapping):
@@ -445,6 +450,10 @@ def sweep(
         out_dir = os.fspath(out) if out is not None else os.path.join(tmp, "out")
         argv = ["--grid", path, "--out", out_dir, "--jobs", str(jobs), "--no-progress"]
         code, _, err = cli("sweep", *argv, *_flag_args("sweep", flags))
+        if code in (130, 143):
+            # Ctrl-C (or SIGTERM) while the sweep ran: it wrote the points in
+            # flight and stopped; the same call resumes it.
+            raise KeyboardInterrupt(_error_message("sweep", err))
         if code != 0:
             raise ValueError(_error_message("sweep", err))
         df = pd.read_csv(os.path.join(out_dir, "results.csv"), keep_default_na=False,
