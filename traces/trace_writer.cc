@@ -183,7 +183,7 @@ std::string ToValidUtf8(std::string_view s) {
 
 }  // namespace
 
-void TraceWriter::SetSource(std::string source_description) {
+void TraceWriter::SetSource(const std::string& source_description) {
   if (source_room_ == 0) return;
   std::string s = ToValidUtf8(source_description);
   if (s.size() > source_room_) {

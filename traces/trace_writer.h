@@ -60,7 +60,7 @@ class TraceWriter {
   // Binary: the header's source line as of Close() (a source's Describe()
   // once read, with its final counts). Cut to the room reserved at Open
   // (the description then + 1024 bytes).
-  void SetSource(std::string source_description);
+  void SetSource(const std::string& source_description);
   // Flushes, (binary) rewrites the header, and renames the file into place.
   absl::Status Close();
   int64_t written() const { return written_; }

@@ -1,7 +1,6 @@
 // servesim sweep --grid FILE --out DIR [--jobs N]: runs every point of a
 // grid (proto/sweep.proto) through the simulator; resumable; results in
 // point order whatever N. See experiments/capacity/sweep.h.
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -384,12 +383,13 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
         static_cast<long long>(s->num_failed),
         s->complete ? "" : " [stopped early; rerun to resume]", flags->out.c_str());
     if (signal_received != 0 && !s->complete) {
-      std::fprintf(stderr,
-                   "servesim sweep: interrupted by %s: the %lld finished points are in "
-                   "%s; rerun the same command to run the rest\n",
-                   signal_received == SIGTERM ? "SIGTERM" : "SIGINT",
-                   static_cast<long long>(s->num_resumed + s->num_run),
-                   flags->out.c_str());
+      std::fprintf(
+          stderr,
+          "servesim sweep: interrupted by %s: the %lld finished points are in "
+          "%s; rerun the same command to run the rest\n",
+          signal_received == SIGTERM ? "SIGTERM" : "SIGINT",
+          static_cast<long long>(s->num_resumed) + static_cast<long long>(s->num_run),
+          flags->out.c_str());
     }
     if (s->num_infeasible > 0) {
       std::fprintf(

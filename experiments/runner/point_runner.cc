@@ -87,7 +87,7 @@ namespace {
 PointRunner MakeSimulatorPointRunner(bool client_wait) {
   PointRunner r;
   r.metric_names = SimulatorMetricNames();
-  if (client_wait) r.metric_names.push_back("p99_client_wait_ms");
+  if (client_wait) r.metric_names.emplace_back("p99_client_wait_ms");
   r.run = [client_wait](
               const proto::ExperimentConfig& c) -> absl::StatusOr<std::vector<double>> {
     // A sweep or plan point of 2e8 prompts grew by 130 MB/s until the
