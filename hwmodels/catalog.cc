@@ -1150,6 +1150,13 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
   } else if (const double p = Num(*cfg, {"sliding_window_pattern"}, 0); p > 1) {
     m.set_sliding_pattern(static_cast<int32_t>(p));
   }
+  // A window without a per-layer pattern (Mistral-7B-v0.1, Phi-3) is every
+  // layer's: vLLM's Attention falls back to the model's sliding_window
+  // (cache_config.sliding_window) where a layer sets none. It was modelled
+  // as full attention (13.6x concurrency at 32k on an H100 for ~22x).
+  if (use_sliding && window > 0 && pattern.empty() && m.sliding_pattern() <= 1) {
+    pattern.assign(static_cast<size_t>(layers), 'S');
+  }
   if (use_sliding && window > 0 && (!pattern.empty() || m.sliding_pattern() > 1)) {
     m.set_sliding_window(window);
     m.set_layer_pattern(pattern);

@@ -430,6 +430,30 @@ TEST(CatalogTest, ImportsGemma4StyleConfigWithTextConfigAndLayerTypes) {
   EXPECT_EQ(m->per_layer_embedding_dim, 128);
 }
 
+// A model-wide window with no per-layer pattern (Mistral-7B-v0.1) is every
+// layer's, as vLLM's Attention falls back to the model's sliding_window; it
+// was modelled as full attention. use_sliding_window false (Qwen2/3) keeps
+// full attention.
+TEST(CatalogTest, AModelWideSlidingWindowAppliesToEveryLayer) {
+  const std::string base = R"({"model_type": "mistral", "vocab_size": 32000,
+    "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "intermediate_size": 14336,
+    "max_position_embeddings": 32768, "sliding_window": 4096)";
+  auto desc = ImportHfConfig(base + "}", "mistral/config.json");
+  ASSERT_TRUE(desc.ok()) << desc.status();
+  auto m = ExpandModelArch(*desc);
+  ASSERT_TRUE(m.ok()) << m.status();
+  for (const LayerArch& l : m->layers) {
+    EXPECT_TRUE(l.sliding);
+    EXPECT_EQ(l.window, 4096);
+  }
+  auto off = ImportHfConfig(base + R"(, "use_sliding_window": false})", "qwen/config.json");
+  ASSERT_TRUE(off.ok()) << off.status();
+  auto full = ExpandModelArch(*off);
+  ASSERT_TRUE(full.ok()) << full.status();
+  for (const LayerArch& l : full->layers) EXPECT_FALSE(l.sliding);
+}
+
 // `vllm serve /path/to/model` takes the model's folder: its config.json is
 // the model; a folder without one is an error naming it.
 TEST(CatalogTest, ModelFolderMeansItsConfigJson) {
