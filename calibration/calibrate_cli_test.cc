@@ -324,8 +324,10 @@ TEST(CalibrateCliTest, ResultFileOfAnotherModelIsRefused) {
       "--bench '" +
       e2b + "' '" + ft + "' --out '" + ProfileOut() + "' --overwrite");
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
-  EXPECT_THAT(r.err, HasSubstr(ft + ": model_id 'my-org/private-finetune' is not a model "
-                                    "servesim knows; taken as gemma-4-e2b"));
+  EXPECT_THAT(r.err, HasSubstr("warning: " + ft +
+                               ": model_id 'my-org/private-finetune' is not a model "
+                               "servesim knows; taken as gemma-4-e2b (if it measured "
+                               "another model, leave the file out"));
 }
 
 // Checked before any fit: a build label that cannot name the profile file,

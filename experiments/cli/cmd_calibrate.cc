@@ -292,11 +292,14 @@ int RunCalibrate(const CalibrateFlags& f) {
       if (c.model_id.empty()) continue;
       absl::StatusOr<servesim::proto::ModelArch> got = FindModel(c.model_id);
       if (!got.ok()) {
+        // Taken as the model (a private fine-tune's name), but said as the
+        // risk it is: another model's file here is fitted as this one's.
         std::fprintf(
             stderr,
-            "servesim calibrate: note: %s: model_id '%s' is not a model servesim "
-            "knows; taken as %s\n",
-            c.path.c_str(), c.model_id.c_str(), model.c_str());
+            "servesim calibrate: warning: %s: model_id '%s' is not a model servesim "
+            "knows; taken as %s (if it measured another model, leave the file out: "
+            "its cells are fitted as %s's)\n",
+            c.path.c_str(), c.model_id.c_str(), model.c_str(), model.c_str());
         continue;
       }
       if (got->id() != want->id()) {
