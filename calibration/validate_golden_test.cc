@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_join.h"
+#include "calibration/coverage.h"
 #include "calibration/measurements.h"
 #include "calibration/validation.h"
 #include "gtest/gtest.h"
@@ -30,7 +31,10 @@ absl::StatusOr<ValidationReport> FullReport(int jobs) {
 TEST(ValidateGoldenTest, ReportMatchesGoldenFile) {
   auto report = FullReport(1);
   ASSERT_TRUE(report.ok()) << report.status();
-  const std::string text = FormatReportText(*report);
+  // What `servesim validate` prints: the table, then the interval coverage
+  // (the README's tables come from both).
+  const std::string text =
+      FormatReportText(*report) + FormatCoverageText(ComputeCoverage(*report));
   const std::string path = kRoot + "/tests/golden/validate.txt";
   const char* update = std::getenv("SERVESIM_UPDATE_GOLDEN");
   if (update != nullptr && std::string(update) == "1") {

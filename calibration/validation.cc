@@ -1528,8 +1528,15 @@ std::string FormatReportText(const ValidationReport& r) {
       for (const std::string& name : g.free_parameters) {
         const Parameter* p = g.fitted.Find(name);
         if (p == nullptr) continue;
-        parts.push_back(absl::StrFormat("%s = %.4g +- %.2g %s (prior %.4g)", p->name,
-                                        p->value, p->std_error, p->unit, p->prior));
+        const std::string_view bound = AtBound(*p);
+        parts.push_back(
+            bound.empty()
+                ? absl::StrFormat("%s = %.4g +- %.2g %s (prior %.4g)", p->name, p->value,
+                                  p->std_error, p->unit, p->prior)
+                : absl::StrFormat("%s = %.4g %s (prior %.4g), AT ITS %s BOUND: std error "
+                                  "not estimated (not drawn by --interval)",
+                                  p->name, p->value, p->unit, p->prior,
+                                  bound == "upper" ? "UPPER" : "LOWER"));
       }
       absl::StrAppend(&s, "fit: ", absl::StrJoin(parts, "; "), "\n");
     }
@@ -1714,6 +1721,7 @@ std::string FormatReportJson(const ValidationReport& r) {
       w.BeginObject();
       w.KV("name", p->name).KV("value", p->value).KV("std_error", p->std_error);
       w.KV("prior", p->prior).KV("prior_sigma", p->prior_sigma).KV("unit", p->unit);
+      w.KV("at_bound", AtBound(*p));
       w.EndObject();
     }
     w.EndArray();

@@ -22,6 +22,18 @@ struct Parameter {
   std::string source;      // where the current value came from
 };
 
+// "upper" / "lower" when a fitted value sits on that hard bound (within
+// 1e-6 of the range): the data push it past what the bound allows (a term
+// the model lacks, or too few points), and its std error, from a Jacobian
+// that vanishes there, says nothing. "" otherwise.
+inline const char* AtBound(const Parameter& p) {
+  const double tol = 1e-6 * (p.upper - p.lower);
+  if (!(p.upper > p.lower)) return "";
+  if (p.value >= p.upper - tol) return "upper";
+  if (p.value <= p.lower + tol) return "lower";
+  return "";
+}
+
 // An ordered list of parameters, looked up by name. Value type.
 class ParameterSet {
  public:
