@@ -69,7 +69,7 @@ TEST(ValidateGoldenTest, ReportMatchesGoldenFile) {
   // the thread count.
   auto again = FullReport(2);
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(FormatReportText(*again), text);
+  EXPECT_EQ(FormatReportText(*again) + FormatCoverageText(ComputeCoverage(*again)), text);
   EXPECT_EQ(FormatReportJson(*again), FormatReportJson(*report));
 }
 
