@@ -39,6 +39,36 @@ absl::StatusOr<std::string> ResolveDtype(const std::string& requested,
                                                  "'; allowed: auto, bf16, fp16"));
 }
 
+// --kv-cache-dtype as vLLM spells it: auto (the model dtype) or an fp8
+// format, 1 byte an element, on a device with fp8 (vLLM's fp8 KV paths:
+// FlashAttention 3 / FlashInfer on Hopper, Ada and Blackwell, ROCm on
+// MI300-class; servesim does not model the Ampere / Turing conversions).
+absl::Status ResolveKvCacheDtype(const std::string& requested, const proto::Device& d,
+                                 const std::string& dtype, std::string* name,
+                                 int* bytes) {
+  const std::string s = absl::AsciiStrToLower(requested);
+  if (s.empty() || s == "auto" || s == dtype || (s == "bfloat16" && dtype == "bf16") ||
+      (s == "float16" && dtype == "fp16")) {
+    *name = dtype;
+    *bytes = 2;
+    return absl::OkStatus();
+  }
+  if (s == "fp8" || s == "fp8_e4m3" || s == "fp8_e5m2") {
+    if (!(d.peak_flops_fp8() > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--kv-cache-dtype ", requested, ": ", d.id(), " (", d.name(),
+          ") has no fp8 (servesim models fp8 KV caches on devices with fp8: Ada, Hopper, "
+          "Blackwell, MI300-class); allowed here: auto"));
+    }
+    *name = s;
+    *bytes = 1;
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--kv-cache-dtype: unknown value '", requested,
+      "'; allowed: auto (the model dtype, ", dtype, "), fp8, fp8_e4m3, fp8_e5m2"));
+}
+
 absl::Status ValidateSpec(const ServerSpec& s) {
   if (!(s.gpu_memory_utilization > 0 && s.gpu_memory_utilization <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -186,6 +216,8 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   d.format = r.format;
   ASSIGN_OR_RETURN(d.dtype, ResolveDtype(spec.dtype, d.device));
   const int dtype_bytes = 2;
+  RETURN_IF_ERROR(ResolveKvCacheDtype(spec.kv_cache_dtype, d.device, d.dtype,
+                                      &d.kv_cache_dtype, &d.kv_dtype_bytes));
 
   SchedulerConfig& s = d.scheduler;
   int32_t def_batched = 0, def_seqs = 0;
@@ -250,7 +282,8 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
     }
   }
 
-  ASSIGN_OR_RETURN(KvLayout layout, PlanKvLayout(rank, dtype_bytes, spec.block_size));
+  ASSIGN_OR_RETURN(KvLayout layout,
+                   PlanKvLayout(rank, d.kv_dtype_bytes, spec.block_size));
   // The TPU build keeps every layer's whole context (no sliding-window
   // block freeing): its logged capacity is KV bytes / bytes per token of all
   // KV layers (v5e: 5.52 GiB / 18,432 B = 321,563 tokens; logged 321,376).
@@ -296,11 +329,12 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
         d.model.id, d.device.id(), d.memory.num_blocks));
   }
 
-  ASSIGN_OR_RETURN(d.graph, CompiledStepGraph::Build(d.device, rank, d.format, d.dtype));
+  ASSIGN_OR_RETURN(d.graph, CompiledStepGraph::Build(d.device, rank, d.format, d.dtype,
+                                                     d.kv_dtype_bytes));
   for (int32_t st = 0; pp > 1 && st < pp; ++st) {
     ASSIGN_OR_RETURN(
         auto g, CompiledStepGraph::Build(d.device, PipelineStage(rank, st, pp), d.format,
-                                         d.dtype));
+                                         d.dtype, d.kv_dtype_bytes));
     d.stage_graphs.push_back(std::move(g));
   }
   d.params = PriorStepParameters(d.device, rank, d.format);
@@ -369,6 +403,8 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       "device ", d.device.id(), " (", d.device.name(), "); model ", d.model.id, " (",
       d.model.display_name, "); format ", d.format.id, " (", d.format.description,
       "); dtype ", d.dtype,
+      d.kv_dtype_bytes == 2 ? ""
+                            : absl::StrCat(", KV cache ", d.kv_cache_dtype, " (1 byte)"),
       absl::StrFormat("; weights %.3f GiB estimated", wb.Total() / kBytesPerGib),
       "; memory sources: ", d.memory.sources, "; scheduler max_num_batched_tokens ",
       s.max_num_batched_tokens, ", max_num_seqs ", s.max_num_seqs, ", max_model_len ",

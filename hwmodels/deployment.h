@@ -77,9 +77,11 @@ struct MemoryPlan {
 // step model is shared and immutable).
 struct Deployment {
   servesim::proto::Device device;
-  ModelArch model;            // expanded per-layer architecture
-  WeightFormat format;        // resolved quantization
-  std::string dtype;          // "bf16" | "fp16" (activations and KV)
+  ModelArch model;             // expanded per-layer architecture
+  WeightFormat format;         // resolved quantization
+  std::string dtype;           // "bf16" | "fp16" (activations, and KV unless fp8)
+  std::string kv_cache_dtype;  // the dtype, or "fp8" / "fp8_e4m3" / "fp8_e5m2"
+  int kv_dtype_bytes = 2;
   ServerSpec spec;            // as given
   SchedulerConfig scheduler;  // vLLM defaults filled in
   MemoryPlan memory;

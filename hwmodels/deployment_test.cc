@@ -82,6 +82,43 @@ TEST(DeploymentTest, Mxfp4OnADenseModelIsRefused) {
   EXPECT_TRUE(moe.ok()) << moe.status();
 }
 
+// --kv-cache-dtype fp8 (vLLM's flag): one byte a KV element, so half the
+// block bytes and twice the blocks in the same memory, and decode reads
+// half the context bytes; refused on a device without fp8 and for a value
+// vLLM does not take.
+TEST(DeploymentTest, Fp8KvCacheHalvesTheBytesOnDevicesWithFp8) {
+  ServerSpec s = Spec("h100-sxm", "gemma-4-12b");
+  auto bf16 = BuildDeployment(s);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  s.kv_cache_dtype = "fp8";
+  auto fp8 = BuildDeployment(s);
+  ASSERT_TRUE(fp8.ok()) << fp8.status();
+  EXPECT_EQ(fp8->kv_cache_dtype, "fp8");
+  EXPECT_EQ(fp8->kv_dtype_bytes, 1);
+  ASSERT_EQ(fp8->kv_cache.groups.size(), bf16->kv_cache.groups.size());
+  EXPECT_EQ(2 * fp8->memory.kv_block_bytes, bf16->memory.kv_block_bytes);
+  EXPECT_NEAR(static_cast<double>(fp8->memory.num_blocks),
+              2.0 * static_cast<double>(bf16->memory.num_blocks), 2.0);
+  const std::vector<int32_t> ctx(32, 8192);
+  EXPECT_LT(fp8->step_model->Cost(StepBatch{{}, ctx}).device_ns,
+            bf16->step_model->Cost(StepBatch{{}, ctx}).device_ns);
+  EXPECT_NE(fp8->provenance.find("KV cache fp8 (1 byte)"), std::string::npos);
+  s.device = "t4";
+  auto t4 = BuildDeployment(s);
+  ASSERT_FALSE(t4.ok());
+  EXPECT_NE(t4.status().message().find("--kv-cache-dtype fp8: t4 (NVIDIA T4) has no fp8"),
+            std::string::npos)
+      << t4.status();
+  s.device = "h100-sxm";
+  s.kv_cache_dtype = "int4";
+  auto bad = BuildDeployment(s);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--kv-cache-dtype: unknown value 'int4'"),
+            std::string::npos);
+  s.kv_cache_dtype = "auto";
+  EXPECT_EQ(BuildDeployment(s)->kv_dtype_bytes, 2);
+}
+
 TEST(DeploymentTest, KvCacheSpecMatchesMemoryPlan) {
   auto d = BuildDeployment(Spec("l4", "gemma-4-e4b"));
   ASSERT_TRUE(d.ok()) << d.status();

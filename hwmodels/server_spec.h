@@ -15,7 +15,10 @@ struct ServerSpec {
   std::string model;           // "gemma-4-e2b", ... or a HF id, or a config.json path
   std::string dtype = "auto";  // "bf16", "fp16", "auto" (the device's default)
   std::string quantization = "none";  // none|fp8|w8a8|w4a16|w4a16-emb4
-  int32_t max_model_len = 0;          // 0: the model's own limit
+  // KV cache elements: "auto" (the model dtype, 2 bytes) or "fp8",
+  // "fp8_e4m3", "fp8_e5m2" (1 byte), as `vllm serve --kv-cache-dtype`.
+  std::string kv_cache_dtype = "auto";
+  int32_t max_model_len = 0;  // 0: the model's own limit
   double gpu_memory_utilization = 0.90;
   int32_t max_num_seqs = 0;            // 0: vLLM's default for the device
   int32_t max_num_batched_tokens = 0;  // 0: vLLM's default for the device

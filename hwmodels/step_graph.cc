@@ -36,7 +36,7 @@ std::string FfnTag(const LayerArch& l) {
 
 absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Build(
     const proto::Device& device, const ModelArch& m, const WeightFormat& f,
-    const std::string& dtype) {
+    const std::string& dtype, int kv_dtype_bytes) {
   auto g = std::shared_ptr<CompiledStepGraph>(new CompiledStepGraph());
   if (dtype == "bf16") {
     if (!device.supports_bf16() || device.peak_flops_bf16() <= 0) {
@@ -80,8 +80,8 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
     if (l.sliding) g->window_ = l.window;
 
   const double h = m.hidden_size;
-  const double act = 2;  // activations and KV in the 16-bit model dtype
-  const double kvb = 2;
+  const double act = 2;               // activations and KV in the 16-bit model dtype
+  const double kvb = kv_dtype_bytes;  // KV elements (1: --kv-cache-dtype fp8)
   const double vocab = static_cast<double>(m.vocab_size);
   const double ple = m.per_layer_embedding_dim;
   const double nl = static_cast<double>(m.layers.size());
@@ -209,8 +209,9 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
       // The bytes the memory plan counts for an expert (mxfp4: 4-bit values,
       // block scales, biases, padding; it read them as bf16).
       moe.bytes[kAggExpertsTouched] =
-          local * (expert_format ? ExpertBytesInExpertFormat(m, f)
-                                 : LinearBytes(f, expert_params, h, static_cast<int>(act)));
+          local * (expert_format
+                       ? ExpertBytesInExpertFormat(m, f)
+                       : LinearBytes(f, expert_params, h, static_cast<int>(act)));
       moe.bytes[kAggOne] = router_params * act;
       moe.bytes[kAggTokens] = local * m.experts_top_k * (2 * h + 6 * ie) * act;
       Vertex v = add(p + "experts", moe);

@@ -93,7 +93,7 @@ class CompiledStepGraph {
   // InvalidArgument when the device lacks the dtype (bf16 on t4).
   static absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> Build(
       const servesim::proto::Device& device, const ModelArch& model,
-      const WeightFormat& format, const std::string& dtype);
+      const WeightFormat& format, const std::string& dtype, int kv_dtype_bytes = 2);
 
   // Merged operators (identical layers folded into `count`).
   const std::vector<Operator>& ops() const { return ops_; }

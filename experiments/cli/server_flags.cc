@@ -65,6 +65,10 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
   dtype_ = cmd->add_option("--dtype", dtype_v_,
                            absl::StrCat("auto | bf16 | fp16 (default ", kServer.dtype,
                                         "; auto: the device's, fp16 on t4)"));
+  kv_cache_dtype_ = cmd->add_option(
+      "--kv-cache-dtype", kv_cache_dtype_v_,
+      absl::StrCat("auto | fp8 | fp8_e4m3 | fp8_e5m2 (default ", kServer.kv_cache_dtype,
+                   ": the model dtype; fp8 halves the KV bytes, on devices with fp8)"));
   max_model_len_ = cmd->add_option("--max-model-len", max_model_len_v_,
                                    "context length (default: the model's limit)");
   gpu_mem_ = cmd->add_option("--gpu-memory-utilization", gpu_mem_v_,
@@ -111,6 +115,7 @@ std::vector<CLI::Option*> ServerFlags::All() const {
           model_,
           quantization_,
           dtype_,
+          kv_cache_dtype_,
           max_model_len_,
           gpu_mem_,
           max_num_seqs_,
@@ -149,6 +154,7 @@ absl::Status ServerFlags::ApplyTo(proto::ServerConfig& s) const {
   if (Given(model_)) s.set_model(model_v_);
   if (Given(quantization_)) s.set_quantization(quantization_v_);
   if (Given(dtype_)) s.set_dtype(dtype_v_);
+  if (Given(kv_cache_dtype_)) s.set_kv_cache_dtype(kv_cache_dtype_v_);
   if (Given(max_model_len_)) {
     if (max_model_len_v_ < 1 || max_model_len_v_ > INT32_MAX) {
       return OutOfRangeError("--max-model-len", absl::StrCat(max_model_len_v_),

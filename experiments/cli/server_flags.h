@@ -64,6 +64,7 @@ class ServerFlags {
   CLI::Option* model_ = nullptr;
   CLI::Option* quantization_ = nullptr;
   CLI::Option* dtype_ = nullptr;
+  CLI::Option* kv_cache_dtype_ = nullptr;
   CLI::Option* max_model_len_ = nullptr;
   CLI::Option* gpu_mem_ = nullptr;
   CLI::Option* max_num_seqs_ = nullptr;
@@ -78,7 +79,8 @@ class ServerFlags {
   CLI::Option* ep_ = nullptr;
   int64_t tp_v_ = 0, pp_v_ = 0, dp_v_ = 0;
   bool ep_v_ = false;
-  std::string device_v_, model_v_, quantization_v_, dtype_v_, calibration_v_;
+  std::string device_v_, model_v_, quantization_v_, dtype_v_, kv_cache_dtype_v_,
+      calibration_v_;
   int64_t max_model_len_v_ = 0, max_num_seqs_v_ = 0, max_num_batched_tokens_v_ = 0,
           block_size_v_ = 0;
   double gpu_mem_v_ = 0;

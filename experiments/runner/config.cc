@@ -228,6 +228,7 @@ ServerSpec ToServerSpec(const proto::ServerConfig& server) {
   spec.model = s.model();
   spec.dtype = s.dtype();
   spec.quantization = s.quantization();
+  if (!s.kv_cache_dtype().empty()) spec.kv_cache_dtype = s.kv_cache_dtype();
   spec.max_model_len = s.max_model_len();
   spec.gpu_memory_utilization = s.gpu_memory_utilization();
   spec.max_num_seqs = s.max_num_seqs();
