@@ -1221,6 +1221,18 @@ absl::StatusOr<proto::ModelArch> ImportHfConfig(const std::string& json_text,
       m.set_checkpoint_quantization(method == "mxfp4" || method == "fp8"
                                         ? method
                                         : absl::StrCat(kUnmodelledQuantPrefix, method));
+      if (const Value* wb = Field(qc->struct_value(), "weight_block_size");
+          method == "fp8" && wb != nullptr && wb->kind_case() == Value::kListValue &&
+          wb->list_value().values_size() == 2 &&
+          wb->list_value().values(0).kind_case() == Value::kNumberValue) {
+        const double n = wb->list_value().values(0).number_value();
+        if (!(n >= 1 && n <= 65536 && n == std::floor(n))) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--model ", origin, ": field quantization_config.weight_block_size[0]: ", n,
+              " is not an integer in [1, 65536]"));
+        }
+        m.set_checkpoint_weight_block_n(static_cast<int32_t>(n));
+      }
     }
   }
   m.add_sources(absl::StrCat("imported from ", origin));

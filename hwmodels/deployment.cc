@@ -106,6 +106,7 @@ struct Resolved {
   proto::Device device;
   ModelArch model;
   WeightFormat format;
+  int32_t weight_block_n = 0;  // the checkpoint's fp8 block, when loaded in it
 };
 
 absl::StatusOr<Resolved> Resolve(const ServerSpec& spec) {
@@ -149,6 +150,8 @@ absl::StatusOr<Resolved> Resolve(const ServerSpec& spec) {
     }
   }
   ASSIGN_OR_RETURN(r.format, ResolveWeightFormat(quantization));
+  if (quantization == desc.checkpoint_quantization())
+    r.weight_block_n = desc.checkpoint_weight_block_n();
   // mxfp4 quantizes MoE experts only (vLLM's Mxfp4Config leaves linear
   // layers unquantized): on a dense model it would change nothing while
   // the result said mxfp4.
@@ -250,6 +253,31 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   // Tensor parallelism (hwmodels/parallelism.h): memory and step graph are
   // one rank's (every rank holds the same shards); collectives added below.
   RETURN_IF_ERROR(CheckParallelism(d.device, d.model, spec));
+  // A block-quantized fp8 checkpoint: vLLM's Fp8 linear and MoE methods
+  // refuse a per-rank width that is no multiple of the block (Qwen3-235B-
+  // A22B-FP8 at TP 8: experts of 1,536 / 8 = 192, block 128).
+  if (const int32_t bn = r.weight_block_n; bn > 0 && spec.tensor_parallel_size > 1) {
+    const int32_t tp = spec.tensor_parallel_size;
+    const bool ep = ExpertParallelSize(d.model, spec) > 1;
+    auto check = [&](int64_t width, const std::string& what) -> absl::Status {
+      if (width > 0 && (width / tp) % bn != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--tensor-parallel-size: ", tp, " splits the ", what, " of ", d.model.id,
+            " (", width, ") into ", width / tp,
+            " per rank, not a multiple of the fp8 "
+            "checkpoint's weight block ",
+            bn, " (vLLM refuses to load it); allowed: a size that keeps it a multiple",
+            d.model.num_experts > 0 && !ep ? ", or --enable-expert-parallel" : ""));
+      }
+      return absl::OkStatus();
+    };
+    for (const LayerArch& l : d.model.layers) {
+      if (!l.moe) RETURN_IF_ERROR(check(l.intermediate_size, "MLP width"));
+    }
+    if (d.model.num_experts > 0 && !ep) {
+      RETURN_IF_ERROR(check(d.model.expert_intermediate_size, "expert width"));
+    }
+  }
   d.tensor_parallel_size = spec.tensor_parallel_size;
   d.data_parallel_size = spec.data_parallel_size;
   d.expert_parallel_size = ExpertParallelSize(d.model, spec);

@@ -153,6 +153,26 @@ ServerSpec Qwen3MoeOn4xH100() {
 }
 constexpr int64_t kQwen3Tokens = 178880;
 
+// The checkpoint's fp8 blocks are [128, 128] (quantization_config.
+// weight_block_size): at TP 8 its experts (1,536 wide) split into 192 per
+// rank, which vLLM's Fp8MoEMethod refuses to load ("not divisible by
+// weight quantization block_n = 128"); servesim planned 18.9x concurrency.
+// TP 4 (384) loads, and so does TP 8 with expert parallelism (whole
+// experts per rank).
+TEST(PublishedKvTest, Qwen3Fp8BlocksRefuseATensorParallelSplitVllmRefuses) {
+  ServerSpec s = Qwen3MoeOn4xH100();
+  EXPECT_TRUE(BuildDeployment(s).ok());
+  s.tensor_parallel_size = 8;
+  auto tp8 = BuildDeployment(s);
+  ASSERT_FALSE(tp8.ok());
+  EXPECT_NE(tp8.status().message().find("into 192 per rank, not a multiple of the fp8 "
+                                        "checkpoint's weight block 128"),
+            std::string::npos)
+      << tp8.status();
+  s.enable_expert_parallel = true;
+  EXPECT_TRUE(BuildDeployment(s).ok());
+}
+
 // From the logged 8.11 GiB the planner gives 11,308 blocks = 180,928
 // tokens, +1.14%: misses the 1% claim. 178,880 tokens are 11,180 blocks =
 // 8.02 GiB, 0.09 GiB under the logged line, more than its 0.005 GiB
