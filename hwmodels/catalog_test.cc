@@ -447,7 +447,8 @@ TEST(CatalogTest, AModelWideSlidingWindowAppliesToEveryLayer) {
     EXPECT_TRUE(l.sliding);
     EXPECT_EQ(l.window, 4096);
   }
-  auto off = ImportHfConfig(base + R"(, "use_sliding_window": false})", "qwen/config.json");
+  auto off =
+      ImportHfConfig(base + R"(, "use_sliding_window": false})", "qwen/config.json");
   ASSERT_TRUE(off.ok()) << off.status();
   auto full = ExpandModelArch(*off);
   ASSERT_TRUE(full.ok()) << full.status();

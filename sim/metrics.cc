@@ -314,7 +314,8 @@ RunResult ComputeRunResult(const std::vector<RequestRecord>& records,
     e2el.push_back(lat);
     if (rec.output_tokens > 1) tpot.push_back((lat - t) / (rec.output_tokens - 1));
     queueing.push_back(NsToMs(rec.first_scheduled_ns - rec.arrival_ns));
-    if (rec.intended_ns >= 0) client_wait.push_back(NsToMs(rec.send_ns - rec.intended_ns));
+    if (rec.intended_ns >= 0)
+      client_wait.push_back(NsToMs(rec.send_ns - rec.intended_ns));
   }
   r.duration_s = first_send >= 0 && last_finish >= first_send
                      ? static_cast<double>(last_finish - first_send) / 1e9

@@ -62,7 +62,8 @@ TEST(ParseUtilTest, DecimalSecondsToNsIsExactAndRoundsHalfUp) {
   // 30 significant digits overflowed mant x 1e9 (read as -1.4 s).
   ASSERT_TRUE(ParseDecimalToNs("2.00000000000000000000000000001", 1'000'000'000, &ns));
   EXPECT_EQ(ns, 2'000'000'000);
-  ASSERT_TRUE(ParseDecimalToNs("9223372036.854775807000000000000001", 1'000'000'000, &ns));
+  ASSERT_TRUE(
+      ParseDecimalToNs("9223372036.854775807000000000000001", 1'000'000'000, &ns));
   EXPECT_EQ(ns, 9'223'372'036'854'775'807);
   EXPECT_FALSE(ParseDecimalToNs("9223372036.8547758075", 1'000'000'000, &ns));
 }

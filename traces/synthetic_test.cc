@@ -411,8 +411,8 @@ TEST(SyntheticSourceTest, ArrivalsPastTheHorizonAreAnErrorNotSaturated) {
   const absl::Status& st = d.error;
   ASSERT_EQ(d.requests.size(), 5u);
   // 1 / 1e-9 in doubles: 1e9 s less 128 ns.
-  EXPECT_NEAR(static_cast<double>(d.requests[4].arrival_ns - d.requests[3].arrival_ns), 1e18,
-              1e3);
+  EXPECT_NEAR(static_cast<double>(d.requests[4].arrival_ns - d.requests[3].arrival_ns),
+              1e18, 1e3);
   EXPECT_THAT(st.message(), ::testing::HasSubstr("synthetic workload: request 5"));
   EXPECT_THAT(st.message(), ::testing::HasSubstr("2^62"));
 }

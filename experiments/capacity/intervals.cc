@@ -456,11 +456,11 @@ SourceBand SampleBand(double point, const std::vector<double>& samples, double z
 
 void CombineSources(double z, MetricInterval* m) {
   // The workload's centre is left out (the point is itself one draw of it).
-  const double center =
-      m->parameters.center_log + m->prior_parameters.center_log + m->structural.center_log;
+  const double center = m->parameters.center_log + m->prior_parameters.center_log +
+                        m->structural.center_log;
   double var_lo = 0, var_hi = 0;
-  for (const SourceBand* b : {&m->parameters, &m->prior_parameters, &m->workload,
-                              &m->structural}) {
+  for (const SourceBand* b :
+       {&m->parameters, &m->prior_parameters, &m->workload, &m->structural}) {
     var_lo += b->sd_log_lo * b->sd_log_lo;
     var_hi += b->sd_log_hi * b->sd_log_hi;
   }

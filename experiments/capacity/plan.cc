@@ -430,8 +430,8 @@ GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner,
       absl::StrCat("no fleet of up to ", o.max_replicas, " replicas meets the SLO");
   if (!w.candidates.empty() && !w.candidates.back().missed.empty()) {
     // Why the largest misses (a client that holds requests back, ...).
-    absl::StrAppend(&w.group.reason, "; ", w.candidates.back().label, " misses: ",
-                    absl::StrJoin(w.candidates.back().missed, "; "));
+    absl::StrAppend(&w.group.reason, "; ", w.candidates.back().label,
+                    " misses: ", absl::StrJoin(w.candidates.back().missed, "; "));
   }
   return w;
 }

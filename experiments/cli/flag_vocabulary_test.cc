@@ -64,13 +64,15 @@ TEST(FlagVocabularyTest, AnUnknownSubcommandIsNamedWithTheChoices) {
   // CLI11 alone said "A subcommand is required" for `servesim simulte`.
   CliRun r = Servesim("simulte --device l4");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, ::testing::HasSubstr(
-                         "servesim: error: unknown subcommand 'simulte' (one of: simulate, "
-                         "memory, validate, calibrate, trace, sweep, plan, devices, models)"));
+  EXPECT_THAT(r.err,
+              ::testing::HasSubstr(
+                  "servesim: error: unknown subcommand 'simulte' (one of: simulate, "
+                  "memory, validate, calibrate, trace, sweep, plan, devices, models)"));
   r = Servesim("trace stat x.csv");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, ::testing::HasSubstr("servesim trace: error: unknown subcommand 'stat' "
-                                          "(one of: stats, convert, generate)"));
+  EXPECT_THAT(r.err,
+              ::testing::HasSubstr("servesim trace: error: unknown subcommand 'stat' "
+                                   "(one of: stats, convert, generate)"));
   r = Servesim("");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, ::testing::HasSubstr("servesim: error: a subcommand is required"));

@@ -533,10 +533,12 @@ TEST(SimulateCliTest, ReportsCostPerMillionOutputTokensPerPriceTier) {
   // Said, not left out silently: an L4 TP 2 replica has no 2-GPU offer.
   const CliRun tp2 = Servesim(
       "simulate --device l4 --model gemma-4-e2b --max-model-len 4096 "
-      "--tensor-parallel-size 2 --num-prompts 4 --random-input-len 64 --random-output-len 8");
+      "--tensor-parallel-size 2 --num-prompts 4 --random-input-len 64 "
+      "--random-output-len 8");
   ASSERT_EQ(tp2.exit_code, 0) << tp2.err;
-  EXPECT_THAT(tp2.out, HasSubstr("cost (on-demand): not reported: no on-demand offer of 2 x "
-                                 "l4 is listed in its device file (listed: 1, 4, 8 chips"));
+  EXPECT_THAT(tp2.out,
+              HasSubstr("cost (on-demand): not reported: no on-demand offer of 2 x "
+                        "l4 is listed in its device file (listed: 1, 4, 8 chips"));
 }
 
 }  // namespace

@@ -111,6 +111,8 @@ PointRunner MakeSimulatorPointRunner(bool client_wait) {
 
 PointRunner SimulatorPointRunner() { return MakeSimulatorPointRunner(false); }
 
-PointRunner SimulatorPointRunnerWithClientWait() { return MakeSimulatorPointRunner(true); }
+PointRunner SimulatorPointRunnerWithClientWait() {
+  return MakeSimulatorPointRunner(true);
+}
 
 }  // namespace servesim
