@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -126,6 +127,28 @@ TEST(CalibrateCliTest, FilesOfOneNameAreToldApartAndOneFileTwiceIsRefused) {
                           ProfileOut() + "' --overwrite");
   EXPECT_EQ(twice.exit_code, 2);
   EXPECT_THAT(twice.err, HasSubstr("are the same file; give it once"));
+}
+
+// Two files of one cell far apart (another server's, say) were averaged
+// without a word; now a warning says so (the fit still runs).
+TEST(CalibrateCliTest, RepeatsOfACellFarApartAreWarnedAbout) {
+  std::vector<std::string> files;
+  for (const char* device : {"l4", "mi300x"}) {
+    files.push_back(Scratch(std::string(device) + ".json"));
+    CliRun sim =
+        Servesim(std::string("simulate --device ") + device +
+                 " --model gemma-4-e2b --random-input-len 128 --random-output-len 32 "
+                 "--max-concurrency 1 --num-prompts 4 --save-result '" +
+                 files.back() + "'");
+    ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  }
+  CliRun r =
+      Servesim("calibrate --device l4 --model gemma-4-e2b --bench '" + files[0] + "' '" +
+               files[1] + "' --out '" + ProfileOut() + "' --overwrite --no-progress");
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+  EXPECT_THAT(r.err,
+              HasSubstr(files[0] + " and " + files[1] + " measure the same cell, "));
+  EXPECT_THAT(r.err, HasSubstr("more than run-to-run noise"));
 }
 
 // validate --refit --profiles-dir '' would write the profiles at the

@@ -230,6 +230,32 @@ int RunCalibrate(const CalibrateFlags& f) {
         MedianTtftText(*c).c_str(), c->median_tpot_ms);
     cells.push_back(*std::move(c));
   }
+  // Repeats of one cell (same client and lengths) are averaged by the fit;
+  // ones far apart are not run-to-run noise (write-up B's worst repeat CV
+  // is 8%): another server, other flags or a warm cache. Said, not refused.
+  for (size_t i = 0; i < cells.size(); ++i) {
+    for (size_t j = i + 1; j < cells.size(); ++j) {
+      const ImportedCell& a = cells[i];
+      const ImportedCell& b = cells[j];
+      if (a.max_concurrency != b.max_concurrency || a.request_rate != b.request_rate ||
+          a.input_tokens != b.input_tokens || a.output_tokens != b.output_tokens ||
+          !a.fixed_lengths || !b.fixed_lengths || !(a.output_throughput > 0) ||
+          !(b.output_throughput > 0)) {
+        continue;
+      }
+      const double ratio = std::max(a.output_throughput, b.output_throughput) /
+                           std::min(a.output_throughput, b.output_throughput);
+      if (ratio > 1.25) {
+        std::fprintf(
+            stderr,
+            "servesim calibrate: warning: %s and %s measure the same cell, %.0f%% "
+            "apart (output %.1f vs %.1f tok/s): more than run-to-run noise (another "
+            "server, other flags, a warm cache?); the fit averages them\n",
+            a.path.c_str(), b.path.c_str(), 100 * (ratio - 1), a.output_throughput,
+            b.output_throughput);
+      }
+    }
+  }
 
   // --device is an id or a device file; the profile names the file's hash.
   absl::StatusOr<servesim::proto::Device> device_file = FindDevice(device);
