@@ -572,20 +572,24 @@ TEST(CalibrateCliTest, ProgressLineOnRequest) {
   EXPECT_EQ(on.out, off.out);
 }
 
+// A scratch grid of E2B (4,096 context, 2 short prompts a point) with one
+// axis over `path` taking `values` (text-format list items).
+std::string OneAxisGrid(const std::string& name, const std::string& path,
+                        const std::string& values) {
+  const std::string grid = Scratch(name);
+  WriteText(grid,
+            "base {\n  server { model: \"gemma-4-e2b\" max_model_len: 4096 }\n"
+            "  client { num_prompts: 2 random_input_len: 64 random_output_len: 4 }\n}\n"
+            "axes { path: \"" +
+                path + "\" values: [ " + values + " ] }\n");
+  return grid;
+}
+
 // A typo in a grid value ("tpu-v5") ran 60 of 240 points as errors and
 // exited 0; now it is refused before any point runs.
 TEST(SweepCliTest, UnknownNameInAGridIsAnInputErrorBeforeAnyPointRuns) {
-  const std::string grid = Scratch("typo.grid.textproto");
-  WriteText(grid, R"pb(
-    base {
-      server { model: "gemma-4-e2b" max_model_len: 4096 }
-      client { num_prompts: 2 random_input_len: 64 random_output_len: 4 }
-    }
-    axes {
-      path: "server.device"
-      values: [ "l4", "tpu-v5" ]
-    }
-  )pb");
+  const std::string grid =
+      OneAxisGrid("typo.grid.textproto", "server.device", R"("l4", "tpu-v5")");
   const std::string out = Scratch("typo_out");
   std::filesystem::remove_all(out);
   CliRun r = Servesim("sweep --grid " + grid + " --out " + out);
@@ -666,17 +670,8 @@ TEST(PlanCliTest, RepeatedOrOrphanFlagsAreRefused) {
 // point (--max-num-seqs 8 with an axis over server.max_num_seqs ran 1 and
 // 256): refused naming the flag and the axis.
 TEST(SweepCliTest, AFlagAnAxisWouldOverrideIsRefused) {
-  const std::string grid = Scratch("flagaxis.grid.textproto");
-  WriteText(grid, R"pb(
-    base {
-      server { model: "gemma-4-e2b" max_model_len: 4096 }
-      client { num_prompts: 2 random_input_len: 64 random_output_len: 4 }
-    }
-    axes {
-      path: "server.max_num_seqs"
-      values: [ "1", "256" ]
-    }
-  )pb");
+  const std::string grid =
+      OneAxisGrid("flagaxis.grid.textproto", "server.max_num_seqs", R"("1", "256")");
   const std::string out = Scratch("flagaxis_out");
   std::filesystem::remove_all(out);
   CliRun r = Servesim("sweep --grid " + grid + " --out " + out +
