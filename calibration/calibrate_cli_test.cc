@@ -151,6 +151,42 @@ TEST(CalibrateCliTest, RepeatsOfACellFarApartAreWarnedAbout) {
   EXPECT_THAT(r.err, HasSubstr("more than run-to-run noise"));
 }
 
+// The profile says under which `vllm serve` settings it was fitted, and
+// the fit simulates the cells under them (--kv-cache-dtype was dropped: the
+// run recorded no KV type, so fp8-KV files were fitted as 16-bit KV).
+TEST(CalibrateCliTest, ProfileRecordsTheServerSettingsItWasFittedUnder) {
+  const std::string cell = Scratch("fp8kv.json");
+  CliRun sim = Servesim(
+      "simulate --device mi300x --model gemma-4-e2b --kv-cache-dtype fp8 "
+      "--no-async-scheduling --random-input-len 1024 --random-output-len 32 "
+      "--max-concurrency 4 --num-prompts 8 --save-result '" +
+      cell + "'");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  CliRun r = Servesim(
+      "calibrate --device mi300x --model gemma-4-e2b --kv-cache-dtype fp8 "
+      "--no-async-scheduling --bench '" +
+      cell + "' --out '" + ProfileOut() + "' --overwrite --no-progress");
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+  const std::string profile = ReadText(ProfileOut());
+  EXPECT_THAT(profile, HasSubstr("fitted_servers {"));
+  EXPECT_THAT(profile, HasSubstr("kv_cache_dtype: \"fp8\""));
+  EXPECT_THAT(profile, HasSubstr("tensor_parallel_size: 1"));
+  EXPECT_THAT(profile, Not(HasSubstr("async_scheduling: true")));  // false: not written
+  // Used under the same settings: no settings warning; under others: named.
+  const std::string use = "simulate --device mi300x --model gemma-4-e2b --calibration '" +
+                          ProfileOut() +
+                          "' --random-input-len 1024 --random-output-len 32 "
+                          "--max-concurrency 4 --num-prompts 8 ";
+  CliRun same = Servesim(use + "--kv-cache-dtype fp8 --no-async-scheduling");
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_THAT(same.err, Not(HasSubstr("served with")));
+  CliRun other = Servesim(use);
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_THAT(other.err, HasSubstr("was fitted on runs served with --kv-cache-dtype fp8; "
+                                   "this run has auto"));
+  EXPECT_THAT(other.err, HasSubstr("served with async scheduling off; this run has on"));
+}
+
 // validate --refit --profiles-dir '' would write the profiles at the
 // filesystem root ("" + "/" + name).
 TEST(CalibrateCliTest, ValidateRefitRefusesAnEmptyProfilesDir) {

@@ -255,6 +255,7 @@ ServerSpec MeasurementDb::SpecOf(const ServerRun& run) {
   s.enable_prefix_caching = run.enable_prefix_caching();
   s.async_scheduling = run.async_scheduling();
   s.tensor_parallel_size = std::max(1, run.tensor_parallel_size());
+  if (!run.kv_cache_dtype().empty()) s.kv_cache_dtype = run.kv_cache_dtype();
   return s;
 }
 

@@ -1422,8 +1422,31 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
   return report;
 }
 
-servesim::proto::CalibrationProfile MakeProfile(
-    const GroupReport& group, const std::vector<ValidatedPoint>& points) {
+namespace {
+
+servesim::proto::FittedServer FittedServerOf(const servesim::proto::ServerRun& run) {
+  servesim::proto::FittedServer s;
+  s.set_run(run.id());
+  s.set_vllm_version(run.vllm_version());
+  s.set_model(run.model());
+  s.set_dtype(run.dtype().empty() ? "auto" : run.dtype());
+  s.set_quantization(run.quantization().empty() ? "none" : run.quantization());
+  s.set_kv_cache_dtype(run.kv_cache_dtype().empty() ? "auto" : run.kv_cache_dtype());
+  s.set_tensor_parallel_size(std::max(1, run.tensor_parallel_size()));
+  s.set_async_scheduling(run.async_scheduling());
+  s.set_enable_prefix_caching(run.enable_prefix_caching());
+  s.set_max_num_seqs(run.max_num_seqs());
+  s.set_max_num_batched_tokens(run.max_num_batched_tokens());
+  s.set_max_model_len(run.max_model_len());
+  s.set_gpu_memory_utilization(run.gpu_memory_utilization());
+  return s;
+}
+
+}  // namespace
+
+servesim::proto::CalibrationProfile MakeProfile(const GroupReport& group,
+                                                const std::vector<ValidatedPoint>& points,
+                                                const MeasurementDb& db) {
   servesim::proto::CalibrationProfile p;
   p.set_device(group.device);
   p.set_software_build(group.software_build);
@@ -1450,6 +1473,12 @@ servesim::proto::CalibrationProfile MakeProfile(
     if (!v.model.empty()) models.insert(v.model);
   }
   for (const std::string& model : models) p.mutable_fitted_range()->add_models(model);
+  // The settings each fitted run was served with (runs in id order).
+  for (const std::string& id : runs) {
+    if (const servesim::proto::ServerRun* run = db.FindRun(id); run != nullptr) {
+      *p.add_fitted_servers() = FittedServerOf(*run);
+    }
+  }
   for (const std::string& name : group.free_parameters) {
     const Parameter* q = group.fitted.Find(name);
     if (q == nullptr) continue;

@@ -248,9 +248,11 @@ absl::StatusOr<ValidationReport> RunValidation(
     const ValidateOptions& options);
 
 // The calibration profile of one fitted group (values, std errors, the
-// points it came from, fit and held-out errors).
-servesim::proto::CalibrationProfile MakeProfile(
-    const GroupReport& group, const std::vector<ValidatedPoint>& points);
+// points it came from, fit and held-out errors, and the server settings of
+// the runs of `db` those points were measured on).
+servesim::proto::CalibrationProfile MakeProfile(const GroupReport& group,
+                                                const std::vector<ValidatedPoint>& points,
+                                                const MeasurementDb& db);
 // Text format, deterministic bytes.
 absl::Status WriteProfile(const servesim::proto::CalibrationProfile& profile,
                           const std::string& path);

@@ -418,6 +418,8 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       d.profile_software_build = prof.profile.software_build();
       d.profile_origin = path;
       d.fitted_range = prof.profile.fitted_range();
+      d.fitted_servers.assign(prof.profile.fitted_servers().begin(),
+                              prof.profile.fitted_servers().end());
       d.api_overhead_ms = 0;
       for (const auto& p : prof.profile.parameters()) {
         if (p.name() == "api_overhead_ms" && p.value() > 0) d.api_overhead_ms = p.value();

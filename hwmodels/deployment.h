@@ -107,6 +107,9 @@ struct Deployment {
   // profile, or in a profile written before the range was recorded).
   std::string profile_origin;
   proto::FittedRange fitted_range;
+  // The server settings of the runs the profile was fitted on (empty
+  // without a profile, or in a profile written before they were recorded).
+  std::vector<proto::FittedServer> fitted_servers;
   // The profile's api_overhead_ms (a client-side cost, not a step-time
   // knob: the client adds it); 0 when none.
   double api_overhead_ms = 0;

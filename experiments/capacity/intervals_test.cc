@@ -394,7 +394,8 @@ std::string FitV5eProfile(const std::vector<std::string>& cells,
     return "";
   }
   EXPECT_GT(rep->groups[0].num_fit_points, 0) << name;
-  servesim::proto::CalibrationProfile prof = MakeProfile(rep->groups[0], rep->points);
+  servesim::proto::CalibrationProfile prof =
+      MakeProfile(rep->groups[0], rep->points, *db);
   prof.clear_structural_errors();
   EXPECT_GT(prof.covariance().names_size(), 0) << name;
   const std::string path = ::testing::TempDir() + "/" + name + ".textproto";

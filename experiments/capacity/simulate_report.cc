@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <set>
@@ -9,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -16,6 +18,7 @@
 #include "calibration/validation.h"
 #include "experiments/capacity/cost.h"
 #include "experiments/runner/config.h"
+#include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
 #include "sim/base/version.h"
 #include "traces/bench_result.h"
@@ -113,6 +116,165 @@ std::string Span(int32_t lo, int32_t hi) {
   return lo == hi ? absl::StrCat(lo) : absl::StrCat(lo, " to ", hi);
 }
 
+// "async scheduling on" / "off".
+std::string OnOff(bool on) { return on ? "on" : "off"; }
+
+// The values a setting took over the fitted runs, joined ("w4a16-emb4",
+// "none, w4a16-emb4").
+template <typename Get>
+std::string FittedValues(const std::vector<proto::FittedServer>& servers, Get get) {
+  std::set<std::string> values;
+  for (const proto::FittedServer& s : servers) values.insert(get(s));
+  return absl::StrJoin(values, ", ");
+}
+
+// One setting that shapes a fitted term, set to a value no fitted run had.
+struct SettingMismatch {
+  std::string setting, fitted, here, why;
+};
+
+// Each `vllm serve` setting that shapes a fitted term and that `d` sets to
+// a value none of the runs `fs` had (none when `fs` is empty: not recorded).
+std::vector<SettingMismatch> SettingMismatches(const std::vector<proto::FittedServer>& fs,
+                                               const Deployment& d) {
+  std::vector<SettingMismatch> out;
+  if (fs.empty()) return out;
+  auto any = [&](auto pred) { return std::any_of(fs.begin(), fs.end(), pred); };
+  if (!any([&](const proto::FittedServer& s) {
+        return s.quantization() == d.format.id;
+      })) {
+    out.push_back(
+        {"--quantization", FittedValues(fs, [](auto& s) { return s.quantization(); }),
+         d.format.id,
+         "its linear layers run another kernel family, whose weight-read and "
+         "GEMM efficiencies the fit never saw (the fitted values are applied as "
+         "they are)"});
+  }
+  // "auto" (a `calibrate` run left at the device's default) matches any.
+  if (!any([&](const proto::FittedServer& s) {
+        return s.dtype() == "auto" || s.dtype() == d.dtype;
+      })) {
+    out.push_back(
+        {"--dtype", FittedValues(fs, [](auto& s) { return s.dtype(); }), d.dtype,
+         "the 16-bit kernels and their peak differ by type on some devices; the "
+         "fitted efficiencies are applied as they are"});
+  }
+  const std::string kv = d.kv_cache_dtype == d.dtype ? "auto" : d.kv_cache_dtype;
+  if (!any([&](const proto::FittedServer& s) { return s.kv_cache_dtype() == kv; })) {
+    out.push_back({"--kv-cache-dtype",
+                   FittedValues(fs, [](auto& s) { return s.kv_cache_dtype(); }), kv,
+                   "decode attention reads KV elements of another width; its bandwidth "
+                   "efficiency was fitted on the other"});
+  }
+  if (!any([&](const proto::FittedServer& s) {
+        return s.async_scheduling() == d.spec.async_scheduling;
+      })) {
+    out.push_back(
+        {"async scheduling",
+         FittedValues(fs, [](auto& s) { return OnOff(s.async_scheduling()); }),
+         OnOff(d.spec.async_scheduling),
+         "the host work of a step overlaps the device's in one mode and adds to "
+         "it in the other, and the fitted host terms came from the other mode"});
+  }
+  if (!any([&](const proto::FittedServer& s) {
+        return s.tensor_parallel_size() == d.tensor_parallel_size;
+      })) {
+    out.push_back(
+        {"--tensor-parallel-size",
+         FittedValues(fs, [](auto& s) { return absl::StrCat(s.tensor_parallel_size()); }),
+         absl::StrCat(d.tensor_parallel_size),
+         "the collectives over the chips' link and the per-rank shapes are modelled from "
+         "the datasheet; no fitted cell informed them"});
+  }
+  // `calibrate` refuses pipeline and expert parallel runs, so no profile
+  // has seen either.
+  if (d.pipeline_parallel_size > 1) {
+    out.push_back({"--pipeline-parallel-size", "1",
+                   absl::StrCat(d.pipeline_parallel_size),
+                   "the stage handoffs and vLLM's batch queue are modelled, not fitted"});
+  }
+  if (d.expert_parallel_size > 1) {
+    out.push_back({"expert parallelism", "off",
+                   absl::StrCat("EP ", d.expert_parallel_size),
+                   "the all-to-all exchanges and the expert load per rank are modelled, "
+                   "not fitted"});
+  }
+  return out;
+}
+
+// The shipped profiles of d's device, other than the applied one, whose
+// fitted runs had every setting d has ("calibration/profiles/l4@...").
+std::vector<std::string> ShippedProfilesFittedLike(const Deployment& d) {
+  std::vector<std::string> out;
+  const std::string prefix = absl::StrCat(kShippedProfilePrefix, d.device.id());
+  for (const std::string& name : ShippedProfileNames()) {
+    if (!absl::StartsWith(name, prefix) ||
+        (name.size() > prefix.size() && name[prefix.size()] != '.' &&
+         name[prefix.size()] != '@')) {
+      continue;
+    }
+    absl::StatusOr<ResolvedProfile> p = ResolveCalibrationProfile(name, d.device.id());
+    if (!p.ok() || !p->found || p->profile.software_build() == d.profile_software_build)
+      continue;
+    const std::vector<proto::FittedServer> fs(p->profile.fitted_servers().begin(),
+                                              p->profile.fitted_servers().end());
+    if (!fs.empty() && SettingMismatches(fs, d).empty()) out.push_back(name);
+  }
+  return out;
+}
+
+// One profile's settings findings, each starting "outside the fit:".
+void ServerSettingWarnings(const Deployment& d, const std::string& profile,
+                           std::vector<std::string>& out) {
+  const std::vector<SettingMismatch> mismatches = SettingMismatches(d.fitted_servers, d);
+  if (mismatches.empty()) return;
+  std::string alternative;
+  if (const std::vector<std::string> like = ShippedProfilesFittedLike(d); !like.empty()) {
+    alternative = absl::StrCat("; fitted under this run's settings: --calibration ",
+                               absl::StrJoin(like, " or --calibration "));
+  }
+  for (const SettingMismatch& m : mismatches) {
+    out.push_back(absl::StrFormat(
+        "outside the fit: %s was fitted on runs served with %s %s; this run has %s: %s%s",
+        profile, m.setting, m.fitted, m.here, m.why, alternative));
+  }
+}
+
+// "runs a, b: vLLM 0.30.0; bf16, --quantization w4a16-emb4, ..." per
+// group of fitted runs with the same settings.
+std::vector<std::string> DescribeFittedServers(
+    const std::vector<proto::FittedServer>& fs) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const proto::FittedServer& s : fs) {
+    auto def = [](int32_t v) { return v > 0 ? absl::StrCat(v) : std::string("default"); };
+    const std::string settings = absl::StrCat(
+        "vLLM ", s.vllm_version().empty() ? "(version not recorded)" : s.vllm_version(),
+        "; --dtype ", s.dtype(), " --quantization ", s.quantization(),
+        " --kv-cache-dtype ", s.kv_cache_dtype(), " --tensor-parallel-size ",
+        s.tensor_parallel_size(), ", async scheduling ", OnOff(s.async_scheduling()),
+        ", prefix caching ", OnOff(s.enable_prefix_caching()), ", --max-num-seqs ",
+        def(s.max_num_seqs()), " --max-num-batched-tokens ",
+        def(s.max_num_batched_tokens()), " --max-model-len ", def(s.max_model_len()),
+        " --gpu-memory-utilization ",
+        s.gpu_memory_utilization() > 0 ? absl::StrCat(s.gpu_memory_utilization())
+                                       : std::string("default"));
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == settings; });
+    if (it == groups.end()) {
+      groups.push_back({settings, {}});
+      it = std::prev(groups.end());
+    }
+    it->second.push_back(s.run());
+  }
+  std::vector<std::string> out;
+  out.reserve(groups.size());
+  for (const auto& [settings, runs] : groups) {
+    out.push_back(absl::StrCat(runs.size() == 1 ? "run " : "runs ",
+                               absl::StrJoin(runs, ", "), ": ", settings));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> FitRangeWarnings(const ExperimentRun& run,
@@ -183,6 +345,7 @@ std::vector<std::string> FitRangeWarnings(const ExperimentRun& run,
           "(docs/step_model.md; `servesim validate`, leave_one_model_out)",
           profile, absl::StrJoin(range.models(), ", "), d.model.id));
     }
+    ServerSettingWarnings(d, profile, out);
   }
   return out;
 }
@@ -214,6 +377,18 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
     for (std::string& note :
          ShippedKnownGapNotes(d.device.id(), d.profile_software_build)) {
       ctx.provenance.push_back(std::move(note));
+    }
+  }
+  // Under which server settings each applied profile was fitted.
+  std::set<std::string> described;
+  for (const Deployment& d : run.fleet.deployments) {
+    if (!d.calibrated || d.fitted_servers.empty() ||
+        !described.insert(d.profile_origin).second) {
+      continue;
+    }
+    for (const std::string& line : DescribeFittedServers(d.fitted_servers)) {
+      ctx.provenance.push_back(
+          absl::StrCat("profile ", d.profile_origin, " fitted under: ", line));
     }
   }
   for (std::string& w : FitRangeWarnings(run, result))

@@ -136,5 +136,79 @@ TEST(FitRangeWarningsTest, InTheReportProvenance) {
   EXPECT_EQ(found, 1);
 }
 
+// The settings findings of `config`'s run (the lines saying "served with").
+std::vector<std::string> SettingWarnings(const proto::ExperimentConfig& config) {
+  std::vector<std::string> out;
+  for (std::string& w : Warnings(config)) {
+    if (w.find(" was fitted on runs served with ") != std::string::npos)
+      out.push_back(std::move(w));
+  }
+  return out;
+}
+
+TEST(FitRangeWarningsTest, ServerSettingsNoFittedRunHadAreNamed) {
+  // The v5e's run: bf16, no quantization, KV auto, TP 1, async on.
+  proto::ExperimentConfig c = V5e("gemma-4-e2b", 128, 1);
+  EXPECT_THAT(SettingWarnings(c), ::testing::IsEmpty());
+  c.mutable_server()->set_async_scheduling(false);
+  std::vector<std::string> w = SettingWarnings(c);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_THAT(w[0],
+              HasSubstr("the shipped tpu-v5e profile (vllm-tpu-0.26.1rc1) was fitted "
+                        "on runs served with async scheduling on; this run has off"));
+  c = V5e("gemma-4-e2b", 128, 1);
+  c.mutable_server()->set_tensor_parallel_size(2);
+  w = SettingWarnings(c);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_THAT(w[0], HasSubstr("--tensor-parallel-size 1; this run has 2"));
+  // The L4's main profile was fitted on W4A16 runs: a 16-bit L4 is not, and
+  // the shipped profile fitted on a 16-bit L4 run is named.
+  c = V5e("gemma-4-e2b", 128, 1, "l4");
+  w = SettingWarnings(c);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_THAT(w[0],
+              HasSubstr("served with --quantization w4a16-emb4; this run has none"));
+  EXPECT_THAT(w[0], HasSubstr("fitted under this run's settings: --calibration "
+                              "calibration/profiles/l4@vllm-0.28.0.textproto"));
+  c.mutable_server()->set_quantization("w4a16-emb4");
+  EXPECT_THAT(SettingWarnings(c), ::testing::IsEmpty());
+  // fp8 KV on the MI300X, whose run kept 16-bit KV.
+  c = V5e("gemma-4-e2b", 128, 1, "mi300x");
+  c.mutable_server()->set_kv_cache_dtype("fp8");
+  w = SettingWarnings(c);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_THAT(w[0], HasSubstr("--kv-cache-dtype auto; this run has fp8"));
+  EXPECT_THAT(w[0], ::testing::Not(HasSubstr("--calibration")));
+}
+
+TEST(FitRangeWarningsTest, AProfileWithoutServerSettingsChecksNone) {
+  proto::ExperimentConfig c = V5e("gemma-4-e2b", 128, 1);
+  c.mutable_server()->set_async_scheduling(false);
+  absl::StatusOr<ExperimentRun> run = RunExperiment(c);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_FALSE(FitRangeWarnings(*run, run->engine->Result()).empty());
+  run->fleet.deployments[0].fitted_servers.clear();
+  EXPECT_THAT(FitRangeWarnings(*run, run->engine->Result()), ::testing::IsEmpty());
+}
+
+// Every prediction says under which server settings its profile was fitted.
+TEST(FitRangeWarningsTest, ProvenanceNamesTheFittedRunsSettings) {
+  const proto::ExperimentConfig config = V5e("gemma-4-e2b", 128, 1);
+  absl::StatusOr<ExperimentRun> run = RunExperiment(config);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const ReportContext ctx = SimulateReportContext(config, *run, "20260101-000000");
+  std::vector<std::string> lines;
+  for (const std::string& p : ctx.provenance) {
+    if (p.find(" fitted under: ") != std::string::npos) lines.push_back(p);
+  }
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], HasSubstr("calibration/profiles/tpu-v5e.textproto"));
+  EXPECT_THAT(lines[0], HasSubstr("fitted under: run tpu-v5e-e2b-2026-08-06: vLLM "));
+  EXPECT_THAT(lines[0],
+              HasSubstr("--dtype bf16 --quantization none --kv-cache-dtype auto "
+                        "--tensor-parallel-size 1, async scheduling on"));
+  EXPECT_THAT(lines[0], HasSubstr("--max-num-batched-tokens 4096"));
+}
+
 }  // namespace
 }  // namespace servesim

@@ -385,6 +385,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   run->set_async_scheduling(server.async_scheduling());
   run->set_enable_prefix_caching(server.enable_prefix_caching());
   run->set_tensor_parallel_size(std::max(1, server.tensor_parallel_size()));
+  run->set_kv_cache_dtype(server.kv_cache_dtype());
   std::vector<std::string> refused;
   for (const ImportedCell& c : cells) {
     auto ms = CellMeasurements(c, run->id(), f.tolerance_pct);
@@ -505,7 +506,7 @@ int RunCalibrate(const CalibrateFlags& f) {
   const std::string text = f.json ? FormatReportJson(*report) : FormatReportText(*report);
   std::fwrite(text.data(), 1, text.size(), stdout);
   servesim::proto::CalibrationProfile profile =
-      MakeProfile(report->groups.front(), report->points);
+      MakeProfile(report->groups.front(), report->points, *db);
   // Named by id, and bound to this exact device file by its hash.
   profile.set_device(device_file->id());
   profile.set_device_content_hash(device_file->content_hash());

@@ -149,7 +149,7 @@ int RunValidate(const ValidateFlags& f) {
     for (const GroupReport& g : report->groups) {
       if (g.free_parameters.empty()) continue;
       const std::string path = ProfilePath(f.profiles_dir, g, main[g.device] == &g);
-      auto st = WriteProfile(MakeProfile(g, report->points), path);
+      auto st = WriteProfile(MakeProfile(g, report->points, *db), path);
       if (!st.ok()) {
         Err(absl::StrFormat("%s %s", st.message(), PathHint("--profiles-dir")));
         return kExitBadInput;
