@@ -241,7 +241,27 @@ absl::StatusOr<FitResult> FitParameters(const ParameterSet& start,
     // does not scale it down: with few degrees of freedom that is luck (four
     // cells and three parameters leave one), and it made a 4-cell fit report
     // smaller errors than a 12-cell one of the same device.
-    const double s2 = dof > 0 ? std::max(1.0, chi2 / dof) : 1.0;
+    // With no more points than parameters the points alone leave no
+    // degrees of freedom, but the prior rows are residuals too: the misfit
+    // the priors and bounds force (a point 17 sigma off with 6 parameters
+    // for 3 points) then scales the covariance up over the n + n_prior - p
+    // rows left; 1 when even those leave none.
+    double s2 = 1.0;
+    if (dof > 0) {
+      s2 = std::max(1.0, chi2 / dof);
+    } else {
+      double prior_chi2 = 0;
+      int num_prior = 0;
+      for (const auto& b : problem.free()) {
+        if (b.param->prior_sigma <= 0) continue;
+        const double e = (b.param->value - b.param->prior) / b.param->prior_sigma;
+        prior_chi2 += e * e;
+        ++num_prior;
+      }
+      const int dof_with_priors = result.num_used + num_prior - p;
+      if (dof_with_priors > 0) s2 = std::max(1.0, (chi2 + prior_chi2) / dof_with_priors);
+    }
+    result.variance_scale = s2;
     const Eigen::MatrixXd info = jac.transpose() * jac;
     Eigen::MatrixXd cov = info.completeOrthogonalDecomposition().pseudoInverse() * s2;
     result.covariance_names.reserve(p);

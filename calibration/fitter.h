@@ -9,8 +9,10 @@
 // points stay physical). Bounds are enforced by fitting z with
 // value = lower + (upper - lower) * sigmoid(z). The Jacobian is numeric
 // (central differences in z). Std errors come from (J^T J)^-1 in parameter
-// space scaled by the residual variance max(1, chi2 / (n - p)) (1 when
-// n <= p: the residuals are in units of the points' noise).
+// space scaled by the residual variance max(1, chi2 / (n - p)) (when
+// n <= p: max(1, (chi2 + prior chi2) / (n + n_prior - p)), the prior rows
+// being residuals too; 1 when that leaves none: the residuals are in units
+// of the points' noise).
 //
 // Deterministic: no threads, no randomness; same inputs give bit-identical
 // results. Cost: (2p + 1) model evaluations per iteration.
@@ -61,10 +63,13 @@ struct FitResult {
   // over covariance_names (FitOptions::free_parameters order): the
   // Gauss-Newton estimate s2 (J^T J)^+ with J the Jacobian of the robust
   // residuals (data rows and prior rows) with respect to the parameters at
-  // the solution, s2 = max(1, chi2 / (n - p)) (1 when n <= p); its diagonal's
-  // square roots are the std_error values. Empty with no free parameter.
+  // the solution, s2 = max(1, chi2 / (n - p)) (when n <= p: max(1, (chi2 +
+  // prior chi2) / (n + n_prior - p)), 1 when that is not positive); its
+  // diagonal's square roots are the std_error values. Empty with no free
+  // parameter.
   std::vector<std::string> covariance_names;
   std::vector<double> covariance;
+  double variance_scale = 1;  // s2 above
 };
 
 // REQUIRES: every free parameter exists with lower < upper, and every used

@@ -194,6 +194,36 @@ TEST(FitterTest, PriorHoldsParameterTheDataCannotInform) {
   EXPECT_NEAR(fit->params.Get("per_seq_ms"), 0.4, 0.03);
 }
 
+// Fewer points than parameters leave the points no degrees of freedom, but
+// a misfit the priors force (two measurements of one cell a factor 4
+// apart) still says the errors are larger than the points' noise.
+TEST(FitterTest, MisfitScalesStdErrorsUpWhenPointsDoNotOutnumberParameters) {
+  const std::vector<Design> designs = {{16.0, 4.0}, {16.0, 4.0}};
+  const PredictFn model = MakeModel(designs);
+  ParameterSet start = StartSet();
+  for (const char* name : {"host_ms", "eff", "per_seq_ms"}) {
+    Parameter* q = start.FindMutable(name);
+    q->prior = Truth().Get(name);
+    q->prior_sigma = 0.3 * q->prior;
+  }
+  std::vector<FitPoint> agree = Synthetic(model, Truth(), 0.0, 1);
+  std::vector<FitPoint> apart = agree;
+  apart[0].measured *= 0.5;
+  apart[1].measured *= 2.0;
+  auto fit_agree = FitParameters(start, agree, model, Options());
+  auto fit_apart = FitParameters(start, apart, model, Options());
+  ASSERT_TRUE(fit_agree.ok()) << fit_agree.status();
+  ASSERT_TRUE(fit_apart.ok()) << fit_apart.status();
+  EXPECT_EQ(fit_agree->variance_scale, 1.0);
+  // (log 2 / 0.03)^2 x 2 over 2 + 3 - 3 rows: about 534.
+  EXPECT_GT(fit_apart->variance_scale, 400.0);
+  for (const char* name : {"host_ms", "eff", "per_seq_ms"}) {
+    EXPECT_GT(fit_apart->params.Find(name)->std_error,
+              10 * fit_agree->params.Find(name)->std_error)
+        << name;
+  }
+}
+
 TEST(FitterTest, HuberLossLimitsTheInfluenceOfOneOutlier) {
   const auto designs = MakeDesigns();
   const PredictFn model = MakeModel(designs);

@@ -1508,7 +1508,8 @@ servesim::proto::CalibrationProfile MakeProfile(const GroupReport& group,
     cov->set_estimate(
         "Gauss-Newton s2 (J^T J)^+ at the fit: J the Jacobian (central differences) "
         "of the Huber-weighted log residuals and prior rows in parameter units, "
-        "s2 = max(1, chi2 / (n - p)), 1 when n <= p; diagonal = std_error^2");
+        "s2 = max(1, chi2 / (n - p)); when n <= p, max(1, (chi2 + prior chi2) / (n + "
+        "n_prior - p)), 1 when that leaves no rows; diagonal = std_error^2");
   }
   // Block-held-out errors per pass and metric family (and the pooled refit
   // passes per metric), with their quantiles: calibration/coverage.h.
