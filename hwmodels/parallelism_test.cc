@@ -9,6 +9,7 @@
 #include "hwmodels/catalog.h"
 #include "hwmodels/deployment.h"
 #include "hwmodels/memory_planner.h"
+#include "hwmodels/step_model.h"
 
 namespace servesim {
 namespace {
@@ -371,6 +372,37 @@ TEST(ExpertParallelDeploymentTest, Gemma26bA4bDp2OnMi300x) {
                                            "DP expert all-gathers / reduce-scatters"),
             std::string::npos)
       << d->step_model->Describe();
+}
+
+// A rank reads at most the experts it holds: when a step hits every
+// expert, its expert weight bytes are its local experts' (the experts hit
+// already count every DP rank's tokens; a second factor of DP made a DP 8
+// rank read 8x the 5.7 GB of experts it holds).
+TEST(ExpertParallelDeploymentTest, ARankReadsNoMoreExpertBytesThanItHolds) {
+  ServerSpec s;
+  s.device = "mi300x";
+  s.model = "gemma-4-26b-a4b";
+  s.max_model_len = 8192;
+  s.enable_expert_parallel = true;
+  auto expert_bytes_all_hit = [](const Deployment& d) {
+    double per_expert_hit = 0;
+    for (const Operator& op : d.graph->ops())
+      per_expert_hit += op.bytes[kAggExpertsTouched];
+    return per_expert_hit * d.graph->num_experts();
+  };
+  s.tensor_parallel_size = 8;
+  auto tp8 = BuildDeployment(s);
+  ASSERT_TRUE(tp8.ok()) << tp8.status();
+  s.tensor_parallel_size = 1;
+  s.data_parallel_size = 8;
+  auto dp8 = BuildDeployment(s);
+  ASSERT_TRUE(dp8.ok()) << dp8.status();
+  // Both ranks hold 16 of the 128 experts of each layer.
+  EXPECT_EQ(tp8->expert_parallel_size, 8);
+  EXPECT_EQ(dp8->expert_parallel_size, 8);
+  EXPECT_GT(expert_bytes_all_hit(*dp8), 0);
+  EXPECT_DOUBLE_EQ(expert_bytes_all_hit(*dp8), expert_bytes_all_hit(*tp8));
+  EXPECT_LT(expert_bytes_all_hit(*dp8), dp8->memory.weights_gib * 1024.0 * 1024 * 1024);
 }
 
 TEST(CheckParallelismTest, ExpertParallelGroupIsTpTimesDpAndAtMostTheExperts) {

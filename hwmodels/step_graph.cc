@@ -202,16 +202,19 @@ absl::StatusOr<std::shared_ptr<const CompiledStepGraph>> CompiledStepGraph::Buil
       // uniform routing it runs local / num_experts of the top_k x tokens
       // expert rows and touches that share of the experts the batch hits.
       // DP attention: the experts also run the other DP ranks' tokens.
-      const double local =
-          static_cast<double>(m.LocalExperts()) * m.expert_token_sources / m.num_experts;
+      const double local_share = static_cast<double>(m.LocalExperts()) / m.num_experts;
+      // Rows: this rank's share of every DP rank's top_k x tokens. Weights:
+      // its share of the experts hit, which already counts every DP rank's
+      // tokens (top_k_ above), so no second factor of DP.
+      const double local = local_share * m.expert_token_sources;
       moe.flops[kAggTokens] =
           2 * (local * m.experts_top_k * expert_params + router_params);
       // The bytes the memory plan counts for an expert (mxfp4: 4-bit values,
       // block scales, biases, padding; it read them as bf16).
       moe.bytes[kAggExpertsTouched] =
-          local * (expert_format
-                       ? ExpertBytesInExpertFormat(m, f)
-                       : LinearBytes(f, expert_params, h, static_cast<int>(act)));
+          local_share * (expert_format
+                             ? ExpertBytesInExpertFormat(m, f)
+                             : LinearBytes(f, expert_params, h, static_cast<int>(act)));
       moe.bytes[kAggOne] = router_params * act;
       moe.bytes[kAggTokens] = local * m.experts_top_k * (2 * h + 6 * ie) * act;
       Vertex v = add(p + "experts", moe);
