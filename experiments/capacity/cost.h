@@ -84,8 +84,10 @@ double TokensPerSecondPerUsdHour(double tokens_per_s, double usd_per_hour);
 struct FleetPart {
   std::string device;
   int count = 1;
-  double usd_per_hour = 0;       // per replica
-  int tensor_parallel_size = 1;  // chips per replica (an instance of that many)
+  double usd_per_hour = 0;         // per replica
+  int tensor_parallel_size = 1;    // chips per replica: TP x PP x DP (an instance
+  int pipeline_parallel_size = 1;  // of that many); PP and DP are the base
+  int data_parallel_size = 1;      // server's, labels only (not searched)
 };
 // Sum of count x price.
 double FleetUsdPerHour(const std::vector<FleetPart>& parts);

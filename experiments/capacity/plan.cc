@@ -93,14 +93,21 @@ bool HasSingleRequestFloor(const SloTerm& t) {
 
 constexpr char kNotSearched[] = "not searched";
 
-std::string TpSuffix(int tp) { return tp > 1 ? absl::StrCat(" TP", tp) : ""; }
+// " TP4", " TP2 PP2 DP4", or "" for one chip.
+std::string ParallelSuffix(int tp, int pp, int dp) {
+  return absl::StrCat(tp > 1 ? absl::StrCat(" TP", tp) : "",
+                      pp > 1 ? absl::StrCat(" PP", pp) : "",
+                      dp > 1 ? absl::StrCat(" DP", dp) : "");
+}
 
 std::string FleetLabel(const std::vector<FleetPart>& fleet) {
   std::vector<std::string> parts;
   parts.reserve(fleet.size());
   for (const FleetPart& p : fleet)
     parts.push_back(
-        absl::StrCat(p.count, " x ", p.device, TpSuffix(p.tensor_parallel_size)));
+        absl::StrCat(p.count, " x ", p.device,
+                     ParallelSuffix(p.tensor_parallel_size, p.pipeline_parallel_size,
+                                    p.data_parallel_size)));
   return absl::StrJoin(parts, " + ");
 }
 
@@ -115,13 +122,20 @@ const PlanDevice* FindPlanDevice(const std::vector<PlanDevice>& devices,
 }
 
 FleetPart Part(const PlanDevice& d, int count) {
-  return FleetPart{d.device, count, d.offer.usd_per_hour, d.tensor_parallel_size};
+  return FleetPart{d.device,
+                   count,
+                   d.offer.usd_per_hour,
+                   d.tensor_parallel_size,
+                   d.pipeline_parallel_size,
+                   d.data_parallel_size};
 }
 
 }  // namespace
 
 std::string PlanDeviceLabel(const PlanDevice& d) {
-  return absl::StrCat(d.device, TpSuffix(d.tensor_parallel_size));
+  return absl::StrCat(d.device,
+                      ParallelSuffix(d.tensor_parallel_size, d.pipeline_parallel_size,
+                                     d.data_parallel_size));
 }
 
 bool SloTerm::Meets(double value) const {

@@ -55,15 +55,19 @@ struct PlanDevice {
   // Calibration profile file for this device's replicas (a user's, from
   // `servesim calibrate`); empty: the base server's (the shipped default).
   std::string calibration_profile;
-  // Chips per replica; `offer` is then an instance of that many chips.
+  // Chips per replica: TP x PP x DP; `offer` is then an instance of that
+  // many chips (PP and DP are the base server's, not searched).
   int tensor_parallel_size = 1;
+  int pipeline_parallel_size = 1;
+  int data_parallel_size = 1;
   // With the shipped profile: what `servesim validate` misses with it (the
   // shipped fit config's known gaps, calibration/validation.h
   // KnownGapNotes); empty with a user's profile.
   std::vector<std::string> known_gaps;
 };
 
-// "l4", or "l4 TP4" for tensor_parallel_size 4: the group name.
+// "l4", or "l4 TP4" for tensor_parallel_size 4 ("l4 TP2 PP2 DP2" with
+// pipeline and data parallelism): the group name.
 std::string PlanDeviceLabel(const PlanDevice& d);
 
 struct PlanCandidate {

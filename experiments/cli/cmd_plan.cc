@@ -340,9 +340,12 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   // holds, the model's heads allow and an instance of that many chips is
   // priced for (or the user's own price covers).
   const bool tp_given = o.base.server().tensor_parallel_size() > 0;
-  // Pipeline parallelism is not searched: a --pipeline-parallel-size (or
-  // the config's) is kept, and a replica is priced at TP x PP chips.
+  // Pipeline and data parallelism are not searched: a
+  // --pipeline-parallel-size / --data-parallel-size (or the config's) is
+  // kept, and a replica is priced at TP x PP x DP chips (DP engines are
+  // one server's, on one node, as simulate prices them).
   const int pp = std::max(1, o.base.server().pipeline_parallel_size());
+  const int dp = std::max(1, o.base.server().data_parallel_size());
   for (const std::string& id : ids) {
     proto::Device dev = FindDevice(id).value();
     const std::vector<PriceOffer> offers = OffersFromDevice(dev);
@@ -358,7 +361,7 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
       for (int k = 2; k <= dev.interconnect().max_devices_per_node(); k *= 2) {
         const bool priced = user != nullptr ||
                             std::any_of(offers.begin(), offers.end(), [&](const auto& x) {
-                              return x.num_devices == k * pp && x.usd_per_hour > 0;
+                              return x.num_devices == k * pp * dp && x.usd_per_hour > 0;
                             });
         if (!priced) continue;
         proto::ExperimentConfig probe = o.base;
@@ -383,18 +386,21 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
       pd.device = id;
       pd.calibration_profile = profile_of(id);
       pd.tensor_parallel_size = tp;
+      pd.pipeline_parallel_size = pp;
+      pd.data_parallel_size = dp;
       pd.known_gaps = known_gaps;
+      const int chips = tp * pp * dp;
       if (user != nullptr) {
-        // The user's price is per chip; a TP replica pays it per chip.
+        // The user's price is per chip; a replica pays it per chip.
         pd.offer =
-            UserOffer(id, *user * tp * pp, offers.empty() ? nullptr : &offers.front());
-        pd.offer.num_devices = tp * pp;
+            UserOffer(id, *user * chips, offers.empty() ? nullptr : &offers.front());
+        pd.offer.num_devices = chips;
       } else {
-        // A replica of tensor parallel size N is priced at an N-chip instance.
+        // A replica of N chips is priced at an N-chip instance.
         absl::StatusOr<PriceOffer> offer = SelectOfferForDevices(
-            offers, dev.id(), f.price, tp * pp, &pd.price_note, filter);
+            offers, dev.id(), f.price, chips, &pd.price_note, filter);
         if (!offer.ok()) {
-          if (tp * pp > 1 && !tp_given) continue;  // no such instance at this tier
+          if (chips > 1 && !tp_given) continue;  // no such instance at this tier
           return absl::NotFoundError(absl::StrCat("--price ", f.price, ": ",
                                                   offer.status().message(),
                                                   "; give --price-usd-per-hour ", id,
@@ -431,7 +437,9 @@ void AddFitHints(const PlanOptions& o, PlanResult& r) {
     });
     if (d == o.devices.end()) continue;
     proto::ExperimentConfig one = FleetExperiment(
-        o.base, {FleetPart{d->device, 1, d->offer.usd_per_hour, d->tensor_parallel_size}},
+        o.base,
+        {FleetPart{d->device, 1, d->offer.usd_per_hour, d->tensor_parallel_size,
+                   d->pipeline_parallel_size, d->data_parallel_size}},
         o.devices);
     proto::ExperimentConfig tmp;
     *tmp.mutable_server() =

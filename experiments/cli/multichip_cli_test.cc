@@ -258,5 +258,27 @@ TEST(MultichipCliTest, PlanKeepsAGivenPipelineParallelSize) {
   EXPECT_NE(r.out.find("g6.12xlarge"), std::string::npos) << r.out;
 }
 
+// plan prices a DP replica at TP x PP x DP chips and names the shape (a
+// DP 4 L4 replica was billed as one chip, $0.7045/h, and chosen as the
+// cheapest fleet at a quarter of its cost).
+TEST(MultichipCliTest, PlanPricesDataParallelEnginesAsChips) {
+  CliRun r = Servesim(
+      "plan --devices l4 --model gemma-4-e2b --max-model-len 4096 "
+      "--data-parallel-size 4 --rate 2 --num-prompts 16 --random-input-len 256 "
+      "--random-output-len 16 --max-replicas 1 --slo 'ttft_p99<=60s' --no-progress");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("Prices: l4 DP4 $4.6016/h"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 x l4 DP4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("g6.12xlarge"), std::string::npos) << r.out;
+  // A per-chip price of the user's is paid per chip.
+  CliRun user = Servesim(
+      "plan --devices l4 --model gemma-4-e2b --max-model-len 4096 "
+      "--data-parallel-size 4 --tensor-parallel-size 1 --rate 2 --num-prompts 16 "
+      "--random-input-len 256 --random-output-len 16 --max-replicas 1 "
+      "--slo 'ttft_p99<=60s' --price-usd-per-hour l4=1 --no-progress");
+  ASSERT_EQ(user.exit_code, 0) << user.err << user.out;
+  EXPECT_NE(user.out.find("l4 DP4 $4/h"), std::string::npos) << user.out;
+}
+
 }  // namespace
 }  // namespace servesim::cli
