@@ -434,6 +434,20 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
           absl::StrCat("latency_s ", ic.latency_s(),
                        " is out of range (allowed: seconds per collective in [0, 1])"));
     }
+    if (ic.mesh_links() < 0 || ic.mesh_links() > 1 << 16) {
+      return bad(
+          "interconnect",
+          absl::StrCat("mesh_links ", ic.mesh_links(),
+                       " is out of range (allowed: links per device in [0, 65536]; "
+                       "0: a switch or torus)"));
+    }
+    if (ic.link_group_max() < 0 || ic.link_group_max() == 1 ||
+        ic.link_group_max() > 1 << 16) {
+      return bad("interconnect",
+                 absl::StrCat("link_group_max ", ic.link_group_max(),
+                              " is out of range (allowed: devices in [2, 65536]; 0: no "
+                              "limit)"));
+    }
   }
   if (d.sources().empty())
     return missing("sources", "where the numbers come from (datasheet name, URL, date)");

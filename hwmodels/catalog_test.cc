@@ -142,6 +142,17 @@ TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
                 HasSubstr("field interconnect: latency_s -1 is out of range (allowed: "
                           "seconds per collective in [0, 1])"));
   }
+  // Link topology fields: a negative mesh, a bridge of one device.
+  for (const auto& [field, says] : std::vector<std::pair<std::string, std::string>>{
+           {"latency_s: 20e-6 mesh_links: -7",
+            "mesh_links -7 is out of range (allowed: links per device in [0, 65536]"},
+           {"latency_s: 20e-6 link_group_max: 1",
+            "link_group_max 1 is out of range (allowed: devices in [2, 65536]"}}) {
+    const std::string text = DeviceTextWith("l4", "latency_s: 20e-6", field);
+    auto d = ParseDeviceText(text, "l4x.textproto");
+    ASSERT_FALSE(d.ok()) << field;
+    EXPECT_THAT(d.status().message(), HasSubstr(says)) << field;
+  }
   // An fp8 peak on a device without fp8 (Turing).
   {
     const std::string text =

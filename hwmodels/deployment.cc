@@ -287,14 +287,22 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   const int32_t pp = d.pipeline_parallel_size;
   if (d.tensor_parallel_size > 1 || pp > 1 ||
       (d.data_parallel_size > 1 && d.expert_parallel_size > 1)) {
-    ASSIGN_OR_RETURN(const CollectiveLink link, TensorParallelLink(d.device));
+    // Each group's link: the TP group's, the DP group's (one rank of each
+    // engine), and a stage-to-stage handoff's (hwmodels/parallelism.h).
+    ASSIGN_OR_RETURN(const CollectiveLink link,
+                     TensorParallelLink(d.device, d.tensor_parallel_size));
+    ASSIGN_OR_RETURN(const CollectiveLink dp_link,
+                     TensorParallelLink(d.device, d.data_parallel_size));
     if (d.tensor_parallel_size > 1 ||
         (d.data_parallel_size > 1 && d.expert_parallel_size > 1)) {
       d.collectives =
           CompileCollectives(d.model, d.tensor_parallel_size, link, dtype_bytes,
-                             d.data_parallel_size, d.expert_parallel_size);
+                             d.data_parallel_size, d.expert_parallel_size, &dp_link);
     }
-    d.collective_link = link.description;
+    d.collective_link = d.tensor_parallel_size > 1 ? link.description
+                        : d.data_parallel_size > 1
+                            ? absl::StrCat("DP group: ", dp_link.description)
+                            : std::string();
     if (pp > 1) {
       d.stage_layers =
           PipelineStageLayers(static_cast<int32_t>(d.model.layers.size()), pp);
@@ -305,8 +313,13 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
                                      d.tensor_parallel_size, link, dtype_bytes)
                 : TensorParallelCollectives{});
       }
+      ASSIGN_OR_RETURN(const CollectiveLink handoff,
+                       TensorParallelLink(d.device, d.tensor_parallel_size * pp,
+                                          /*point_to_point=*/true));
       d.pipeline_transfer =
-          CompilePipelineTransfer(d.model, d.tensor_parallel_size, link, dtype_bytes);
+          CompilePipelineTransfer(d.model, d.tensor_parallel_size, handoff, dtype_bytes);
+      absl::StrAppend(&d.collective_link, d.collective_link.empty() ? "" : "; ",
+                      "stage handoff: ", handoff.description);
     }
   }
 

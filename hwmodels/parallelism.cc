@@ -211,18 +211,37 @@ std::string DescribeExpertSplit(const ModelArch& m, int32_t tp, int32_t ep) {
   return out;
 }
 
-absl::StatusOr<CollectiveLink> TensorParallelLink(const proto::Device& device) {
+absl::StatusOr<CollectiveLink> TensorParallelLink(const proto::Device& device,
+                                                  int32_t group_size,
+                                                  bool point_to_point) {
   const proto::Interconnect& ic = device.interconnect();
   CollectiveLink link;
   link.latency_s = ic.latency_s();
-  if (ic.bandwidth_bytes_per_s() > 0) {
+  const int32_t n = group_size > 0 ? group_size : ic.max_devices_per_node();
+  const bool beyond_links = ic.link_group_max() > 0 && n > ic.link_group_max();
+  if (ic.bandwidth_bytes_per_s() > 0 && !beyond_links) {
     link.bytes_per_s = ic.bandwidth_bytes_per_s() / 2;
     link.description = absl::StrFormat("%s %s, %.4g B/s per direction", ic.kind(),
                                        ic.topology(), link.bytes_per_s);
+    if (ic.mesh_links() > 0) {
+      // A mesh: only the links to the group's peers carry its traffic.
+      const int32_t used =
+          point_to_point ? 1 : std::clamp(n - 1, int32_t{1}, ic.mesh_links());
+      link.bytes_per_s *= static_cast<double>(used) / ic.mesh_links();
+      link.description = absl::StrFormat(
+          "%s %s, %d of its %d links (%s), %.4g B/s per direction", ic.kind(),
+          ic.topology(), used, ic.mesh_links(),
+          point_to_point ? "one peer" : absl::StrCat("a group of ", n), link.bytes_per_s);
+    }
   } else {
     link.bytes_per_s = ic.host_link_bytes_per_s();
     link.description = absl::StrFormat("%s through the host, %.4g B/s per direction",
                                        ic.kind(), link.bytes_per_s);
+    if (beyond_links && ic.bandwidth_bytes_per_s() > 0) {
+      absl::StrAppendFormat(&link.description,
+                            " (a group of %d: its device links join at most %d)", n,
+                            ic.link_group_max());
+    }
   }
   absl::StrAppendFormat(&link.description, ", %.3g us per collective",
                         link.latency_s * 1e6);
@@ -265,11 +284,13 @@ void AddDataParallelExperts(const ModelArch& full, int32_t dp, int32_t ep,
 
 TensorParallelCollectives CompileCollectives(const ModelArch& full, int32_t tp,
                                              const CollectiveLink& link, int act_bytes,
-                                             int32_t dp, int32_t ep) {
+                                             int32_t dp, int32_t ep,
+                                             const CollectiveLink* dp_link) {
   TensorParallelCollectives c;
   c.tp = tp;
+  const CollectiveLink& dp_group = dp_link != nullptr ? *dp_link : link;
   if (tp <= 1) {
-    AddDataParallelExperts(full, dp, ep, link, act_bytes, &c);
+    AddDataParallelExperts(full, dp, ep, dp_group, act_bytes, &c);
     return c;
   }
   const double layers = static_cast<double>(full.layers.size());
@@ -296,7 +317,7 @@ TensorParallelCollectives CompileCollectives(const ModelArch& full, int32_t tp,
   c.token_ns = token_bytes * ring * 1e9;
   c.seq_ns = gathers * static_cast<double>(VocabRowsPerRank(full.vocab_size, tp)) * tp *
              act_bytes * (tp - 1) / tp / link.bytes_per_s * 1e9;
-  AddDataParallelExperts(full, dp, ep, link, act_bytes, &c);
+  AddDataParallelExperts(full, dp, ep, dp_group, act_bytes, &c);
   return c;
 }
 

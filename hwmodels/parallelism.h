@@ -115,16 +115,24 @@ std::string DescribeExpertSplit(const ModelArch& m, int32_t tp, int32_t ep);
 // per rank (each held by 2 ranks)", over the distinct attention types.
 std::string DescribeKvHeadSplit(const ModelArch& m, int32_t tp);
 
-// The link the collectives of a TP group use: device-to-device links at
-// half their quoted both-directions bandwidth, else PCIe through the host
-// at host_link_bytes_per_s per direction; latency_s per collective.
+// The link the collectives of a group of `group_size` devices use:
+// device-to-device links at half their quoted both-directions bandwidth
+// (in a mesh, the min(group_size - 1, mesh_links) of the mesh_links that
+// reach the group's peers), else PCIe through the host at
+// host_link_bytes_per_s per direction (no device links, or a group larger
+// than link_group_max); latency_s per collective. `point_to_point`: one
+// device sending to one other (a pipeline stage handoff) in a replica of
+// group_size devices: one mesh link, or the bridge when the whole replica
+// fits in it. group_size <= 0: a group of the whole node.
 struct CollectiveLink {
   double bytes_per_s = 0;  // per direction, per device
   double latency_s = 0;    // one small-message collective
   std::string description;
 };
 // InvalidArgument naming the device file when it has no interconnect.
-absl::StatusOr<CollectiveLink> TensorParallelLink(const proto::Device& device);
+absl::StatusOr<CollectiveLink> TensorParallelLink(const proto::Device& device,
+                                                  int32_t group_size = 0,
+                                                  bool point_to_point = false);
 
 // Ring all-reduce of a `bytes` buffer (each rank's whole buffer) over n
 // ranks: latency + 2 (n - 1) / n x bytes / bandwidth. 0 when n == 1.
@@ -156,9 +164,11 @@ struct TensorParallelCollectives {
 // DP rank's tokens and a reduce-scatter back, each L + (dp - 1) / dp x
 // (dp x tokens) x hidden x act_bytes / B with every DP rank taken to have
 // this rank's tokens (balanced; an upper bound for the busiest rank).
+// `link` is the TP group's; `dp_link` the DP group's (nullptr: `link`).
 TensorParallelCollectives CompileCollectives(const ModelArch& full, int32_t tp,
                                              const CollectiveLink& link, int act_bytes,
-                                             int32_t dp = 1, int32_t ep = 1);
+                                             int32_t dp = 1, int32_t ep = 1,
+                                             const CollectiveLink* dp_link = nullptr);
 
 // One TP replica's step: the rank's own step (`rank_model`, built on
 // TensorParallelRank) plus the collectives on the device side (vLLM does

@@ -230,6 +230,51 @@ TEST(CollectiveCostTest, Gemma31bTp4OnL4Coefficients) {
       CompileCollectives(Model("gemma-4-26b-a4b"), 4, *link, 2).all_reduces_per_step, 91);
 }
 
+// Which links a group uses. MI300X: a mesh of 7 x 128 GB/s links, one per
+// peer, so a TP 2 pair has one link (64 GB/s per direction), TP 4 three, TP
+// 8 all seven (448); a stage handoff one. H100 PCIe: the NVLink bridge
+// joins two cards, so TP 4 crosses PCIe Gen5 (64 GB/s per direction).
+// H100 SXM (NVSwitch): every group the whole 450 GB/s per direction.
+TEST(CollectiveLinkTest, AGroupUsesTheLinksThatReachItsPeers) {
+  auto mi = FindDevice("mi300x");
+  auto pcie = FindDevice("h100-pcie");
+  auto sxm = FindDevice("h100-sxm");
+  ASSERT_TRUE(mi.ok() && pcie.ok() && sxm.ok());
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*mi, 2)->bytes_per_s, 64e9);
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*mi, 4)->bytes_per_s, 192e9);
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*mi, 8)->bytes_per_s, 448e9);
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*mi, 8, /*point_to_point=*/true)->bytes_per_s,
+                   64e9);
+  EXPECT_NE(
+      TensorParallelLink(*mi, 2)->description.find("1 of its 7 links (a group of 2)"),
+      std::string::npos)
+      << TensorParallelLink(*mi, 2)->description;
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*pcie, 2)->bytes_per_s, 300e9);
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*pcie, 4)->bytes_per_s, 64e9);
+  EXPECT_NE(TensorParallelLink(*pcie, 8)->description.find(
+                "through the host, 6.4e+10 B/s per direction (a group of 8: its device "
+                "links join at most 2)"),
+            std::string::npos)
+      << TensorParallelLink(*pcie, 8)->description;
+  // A stage handoff of a TP 1 x PP 2 replica stays on the bridge.
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*pcie, 2, true)->bytes_per_s, 300e9);
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*pcie, 4, true)->bytes_per_s, 64e9);
+  for (int n : {2, 4, 8})
+    EXPECT_DOUBLE_EQ(TensorParallelLink(*sxm, n)->bytes_per_s, 450e9);
+  // The deployment charges the TP group's link: 12B at TP 2 on MI300X,
+  // 97 all-reduces of 3,840 x 2 B x (2 x 1/2) / 64e9 per token = 11.64 us.
+  ServerSpec s;
+  s.device = "mi300x";
+  s.model = "gemma-4-12b";
+  s.max_model_len = 4096;
+  s.tensor_parallel_size = 2;
+  auto d = BuildDeployment(s);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_NEAR(d->collectives.token_ns,
+              d->collectives.all_reduces_per_step > 0 ? 97 * 7680.0 / 64e9 * 1e9 : 0, 50)
+      << d->collectives.Describe();
+}
+
 class FixedStepModel final : public StepTimeModel {
  public:
   StepCost Cost(const StepBatch&) const override { return {1000, 500000}; }
