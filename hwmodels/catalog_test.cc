@@ -206,7 +206,7 @@ TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
   // Usable memory above the physical memory.
   {
     const std::string text =
-        DeviceTextWith("l40s", "usable_memory_gib: 44.06", "usable_memory_gib: 50");
+        DeviceTextWith("l40s", "usable_memory_gib: 44.40", "usable_memory_gib: 50");
     auto d = ParseDeviceText(text, "x.textproto");
     ASSERT_FALSE(d.ok());
     EXPECT_THAT(d.status().message(), HasSubstr("field usable_memory_gib: 50"));
