@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "calibration/coverage.h"
 #include "experiments/capacity/cost.h"
+#include "experiments/capacity/saturation.h"
 #include "experiments/runner/config.h"
 #include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
@@ -704,6 +705,21 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
                                        num_runs, ": ", runs[i].status().message()));
     }
     values.push_back(IntervalMetrics(*runs[i], ctx.costs));
+    const Saturation sat =
+        FallsBehind(cfg.client().request_rate(), cfg.client().num_prompts(),
+                    runs[i]->request_throughput, runs[i]->queueing.p99_ms,
+                    runs[i]->client_wait.count > 0
+                        ? std::optional<double>(runs[i]->client_wait.p99_ms)
+                        : std::nullopt);
+    if (sat.falls_behind) {
+      ++(i < num_param_runs   ? report.saturated_parameter_samples
+         : i < num_drawn_runs ? report.saturated_prior_samples
+                              : report.saturated_workload_seeds);
+      if (report.least_served_request_rate == 0 ||
+          runs[i]->request_throughput < report.least_served_request_rate) {
+        report.least_served_request_rate = runs[i]->request_throughput;
+      }
+    }
   }
 
   // (c) structural sigma per metric at the level: the largest over the
@@ -783,6 +799,35 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
   report.notes.emplace_back(
       "combined on the log scale: means of the parameter and structural factors add, "
       "the three variances add (independent sources)");
+  if (const int n = report.saturated_parameter_samples + report.saturated_prior_samples +
+                    report.saturated_workload_seeds;
+      n > 0) {
+    std::vector<std::string> which;
+    if (report.saturated_parameter_samples > 0) {
+      which.push_back(absl::StrFormat("%d of %d parameter draws",
+                                      report.saturated_parameter_samples,
+                                      num_param_runs));
+    }
+    if (report.saturated_prior_samples > 0) {
+      which.push_back(absl::StrFormat("%d of %d prior draws",
+                                      report.saturated_prior_samples, num_prior_runs));
+    }
+    if (report.saturated_workload_seeds > 0) {
+      which.push_back(absl::StrFormat("%d of %d workload seeds",
+                                      report.saturated_workload_seeds,
+                                      report.num_workload_seeds));
+    }
+    report.notes.insert(
+        report.notes.begin(),
+        absl::StrFormat(
+            "saturation: the server falls behind the offered %s req/s in %s (serving "
+            "down to %s req/s): in those runs the queue grows for the whole run, so "
+            "the latency bands' upper ends reflect this run's length (--num-prompts), "
+            "not a steady state; read them as 'may saturate at this rate' (more "
+            "--interval-samples size the odds)",
+            Num(cfg.client().request_rate()), absl::StrJoin(which, ", "),
+            Num(report.least_served_request_rate)));
+  }
   return report;
 }
 
@@ -913,6 +958,12 @@ void WriteIntervalsJson(const IntervalReport& report, JsonWriter& w) {
       .KV("num_parameter_samples", static_cast<int64_t>(report.num_parameter_samples))
       .KV("num_prior_samples", static_cast<int64_t>(report.num_prior_samples))
       .KV("num_workload_seeds", static_cast<int64_t>(report.num_workload_seeds));
+  w.Key("saturated_runs").BeginObject();
+  w.KV("parameters", static_cast<int64_t>(report.saturated_parameter_samples))
+      .KV("prior_parameters", static_cast<int64_t>(report.saturated_prior_samples))
+      .KV("workload", static_cast<int64_t>(report.saturated_workload_seeds))
+      .KV("least_served_request_rate", report.least_served_request_rate);
+  w.EndObject();
   w.Key("notes").BeginArray();
   for (const std::string& n : report.notes) w.String(n);
   w.EndArray().EndObject();
@@ -926,6 +977,15 @@ std::string IntervalsText(const IntervalReport& report) {
                                   "prior_parameters | workload | structural]\n",
                                   100 * report.level, report.num_parameter_samples,
                                   report.num_prior_samples, report.num_workload_seeds));
+  if (const int n = report.saturated_parameter_samples + report.saturated_prior_samples +
+                    report.saturated_workload_seeds;
+      n > 0) {
+    absl::StrAppend(&out, "SATURATES in ", n, " of ",
+                    report.num_parameter_samples + report.num_prior_samples +
+                        report.num_workload_seeds,
+                    " re-simulations (note: saturation): latency upper ends are not "
+                    "steady-state figures\n");
+  }
   auto br = [](const SourceBand& b) {
     if (!b.applicable) return std::string("-");
     return absl::StrCat(Num(b.lo), ", ", Num(b.hi));

@@ -116,6 +116,14 @@ struct IntervalReport {
   int num_prior_samples = 0;      // 0: no datasheet-only deployment
   int num_workload_seeds = 0;     // 0: a replayed trace
   std::vector<MetricInterval> metrics;
+  // Re-simulations that fell behind the offered rate (a queue growing for
+  // the whole run, experiments/capacity/saturation.h), per source; their
+  // latencies depend on the run's length, not on a steady state. The least
+  // request throughput one of them served (0 when none fell behind).
+  int saturated_parameter_samples = 0;
+  int saturated_prior_samples = 0;
+  int saturated_workload_seeds = 0;
+  double least_served_request_rate = 0;
   // How each source was sized, one line each.
   std::vector<std::string> notes;
 };

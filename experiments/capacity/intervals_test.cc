@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "calibration/coverage.h"
 #include "calibration/measurements.h"
 #include "calibration/validation.h"
+#include "experiments/capacity/saturation.h"
 #include "experiments/capacity/simulate_report.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -215,6 +217,57 @@ TEST(IntervalsTest, ByteIdenticalWhateverTheThreadCountAndCoverThePoint) {
   absl::StatusOr<IntervalReport> other = ComputeIntervals(config, *run, ctx, o, 8);
   ASSERT_TRUE(other.ok());
   EXPECT_NE(IntervalsJson(*one), IntervalsJson(*other));
+}
+
+// A re-simulation that falls behind the offered rate is counted and said:
+// E2B on a T4 offered 100 req/s of 256-token prompts saturates in every
+// workload seed; at 0.5 req/s none does.
+TEST(IntervalsTest, ReSimulationsThatFallBehindTheOfferedRateAreCounted) {
+  for (const double rate : {100.0, 0.5}) {
+    proto::ExperimentConfig config = SmallT4();
+    config.mutable_client()->clear_max_concurrency();
+    config.mutable_client()->set_request_rate(rate);
+    config.mutable_client()->set_num_prompts(60);
+    absl::StatusOr<ExperimentRun> run = RunExperiment(config);
+    ASSERT_TRUE(run.ok()) << run.status();
+    const ReportContext ctx = SimulateReportContext(config, *run, "20260101-000000");
+    IntervalOptions o;
+    o.level = 0.9;
+    o.num_samples = 3;
+    o.jobs = 1;
+    absl::StatusOr<IntervalReport> r = ComputeIntervals(config, *run, ctx, o, 7);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const std::string text = IntervalsText(*r);
+    if (rate > 1) {
+      EXPECT_EQ(r->saturated_workload_seeds, 3);
+      EXPECT_GT(r->least_served_request_rate, 0);
+      EXPECT_LT(r->least_served_request_rate, 0.9 * rate);
+      EXPECT_NE(text.find("SATURATES in "), std::string::npos) << text;
+      EXPECT_NE(text.find("note: saturation: the server falls behind the offered 100 "
+                          "req/s in "),
+                std::string::npos)
+          << text;
+      EXPECT_NE(IntervalsJson(*r).find("\"workload\": 3"), std::string::npos);
+    } else {
+      EXPECT_EQ(r->saturated_parameter_samples + r->saturated_workload_seeds, 0);
+      EXPECT_EQ(text.find("SATURATES"), std::string::npos) << text;
+    }
+  }
+}
+
+// The rule: under 90% of the offered rate with a queue past T / 9.
+TEST(SaturationTest, LowRateCountsOnlyWithAGrowingQueue) {
+  // 100 prompts at 10 req/s: T = 10 s, so a p99 queue past 1.11 s grows.
+  EXPECT_FALSE(FallsBehind(10, 100, 9.5, 5000.0, std::nullopt).falls_behind);
+  EXPECT_FALSE(FallsBehind(10, 100, 5, 900.0, std::nullopt).falls_behind);  // drain
+  EXPECT_TRUE(FallsBehind(10, 100, 5, 2000.0, std::nullopt).falls_behind);
+  EXPECT_TRUE(FallsBehind(10, 100, 5, std::nullopt, std::nullopt).falls_behind);
+  const Saturation client = FallsBehind(10, 100, 5, 10.0, 3000.0);
+  EXPECT_TRUE(client.falls_behind);
+  EXPECT_TRUE(client.at_client);
+  // A burst or a closed loop has no offered rate to fall behind.
+  EXPECT_FALSE(FallsBehind(HUGE_VAL, 100, 1, std::nullopt, std::nullopt).falls_behind);
+  EXPECT_FALSE(FallsBehind(0, 100, 1, std::nullopt, std::nullopt).falls_behind);
 }
 
 // The sigma at `level` (a stored level) of the shipped profile of `device`'s

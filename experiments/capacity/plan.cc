@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 #include "absl/strings/ascii.h"
@@ -12,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "experiments/capacity/saturation.h"
 #include "sim/base/json_writer.h"
 #include "sim/base/parallel.h"
 #include "sim/base/status_macros.h"
@@ -317,48 +319,39 @@ PlanCandidate EvaluateOnce(const PlanOptions& o, const PointRunner& runner,
   c.total_tokens_per_s = tot >= 0 ? c.metrics[tot] : kNaN;
   c.usd_per_million_output = UsdPerMillionTokens(c.usd_per_hour, c.output_tokens_per_s);
   c.usd_per_million_total = UsdPerMillionTokens(c.usd_per_hour, c.total_tokens_per_s);
-  // Saturated: the fleet serves under 90% of the offered rate. vLLM's
-  // request_throughput divides by the whole benchmark, drain included, so
-  // a short run whose last requests decode long answers reads low without
-  // any queue. A fleet that keeps up has no growing queue; one serving
-  // mu < 0.9 lambda leaves its last arrival waiting T (lambda / mu - 1) >
-  // T / 9 after the T = N / lambda seconds of arrivals. So the low rate
-  // counts only when the p99 queueing delay is past T / 9 (or unknown).
-  // That queue may be the client's: with --max-concurrency, requests wait at
-  // its semaphore, where vLLM's latencies (and the server's queueing) do not
-  // see them, so the p99 client wait counts the same way where the runner
-  // reports it.
+  // Saturated: the fleet serves under 90% of the offered rate with a
+  // queue that grows for the whole run (experiments/capacity/saturation.h).
   const int served = IndexOf(runner.metric_names, "request_throughput");
   const int queue = IndexOf(runner.metric_names, "p99_queueing_ms");
   const int client_wait = IndexOf(runner.metric_names, "p99_client_wait_ms");
   const double offered = o.base.client().request_rate();
-  if (served >= 0 && offered > 0 && std::isfinite(offered) &&
-      c.metrics[served] < 0.9 * offered) {
-    const double arrivals_s = o.base.client().num_prompts() / offered;
-    const auto grows = [&](int m) {
-      return !std::isfinite(c.metrics[m]) || c.metrics[m] / 1e3 > arrivals_s / 9;
-    };
-    const bool at_client = client_wait >= 0 && arrivals_s > 0 && grows(client_wait);
-    const bool queue_grows = queue < 0 || !(arrivals_s > 0) || grows(queue) || at_client;
-    if (queue_grows) {
-      c.saturated = true;
-      c.served_requests_per_s = c.metrics[served];
-      // A short run drains its queue after the last arrival, so its
-      // latencies can look fine; at the offered rate the queue grows
-      // without bound and no latency target holds: not met.
-      c.met = false;
-      const int cap = o.base.client().max_concurrency();
-      c.missed.push_back(absl::StrCat(
-          "saturated: serves ", Num(c.metrics[served], 3), " of ", Num(offered, 3),
-          " req/s offered (the queue grows without bound at that rate",
-          at_client && cap > 0
-              ? absl::StrCat(": at the client, whose --max-concurrency ", cap,
-                             " holds requests back (p99 wait ",
-                             MetricText("p99_client_wait_ms", c.metrics[client_wait]),
-                             c.metrics[client_wait] < 1e4 ? " ms" : "", ")")
-              : "",
-          ")"));
-    }
+  const Saturation sat =
+      served < 0
+          ? Saturation{}
+          : FallsBehind(
+                offered, o.base.client().num_prompts(), c.metrics[served],
+                queue >= 0 ? std::optional<double>(c.metrics[queue]) : std::nullopt,
+                client_wait >= 0 ? std::optional<double>(c.metrics[client_wait])
+                                 : std::nullopt);
+  const bool at_client = sat.at_client;
+  if (sat.falls_behind) {
+    c.saturated = true;
+    c.served_requests_per_s = c.metrics[served];
+    // A short run drains its queue after the last arrival, so its
+    // latencies can look fine; at the offered rate the queue grows
+    // without bound and no latency target holds: not met.
+    c.met = false;
+    const int cap = o.base.client().max_concurrency();
+    c.missed.push_back(absl::StrCat(
+        "saturated: serves ", Num(c.metrics[served], 3), " of ", Num(offered, 3),
+        " req/s offered (the queue grows without bound at that rate",
+        at_client && cap > 0
+            ? absl::StrCat(": at the client, whose --max-concurrency ", cap,
+                           " holds requests back (p99 wait ",
+                           MetricText("p99_client_wait_ms", c.metrics[client_wait]),
+                           c.metrics[client_wait] < 1e4 ? " ms" : "", ")")
+            : "",
+        ")"));
   }
   return c;
 }
