@@ -129,7 +129,8 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   }
   const bool has_trace = !f.trace.empty(), has_rate = f.rate > 0;
   if (!has_trace && !has_rate && f.config.empty()) {
-    return absl::InvalidArgumentError("give a workload: --trace FILE or --rate R (> 0)");
+    return absl::InvalidArgumentError(
+        "give a workload: --trace FILE or --request-rate R (> 0)");
   }
   proto::ServerConfig* s = o.base.mutable_server();
   proto::ClientConfig* c = o.base.mutable_client();
@@ -165,7 +166,7 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
   } else if (has_rate) {
     c->set_request_rate(f.rate);
   }
-  // With --rate the flags (or their defaults) set the lengths; a --config
+  // With --request-rate the flags (or their defaults) set the lengths; a --config
   // workload keeps its own unless a flag is given.
   if (!has_trace && c->trace().empty()) {
     if (has_rate || flag_given(0)) c->set_random_input_len(f.input_len);
@@ -467,23 +468,25 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       "Each candidate fleet is simulated; the table of candidates is printed, and the\n"
       "fleet one replica smaller than each choice is shown to miss. Exit code 3 when\n"
       "no fleet up to --max-replicas meets the SLO.\n"
-      "Example: servesim plan --rate 10 --slo 'ttft_p99<=1s' --devices t4,l4 --price "
+      "Example: servesim plan --request-rate 10 --slo 'ttft_p99<=1s' --devices t4,l4 "
+      "--price "
       "spot");
   cmd->add_option("--config", f->config,
                   "base ExperimentConfig (text format) to start from");
   cmd->add_option("--trace", f->trace, "workload: replay this trace");
   cmd->add_option("--trace-format", f->trace_format, "trace format (empty: detect)");
   cmd->add_option(
-      "--rate,--request-rate", f->rate,
+      "--request-rate,--rate", f->rate,
       "workload: Poisson arrivals at R requests/s; with --trace, the trace's\n"
       "timeline rescaled to a mean of R requests/s");
   cmd->add_option("--num-prompts", f->num_prompts,
                   "requests to simulate (trace: the first N)");
-  f->length_flags = {
-      cmd->add_option("--random-input-len", f->input_len, "with --rate: prompt tokens"),
-      cmd->add_option("--random-output-len", f->output_len, "with --rate: output tokens"),
-      cmd->add_option("--random-range-ratio", f->range_ratio,
-                      "with --rate: length spread")};
+  f->length_flags = {cmd->add_option("--random-input-len", f->input_len,
+                                     "with --request-rate: prompt tokens"),
+                     cmd->add_option("--random-output-len", f->output_len,
+                                     "with --request-rate: output tokens"),
+                     cmd->add_option("--random-range-ratio", f->range_ratio,
+                                     "with --request-rate: length spread")};
   cmd->add_option("--max-concurrency", f->max_concurrency, "client concurrency cap")
       ->check(CLI::Range(1, INT32_MAX));
   cmd->add_option("--seed", f->seed, "client seed");
@@ -507,13 +510,14 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
                   "(repeatable)");
   cmd->add_option("--max-replicas", f->max_replicas, "largest fleet to try")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--router", f->router,
-                  absl::StrCat("round-robin|least-outstanding|kv-aware|prefix-aware "
-                               "(default ",
-                               f->router, "; simulate's default is round-robin)"));
+  cmd->add_option(
+      "--router", f->router,
+      absl::StrCat("round-robin|least-outstanding|vllm-dp|kv-aware|prefix-aware "
+                   "(default ",
+                   f->router, "; simulate's default is round-robin)"));
   cmd->add_flag("--no-mixed", f->no_mixed, "do not try mixed pairs of devices");
   cmd->add_option("--jobs,-j", f->jobs, "devices searched in parallel")
-      ->check(CLI::Range(1, 256));
+      ->check(CLI::Range(1, 1024));
   cmd->add_option(
          "--busy-hours", f->busy_hours,
          absl::StrCat("hours a day the workload runs, 1-24 (default ", f->busy_hours,

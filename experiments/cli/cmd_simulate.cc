@@ -501,7 +501,9 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
                   "folder for the --save-result file (created if missing)");
   cmd->add_option("--result-filename", args->result_filename,
                   "name of the --save-result file (default: vLLM's "
-                  "<label>-<rate>qps[-concurrency<c>]-<model>-<date>.json)");
+                  "<label>-<rate>qps[-concurrency<c>]-<model>-<device>-<date>.json,\n"
+                  "<label> vllm unless --label: the device before the date, so two "
+                  "devices do not collide)");
   cmd->add_flag("--save-detailed", args->save_detailed,
                 "add per-request arrays (input_lens, ttfts, itls, ...) to the JSON");
   cmd->add_option("--requests-csv", args->requests_csv,

@@ -11,6 +11,7 @@
 #include "experiments/capacity/sweep_shard.h"
 #include "experiments/cli/cli.h"
 #include "experiments/cli/output_files.h"
+#include "sim/base/json_writer.h"
 
 namespace servesim::cli {
 
@@ -19,6 +20,7 @@ CLI::App* RegisterSweepMergeCommand(CLI::App* sweep, int* exit_code) {
     std::vector<std::string> shards;
     std::string out;
     bool overwrite = false;
+    bool json = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = sweep->add_subcommand(
@@ -35,6 +37,9 @@ CLI::App* RegisterSweepMergeCommand(CLI::App* sweep, int* exit_code) {
       ->required();
   cmd->add_flag("--overwrite", flags->overwrite,
                 "let --out replace the results already in that folder");
+  cmd->add_flag("--json", flags->json,
+                "print what was merged as one JSON object on stdout (points, folders, "
+                "the files written)");
   cmd->callback([flags, exit_code] {
     for (const char* name : {"grid.textproto", "results.jsonl", "results.csv"}) {
       if (absl::Status st =
@@ -58,6 +63,23 @@ CLI::App* RegisterSweepMergeCommand(CLI::App* sweep, int* exit_code) {
     std::fprintf(stderr, "servesim sweep merge: %lld points from %lld folders -> %s\n",
                  static_cast<long long>(s->num_points),
                  static_cast<long long>(s->num_shards), flags->out.c_str());
+    if (flags->json) {
+      JsonWriter w(2);
+      w.BeginObject();
+      w.KV("num_points", s->num_points).KV("num_shards", s->num_shards);
+      w.Key("shard_dirs").BeginArray();
+      for (const std::string& d : flags->shards) w.String(d);
+      w.EndArray();
+      w.KV("out", flags->out);
+      w.Key("files").BeginArray();
+      for (const char* name : {"grid.textproto", "results.jsonl", "results.csv"}) {
+        w.String((std::filesystem::path(flags->out) / name).string());
+      }
+      w.EndArray();
+      w.EndObject();
+      const std::string text = w.Take() + "\n";
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    }
     *exit_code = kExitOk;
   });
   return cmd;

@@ -236,8 +236,11 @@ absl::Status Resolve(TraceFlags& f) {
   return absl::OkStatus();
 }
 
-int Fail(const absl::Status& st) {
-  std::fprintf(stderr, "servesim trace: error: %s\n", std::string(st.message()).c_str());
+// The error of `servesim trace SUB` (stats, convert, generate), prefixed as
+// every subcommand's: "servesim trace SUB: error: ...".
+int Fail(const char* sub, const absl::Status& st) {
+  std::fprintf(stderr, "servesim trace %s: error: %s\n", sub,
+               std::string(st.message()).c_str());
   return kExitBadInput;
 }
 
@@ -274,7 +277,7 @@ void RegisterStats(CLI::App* trace, int* exit_code) {
   AddTraceFlags(cmd, flags.get());
   cmd->callback([flags, json, exit_code] {
     if (auto st = Resolve(*flags); !st.ok()) {
-      *exit_code = Fail(st);
+      *exit_code = Fail("stats", st);
       return;
     }
     // Without transforms, read the reader itself so its skip counts show.
@@ -295,12 +298,12 @@ void RegisterStats(CLI::App* trace, int* exit_code) {
       src = OpenTrace(o);
     }
     if (!src.ok()) {
-      *exit_code = Fail(src.status());
+      *exit_code = Fail("stats", src.status());
       return;
     }
     auto stats = ComputeTraceStats(**src);
     if (!stats.ok()) {
-      *exit_code = Fail(stats.status());
+      *exit_code = Fail("stats", stats.status());
       return;
     }
     const std::string out =
@@ -353,27 +356,29 @@ void RegisterConvert(CLI::App* trace, int* exit_code) {
   AddTraceFlags(cmd, flags.get());
   cmd->callback([flags, out, to, json, overwrite, exit_code] {
     if (auto st = Resolve(*flags); !st.ok()) {
-      *exit_code = Fail(st);
+      *exit_code = Fail("convert", st);
       return;
     }
     absl::StatusOr<OutputFormat> format = OutputFormatFlag(*out, *to);
     if (!format.ok()) {
-      *exit_code = Fail(format.status());
+      *exit_code = Fail("convert", format.status());
       return;
     }
     namespace fs = std::filesystem;
     if (std::error_code ec; fs::equivalent(flags->opts.path, *out, ec)) {
-      *exit_code = Fail(absl::InvalidArgumentError(absl::StrCat(
-          "output ", *out, ": is the input file; write the conversion to another file")));
+      *exit_code = Fail(
+          "convert", absl::InvalidArgumentError(absl::StrCat(
+                         "output ", *out,
+                         ": is the input file; write the conversion to another file")));
       return;
     }
     if (auto st = CheckOutputTarget(*out, "output", *overwrite); !st.ok()) {
-      *exit_code = Fail(st);
+      *exit_code = Fail("convert", st);
       return;
     }
     auto src = OpenTrace(flags->opts);
     if (!src.ok()) {
-      *exit_code = Fail(src.status());
+      *exit_code = Fail("convert", src.status());
       return;
     }
     // Written to a temporary beside the output and renamed into place
@@ -383,13 +388,14 @@ void RegisterConvert(CLI::App* trace, int* exit_code) {
     auto summary =
         ConvertTraceWithSummary(**src, *out, *format, /*write_when_empty=*/false);
     if (!summary.ok()) {
-      *exit_code = Fail(summary.status());
+      *exit_code = Fail("convert", summary.status());
       return;
     }
     if (summary->requests == 0) {
-      *exit_code = Fail(absl::InvalidArgumentError(
-          absl::StrCat(flags->opts.path, ": no request is left after the transforms; ",
-                       *out, " was not written")));
+      *exit_code = Fail(
+          "convert", absl::InvalidArgumentError(absl::StrCat(
+                         flags->opts.path, ": no request is left after the transforms; ",
+                         *out, " was not written")));
       return;
     }
     if (summary->unmeasured_left_out > 0) {
@@ -620,22 +626,22 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
   cmd->callback([g, exit_code] {
     auto kind = ArrivalKind(g->arrival);
     if (!kind.ok()) {
-      *exit_code = Fail(kind.status());
+      *exit_code = Fail("generate", kind.status());
       return;
     }
     if (auto st = CheckGenerateFlags(*g); !st.ok()) {
-      *exit_code = Fail(st);
+      *exit_code = Fail("generate", st);
       return;
     }
     if (auto st = CheckOutputTarget(g->out, "output", g->overwrite); !st.ok()) {
-      *exit_code = Fail(st);
+      *exit_code = Fail("generate", st);
       return;
     }
     SyntheticOptions syn = g->syn;
     if (!g->seed.empty()) {
       auto seed = ParseSeed(g->seed);
       if (!seed.ok()) {
-        *exit_code = Fail(seed.status());
+        *exit_code = Fail("generate", seed.status());
         return;
       }
       syn.seed = *seed;
@@ -654,7 +660,7 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
     if (!g->schedule.empty()) {
       auto phases = ParseSchedule(g->schedule);
       if (!phases.ok()) {
-        *exit_code = Fail(phases.status());
+        *exit_code = Fail("generate", phases.status());
         return;
       }
       syn.arrival.schedule = *phases;
@@ -666,12 +672,12 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
       t.format = g->lengths_from_format;
       auto src = OpenTrace(t);
       if (!src.ok()) {
-        *exit_code = Fail(src.status());
+        *exit_code = Fail("generate", src.status());
         return;
       }
       auto pairs = SampleEmpiricalLengths(**src, 1'000'000, syn.seed);
       if (!pairs.ok()) {
-        *exit_code = Fail(pairs.status());
+        *exit_code = Fail("generate", pairs.status());
         return;
       }
       syn.lengths.kind = LengthSpec::Kind::kEmpirical;
@@ -679,18 +685,18 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
     }
     auto src = MakeSyntheticSource(syn);
     if (!src.ok()) {
-      *exit_code = Fail(src.status());
+      *exit_code = Fail("generate", src.status());
       return;
     }
     absl::StatusOr<OutputFormat> format_or = OutputFormatFlag(g->out, g->to);
     if (!format_or.ok()) {
-      *exit_code = Fail(format_or.status());
+      *exit_code = Fail("generate", format_or.status());
       return;
     }
     const OutputFormat format = *format_or;
     auto summary = ConvertTraceWithSummary(**src, g->out, format);
     if (!summary.ok()) {
-      *exit_code = Fail(summary.status());
+      *exit_code = Fail("generate", summary.status());
       return;
     }
     if (g->json) {

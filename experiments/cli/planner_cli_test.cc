@@ -585,6 +585,32 @@ std::string OneAxisGrid(const std::string& name, const std::string& path,
   return grid;
 }
 
+// sweep merge has --json as every subcommand: one object on stdout.
+TEST(SweepCliTest, MergeJsonIsOneObjectNamingWhatWasMerged) {
+  const std::string grid =
+      OneAxisGrid("merge.grid.textproto", "server.device", R"("l4", "t4")");
+  std::string shards;
+  for (int k = 0; k < 2; ++k) {
+    const std::string dir = Scratch("merge_shard" + std::to_string(k));
+    std::filesystem::remove_all(dir);
+    CliRun r = Servesim("sweep --grid " + grid + " --out " + dir + " --shard " +
+                        std::to_string(k) + "/2 --no-progress");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    shards += " " + dir;
+  }
+  const std::string out = Scratch("merge_out");
+  std::filesystem::remove_all(out);
+  CliRun m = Servesim("sweep merge" + shards + " --out " + out + " --json");
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  ASSERT_FALSE(m.out.empty());
+  EXPECT_EQ(m.out.front(), '{');
+  EXPECT_EQ(m.out.substr(m.out.size() - 2), "}\n");
+  EXPECT_THAT(m.out, HasSubstr("\"num_points\": 2"));
+  EXPECT_THAT(m.out, HasSubstr("\"num_shards\": 2"));
+  EXPECT_THAT(m.out, HasSubstr("/results.csv\""));
+  EXPECT_TRUE(std::filesystem::exists(out + "/results.csv"));
+}
+
 // A typo in a grid value ("tpu-v5") ran 60 of 240 points as errors and
 // exited 0; now it is refused before any point runs.
 TEST(SweepCliTest, UnknownNameInAGridIsAnInputErrorBeforeAnyPointRuns) {

@@ -491,7 +491,9 @@ TEST(TraceCliTest, ExistingOutputIsKeptUnlessOverwrite) {
     }
     const CliRun r = Servesim(cmd + " '" + out + "'");
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_THAT(r.err, HasSubstr("servesim trace: error: output: " + out +
+    // "servesim trace convert: error: ..." (the full subcommand path).
+    const std::string sub = cmd.substr(0, cmd.find(' ', cmd.find(' ') + 1));
+    EXPECT_THAT(r.err, HasSubstr("servesim " + sub + ": error: output: " + out +
                                  " exists; give --overwrite"));
     EXPECT_EQ(ReadText(out), "mine\n");
     ASSERT_EQ(Servesim(cmd + " --overwrite '" + out + "'").exit_code, 0);
