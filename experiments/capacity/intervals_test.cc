@@ -187,19 +187,24 @@ std::string IntervalsJson(const IntervalReport& r) {
   return w.Take();
 }
 
-TEST(IntervalsTest, ByteIdenticalWhateverTheThreadCountAndCoverThePoint) {
-  const proto::ExperimentConfig config = SmallT4();
+// `config`'s point run and its 90% intervals from 3 draws of each source.
+absl::StatusOr<IntervalReport> ThreeDrawIntervals(const proto::ExperimentConfig& config,
+                                                  int jobs, uint64_t seed) {
   absl::StatusOr<ExperimentRun> run = RunExperiment(config);
-  ASSERT_TRUE(run.ok()) << run.status();
+  if (!run.ok()) return run.status();
   const ReportContext ctx = SimulateReportContext(config, *run, "20260101-000000");
   IntervalOptions o;
   o.level = 0.9;
   o.num_samples = 3;
-  o.jobs = 1;
-  absl::StatusOr<IntervalReport> one = ComputeIntervals(config, *run, ctx, o, 7);
+  o.jobs = jobs;
+  return ComputeIntervals(config, *run, ctx, o, seed);
+}
+
+TEST(IntervalsTest, ByteIdenticalWhateverTheThreadCountAndCoverThePoint) {
+  const proto::ExperimentConfig config = SmallT4();
+  absl::StatusOr<IntervalReport> one = ThreeDrawIntervals(config, 1, 7);
   ASSERT_TRUE(one.ok()) << one.status();
-  o.jobs = 3;
-  absl::StatusOr<IntervalReport> three = ComputeIntervals(config, *run, ctx, o, 7);
+  absl::StatusOr<IntervalReport> three = ThreeDrawIntervals(config, 3, 7);
   ASSERT_TRUE(three.ok()) << three.status();
   EXPECT_EQ(IntervalsJson(*one), IntervalsJson(*three));
   EXPECT_EQ(one->num_parameter_samples, 3);  // t4 ships a profile with a covariance
@@ -214,7 +219,7 @@ TEST(IntervalsTest, ByteIdenticalWhateverTheThreadCountAndCoverThePoint) {
   }
   EXPECT_TRUE(any_param_width);
   // Another seed draws other parameters.
-  absl::StatusOr<IntervalReport> other = ComputeIntervals(config, *run, ctx, o, 8);
+  absl::StatusOr<IntervalReport> other = ThreeDrawIntervals(config, 3, 8);
   ASSERT_TRUE(other.ok());
   EXPECT_NE(IntervalsJson(*one), IntervalsJson(*other));
 }
@@ -228,14 +233,7 @@ TEST(IntervalsTest, ReSimulationsThatFallBehindTheOfferedRateAreCounted) {
     config.mutable_client()->clear_max_concurrency();
     config.mutable_client()->set_request_rate(rate);
     config.mutable_client()->set_num_prompts(60);
-    absl::StatusOr<ExperimentRun> run = RunExperiment(config);
-    ASSERT_TRUE(run.ok()) << run.status();
-    const ReportContext ctx = SimulateReportContext(config, *run, "20260101-000000");
-    IntervalOptions o;
-    o.level = 0.9;
-    o.num_samples = 3;
-    o.jobs = 1;
-    absl::StatusOr<IntervalReport> r = ComputeIntervals(config, *run, ctx, o, 7);
+    absl::StatusOr<IntervalReport> r = ThreeDrawIntervals(config, 1, 7);
     ASSERT_TRUE(r.ok()) << r.status();
     const std::string text = IntervalsText(*r);
     if (rate > 1) {

@@ -244,14 +244,24 @@ TEST(MultichipCliTest, PipelineParallelMemoryAndSimulateOnL4) {
       << sim4.out;
 }
 
+// `plan` on L4s for `model` with a one-replica search, 256-token prompts
+// and 16-token outputs, a loose SLO, and `extra` flags.
+CliRun PlanOneL4Replica(const std::string& model, int max_model_len,
+                        const std::string& extra) {
+  return Servesim("plan --devices l4 --model " + model + " --max-model-len " +
+                  std::to_string(max_model_len) +
+                  " --random-input-len 256 --random-output-len 16 --max-replicas 1 "
+                  "--slo 'ttft_p99<=60s' " +
+                  extra);
+}
+
 // plan keeps a given --pipeline-parallel-size (PP is not searched) and
 // prices TP x PP chips: 12B at PP 2 has no 2-chip L4 instance, so TP 1 is
 // skipped and TP 2 x PP 2 is priced at the 4-chip g6.12xlarge.
 TEST(MultichipCliTest, PlanKeepsAGivenPipelineParallelSize) {
-  CliRun r = Servesim(
-      "plan --devices l4 --model gemma-4-12b --max-model-len 8192 "
-      "--pipeline-parallel-size 2 --rate 0.5 --num-prompts 8 --random-input-len 256 "
-      "--random-output-len 16 --max-replicas 1 --slo 'ttft_p99<=60s' --json");
+  CliRun r = PlanOneL4Replica("gemma-4-12b", 8192,
+                              "--pipeline-parallel-size 2 --request-rate 0.5 "
+                              "--num-prompts 8 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("\"tensor_parallel_size\": 2"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\"tensor_parallel_size\": 1"), std::string::npos) << r.out;
@@ -262,20 +272,18 @@ TEST(MultichipCliTest, PlanKeepsAGivenPipelineParallelSize) {
 // DP 4 L4 replica was billed as one chip, $0.7045/h, and chosen as the
 // cheapest fleet at a quarter of its cost).
 TEST(MultichipCliTest, PlanPricesDataParallelEnginesAsChips) {
-  CliRun r = Servesim(
-      "plan --devices l4 --model gemma-4-e2b --max-model-len 4096 "
-      "--data-parallel-size 4 --rate 2 --num-prompts 16 --random-input-len 256 "
-      "--random-output-len 16 --max-replicas 1 --slo 'ttft_p99<=60s' --no-progress");
+  CliRun r = PlanOneL4Replica("gemma-4-e2b", 4096,
+                              "--data-parallel-size 4 --request-rate 2 --num-prompts 16 "
+                              "--no-progress");
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("Prices: l4 DP4 $4.6016/h"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 x l4 DP4"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("g6.12xlarge"), std::string::npos) << r.out;
   // A per-chip price of the user's is paid per chip.
-  CliRun user = Servesim(
-      "plan --devices l4 --model gemma-4-e2b --max-model-len 4096 "
-      "--data-parallel-size 4 --tensor-parallel-size 1 --rate 2 --num-prompts 16 "
-      "--random-input-len 256 --random-output-len 16 --max-replicas 1 "
-      "--slo 'ttft_p99<=60s' --price-usd-per-hour l4=1 --no-progress");
+  CliRun user = PlanOneL4Replica("gemma-4-e2b", 4096,
+                                 "--data-parallel-size 4 --tensor-parallel-size 1 "
+                                 "--request-rate 2 --num-prompts 16 "
+                                 "--price-usd-per-hour l4=1 --no-progress");
   ASSERT_EQ(user.exit_code, 0) << user.err << user.out;
   EXPECT_NE(user.out.find("l4 DP4 $4/h"), std::string::npos) << user.out;
 }
