@@ -557,8 +557,9 @@ void RegisterCalibrateCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--overwrite", f->overwrite, "let --out replace an existing profile");
   cmd->add_option("--tolerance-pct", f->tolerance_pct, "per-point check")
       ->capture_default_str();
-  cmd->add_option("--fit-config", f->fit_config, "free parameters per device")
-      ->capture_default_str();
+  cmd->add_option("--fit-config", f->fit_config,
+                  "free parameters per device (default: the shipped config, embedded in "
+                  "the binary)");
   cmd->add_flag("--json", f->json, "JSON report");
   cmd->add_option("--jobs,-j", f->jobs,
                   "threads for the held-out refits (default: all cores; the report is "

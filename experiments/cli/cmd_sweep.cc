@@ -153,8 +153,8 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
   cmd->require_subcommand(0, 1);
   cmd->add_option("--jobs,-j", flags->jobs, "worker threads")->check(CLI::Range(1, 1024));
   cmd->add_option("--stop-after", flags->stop_after,
-                  "stop taking new points after K finished (testing resumption)")
-      ->group("");
+                  "stop taking new points after K finished and exit 1, resumable as an "
+                  "interrupted run (for testing resumption, or a run in slices)");
   cmd->add_flag("--progress", flags->progress,
                 "progress line even when stderr is no terminal");
   cmd->add_flag("--no-progress", flags->no_progress, "no progress line");

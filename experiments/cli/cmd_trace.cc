@@ -100,10 +100,14 @@ void AddTraceFlags(CLI::App* cmd, TraceFlags* f) {
                                       "keep arrivals before this time (s)");
   cmd->add_option("--sample", f->opts.sample_fraction,
                   "keep each request with this probability");
-  cmd->add_option("--min-input", f->opts.lengths.min_input);
-  cmd->add_option("--max-input", f->opts.lengths.max_input);
-  cmd->add_option("--min-output", f->opts.lengths.min_output);
-  cmd->add_option("--max-output", f->opts.lengths.max_output);
+  cmd->add_option("--min-input", f->opts.lengths.min_input,
+                  "keep requests of at least this many prompt tokens");
+  cmd->add_option("--max-input", f->opts.lengths.max_input,
+                  "keep requests of at most this many prompt tokens");
+  cmd->add_option("--min-output", f->opts.lengths.min_output,
+                  "keep requests of at least this many output tokens");
+  cmd->add_option("--max-output", f->opts.lengths.max_output,
+                  "keep requests of at most this many output tokens");
   cmd->add_option("--rate-scale", f->opts.rate_scale,
                   "multiply the request rate by this");
   cmd->add_option("--target-rate", f->opts.target_rate_per_s,
@@ -112,7 +116,9 @@ void AddTraceFlags(CLI::App* cmd, TraceFlags* f) {
                   "replay the trace up to N requests");
   cmd->add_flag("!--loop-keep-hashes", f->opts.loop_distinct_hashes,
                 "looped passes reuse the prefix hashes (they hit the cache)");
-  cmd->add_option("--max-requests", f->opts.max_requests, "stop after N requests");
+  cmd->add_option("--max-requests,--num-prompts", f->opts.max_requests,
+                  "stop after N requests (as simulate's --num-prompts with a trace: the "
+                  "first N)");
   cmd->add_option("--seed", f->seed,
                   WithDefault("seed for sampling and arrivals", TraceOptions{}.seed));
   cmd->add_option("--arrival", f->arrival,
@@ -505,7 +511,7 @@ absl::Status CheckGenerateFlags(const GenerateFlags& g) {
   }
   if (syn.sessions.shared_prefix_tokens < 0 ||
       syn.sessions.shared_prefix_tokens > 10'000'000) {
-    return OutOfRange("--shared-prefix", syn.sessions.shared_prefix_tokens,
+    return OutOfRange("--random-prefix-len", syn.sessions.shared_prefix_tokens,
                       "[0, 10000000]");
   }
   if (!(syn.sessions.think_time_s >= 0 && syn.sessions.think_time_s <= 1e7)) {
@@ -549,7 +555,7 @@ absl::Status CheckGenerateFlags(const GenerateFlags& g) {
     if (first_prompt > ss.max_input_tokens) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--max-input-tokens ", ss.max_input_tokens,
-          " is below the shortest first prompt, --shared-prefix ",
+          " is below the shortest first prompt, --random-prefix-len ",
           ss.shared_prefix_tokens, " + --random-input-len ", l.input_len,
           l.range_ratio > 0
               ? absl::StrCat(" x (1 - --random-range-ratio ", l.range_ratio, ")")
@@ -607,7 +613,8 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
   g->lengths_from_opt = cmd->add_option(
       "--lengths-from", g->lengths_from,
       "draw (input, output) pairs from this trace's empirical distribution");
-  cmd->add_option("--lengths-from-format", g->lengths_from_format);
+  cmd->add_option("--lengths-from-format", g->lengths_from_format,
+                  "format of the --lengths-from trace (default: detect)");
   g->min_turns_opt =
       cmd->add_option("--min-turns", g->syn.sessions.min_turns,
                       WithDefault("turns per session", kSyn.sessions.min_turns));
@@ -617,8 +624,10 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
                                    ", or --min-turns when only that is given)"));
   cmd->add_option("--think-time-s", g->syn.sessions.think_time_s,
                   WithDefault("mean gap between turns, s", kSyn.sessions.think_time_s));
-  cmd->add_option("--shared-prefix", g->syn.sessions.shared_prefix_tokens,
-                  "system-prompt tokens shared by every request");
+  cmd->add_option("--random-prefix-len,--shared-prefix",
+                  g->syn.sessions.shared_prefix_tokens,
+                  "prefix tokens shared by every request (a system prompt; vllm bench "
+                  "serve's --random-prefix-len)");
   cmd->add_option("--max-input-tokens", g->syn.sessions.max_input_tokens,
                   "end a session before its prompt exceeds this");
   cmd->add_option("--hash-block", g->syn.hash_block_tokens,

@@ -181,12 +181,10 @@ void RegisterValidateCommand(CLI::App& app, int* exit_code) {
       "in-sample)");
   cmd->add_option("--data", flags->data_dir,
                   "folder of measurement *.textproto files (default: the shipped data, "
-                  "embedded in the binary)")
-      ->capture_default_str();
+                  "embedded in the binary; nothing is read from the current directory)");
   cmd->add_option("--fit-config", flags->fit_config,
                   "free parameters per device/build (default: the shipped config, "
-                  "embedded in the binary)")
-      ->capture_default_str();
+                  "embedded in the binary)");
   cmd->add_option("--profiles-dir", flags->profiles_dir,
                   "where --refit writes profiles (relative to the current directory; "
                   "run from the source tree and rebuild to ship them)")

@@ -112,7 +112,10 @@ TEST(TraceCliTest, GenerateRefusesOutOfRangeFlags) {
                 "[1, 10000000]");
   ExpectRefused("trace generate --random-range-ratio 1", "--random-range-ratio",
                 "[0, 1)");
-  ExpectRefused("trace generate --shared-prefix -1", "--shared-prefix", "[0, 10000000]");
+  ExpectRefused("trace generate --shared-prefix -1", "--random-prefix-len",
+                "[0, 10000000]");
+  ExpectRefused("trace generate --random-prefix-len -1", "--random-prefix-len",
+                "[0, 10000000]");
   ExpectRefused("trace generate --think-time-s -2", "--think-time-s", "[0, 1e7]");
   ExpectRefused("trace generate --arrival schedule --schedule 10:-5",
                 "--schedule: phase 1 \"10:-5\"", "RATE_PER_S in [0, 1e9]");
