@@ -152,12 +152,6 @@ int32_t ExpertsPerRank(int32_t num_experts, int32_t ep) {
   return ep <= 1 ? num_experts : static_cast<int32_t>(CeilDiv(num_experts, ep));
 }
 
-double AllToAllBytesPerRank(double tokens, int32_t top_k, int32_t hidden, int act_bytes,
-                            int32_t ep) {
-  if (ep <= 1) return 0;
-  return tokens * top_k * hidden * act_bytes * (ep - 1) / ep;
-}
-
 ModelArch TensorParallelRank(const ModelArch& m, int32_t tp, int32_t ep, int32_t dp) {
   if (tp <= 1 && ep <= 1) return m;
   ModelArch r = m;
@@ -267,6 +261,13 @@ double AllGatherSeconds(double total_bytes, int32_t n, const CollectiveLink& lin
 
 namespace {
 
+// `link` without its per-collective latency: the bandwidth term of a
+// collective (the latencies are counted per step).
+CollectiveLink BandwidthOnly(CollectiveLink link) {
+  link.latency_s = 0;
+  return link;
+}
+
 void AddDataParallelExperts(const ModelArch& full, int32_t dp, int32_t ep,
                             const CollectiveLink& link, int act_bytes,
                             TensorParallelCollectives* c) {
@@ -275,9 +276,12 @@ void AddDataParallelExperts(const ModelArch& full, int32_t dp, int32_t ep,
   c->dp = dp;
   c->dp_expert_collectives_per_step = 2 * layers;
   c->step_ns += 2.0 * layers * link.latency_s * 1e9;
-  // Per own token: (dp - 1) / dp of dp x tokens rows, each way.
-  c->token_ns += 2.0 * layers * (dp - 1) * static_cast<double>(full.hidden_size) *
-                 act_bytes / link.bytes_per_s * 1e9;
+  // Per own token: an all-gather of its row to the dp ranks (and the
+  // reduce-scatter back, the same volume), (dp - 1) / dp of dp rows.
+  c->token_ns += 2.0 * layers *
+                 AllGatherSeconds(static_cast<double>(dp) * full.hidden_size * act_bytes,
+                                  dp, BandwidthOnly(link)) *
+                 1e9;
 }
 
 }  // namespace
@@ -310,13 +314,18 @@ TensorParallelCollectives CompileCollectives(const ModelArch& full, int32_t tp,
     token_bytes += layers * full.per_layer_embedding_dim * act_bytes;
   }
   c.all_reduces_per_step = n;
-  const double ring = 2.0 * (tp - 1) / tp / link.bytes_per_s;
   // + the logits all-gather (on the last pipeline stage only).
   const int32_t gathers = full.runs_lm_head ? 1 : 0;
   c.step_ns = (n + gathers) * link.latency_s * 1e9;
-  c.token_ns = token_bytes * ring * 1e9;
-  c.seq_ns = gathers * static_cast<double>(VocabRowsPerRank(full.vocab_size, tp)) * tp *
-             act_bytes * (tp - 1) / tp / link.bytes_per_s * 1e9;
+  // The bandwidth terms: the ring all-reduces of each token's rows, and
+  // the all-gather of each sampled sequence's padded vocab logits.
+  const CollectiveLink bw = BandwidthOnly(link);
+  c.token_ns = AllReduceSeconds(token_bytes, tp, bw) * 1e9;
+  c.seq_ns = gathers *
+             AllGatherSeconds(static_cast<double>(VocabRowsPerRank(full.vocab_size, tp)) *
+                                  tp * act_bytes,
+                              tp, bw) *
+             1e9;
   AddDataParallelExperts(full, dp, ep, dp_group, act_bytes, &c);
   return c;
 }

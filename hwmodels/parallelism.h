@@ -76,12 +76,6 @@ int64_t VocabRowsPerRank(int64_t vocab_size, int32_t tp);
 int32_t ExpertParallelSize(const ModelArch& m, const ServerSpec& spec);
 // Experts the fullest of `ep` ranks holds: ceil(num_experts / ep).
 int32_t ExpertsPerRank(int32_t num_experts, int32_t ep);
-// Bytes one rank sends in ONE direction of an all-to-all dispatch (and
-// again in the combine) per MoE layer: each of its `tokens` goes to top_k
-// experts, (ep - 1) / ep of them on other ranks under uniform routing:
-// tokens x top_k x hidden x act_bytes x (ep - 1) / ep. 0 when ep == 1.
-double AllToAllBytesPerRank(double tokens, int32_t top_k, int32_t hidden, int act_bytes,
-                            int32_t ep);
 
 // The parallel sizes of `spec` checked against the model and the device
 // as vLLM checks them: q heads divisible by TP; KV heads divisible by TP
@@ -136,6 +130,7 @@ absl::StatusOr<CollectiveLink> TensorParallelLink(const proto::Device& device,
 
 // Ring all-reduce of a `bytes` buffer (each rank's whole buffer) over n
 // ranks: latency + 2 (n - 1) / n x bytes / bandwidth. 0 when n == 1.
+// CompileCollectives builds its coefficients from these two.
 double AllReduceSeconds(double bytes, int32_t n, const CollectiveLink& link);
 // All-gather of a `total_bytes` result (each rank holds 1/n of it):
 // latency + (n - 1) / n x total_bytes / bandwidth. 0 when n == 1.

@@ -96,21 +96,6 @@ TEST(ExpertParallelWeightsTest, Gemma26bA4bWholeExpertsPerRankAtEp248) {
   EXPECT_EQ(DescribeExpertSplit(Model("gemma-4-31b"), 4, 4), "");
 }
 
-// All-to-all per rank per direction per MoE layer, 26B A4B bf16: top_k 8 x
-// hidden 2816 x 2 B = 45,056 B per token, (EP - 1) / EP of it off the rank:
-// 256 tokens at EP 4: 256 x 45,056 x 3 / 4 = 8,650,752 B; at EP 2: half of
-// 256 x 45,056 = 5,767,168 B; EP 1: nothing leaves.
-TEST(ExpertParallelCommTest, Gemma26bA4bAllToAllVolumeByHand) {
-  const ModelArch m = Model("gemma-4-26b-a4b");
-  EXPECT_EQ(m.experts_top_k, 8);
-  EXPECT_EQ(m.hidden_size, 2816);
-  EXPECT_EQ(AllToAllBytesPerRank(256, m.experts_top_k, m.hidden_size, 2, 4), 8650752.0);
-  EXPECT_EQ(AllToAllBytesPerRank(256, m.experts_top_k, m.hidden_size, 2, 2), 5767168.0);
-  EXPECT_EQ(AllToAllBytesPerRank(1, m.experts_top_k, m.hidden_size, 2, 8),
-            45056.0 * 7 / 8);
-  EXPECT_EQ(AllToAllBytesPerRank(256, m.experts_top_k, m.hidden_size, 2, 1), 0.0);
-}
-
 TEST(TensorParallelRankTest, KvHeadsReplicatedWhenTpExceedsKvHeads) {
   EXPECT_EQ(KvHeadsPerRank(16, 8), 2);
   EXPECT_EQ(KvHeadReplicas(16, 8), 1);
