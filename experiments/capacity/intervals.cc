@@ -706,7 +706,8 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
     }
     values.push_back(IntervalMetrics(*runs[i], ctx.costs));
     const Saturation sat =
-        FallsBehind(cfg.client().request_rate(), cfg.client().num_prompts(),
+        FallsBehind(cfg.client().request_rate(),
+                    static_cast<double>(runs[i]->num_prompts),  // a trace: 0 in cfg
                     runs[i]->request_throughput, runs[i]->queueing.p99_ms,
                     runs[i]->client_wait.count > 0
                         ? std::optional<double>(runs[i]->client_wait.p99_ms)

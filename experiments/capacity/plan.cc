@@ -325,11 +325,16 @@ PlanCandidate EvaluateOnce(const PlanOptions& o, const PointRunner& runner,
   const int queue = IndexOf(runner.metric_names, "p99_queueing_ms");
   const int client_wait = IndexOf(runner.metric_names, "p99_client_wait_ms");
   const double offered = o.base.client().request_rate();
+  // The requests the run sent (a whole trace has num_prompts 0).
+  const int completed = IndexOf(runner.metric_names, "completed");
+  const double sent = completed >= 0 && failed >= 0
+                          ? c.metrics[completed] + c.metrics[failed]
+                          : static_cast<double>(o.base.client().num_prompts());
   const Saturation sat =
       served < 0
           ? Saturation{}
           : FallsBehind(
-                offered, o.base.client().num_prompts(), c.metrics[served],
+                offered, sent, c.metrics[served],
                 queue >= 0 ? std::optional<double>(c.metrics[queue]) : std::nullopt,
                 client_wait >= 0 ? std::optional<double>(c.metrics[client_wait])
                                  : std::nullopt);

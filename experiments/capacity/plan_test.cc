@@ -269,6 +269,33 @@ TEST(RunPlanTest, ADrainTailIsNotSaturationAGrowingQueueIs) {
   EXPECT_EQ(r->candidates[r->groups[0].chosen].label, "2 x a");
 }
 
+// A replayed trace leaves num_prompts at 0 (the whole trace): the arrival
+// span comes from the requests the run sent (completed + failed), not
+// from the config, where 0 read as an unknown queue and every fleet whose
+// drain tail lowered its rate was 'saturated' (plan exited 3 with none met).
+TEST(RunPlanTest, AWholeTraceCountsTheRequestsItSent) {
+  std::vector<std::string> names = kNames;
+  for (const char* m : {"completed", "failed", "request_throughput", "p99_queueing_ms"})
+    names.emplace_back(m);
+  PointRunner runner;
+  runner.metric_names = names;
+  runner.run = [](const proto::ExperimentConfig&) -> absl::StatusOr<std::vector<double>> {
+    // 120 requests at 12 req/s (10 s of arrivals), read as 7.5 req/s with
+    // the drain, p99 queueing 0.2 s: it keeps up.
+    return std::vector<double>{750, 8250, 300, 100, 20, 120, 0, 7.5, 200};
+  };
+  PlanOptions o = Options(false);
+  o.devices.resize(1);
+  o.base.mutable_client()->set_trace("requests.jsonl");
+  o.base.mutable_client()->set_request_rate(12);
+  o.base.mutable_client()->clear_num_prompts();
+  auto r = RunPlan(o, runner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(r->candidates.empty());
+  EXPECT_FALSE(r->candidates[0].saturated);
+  EXPECT_TRUE(r->candidates[0].met);
+}
+
 // A saturated fleet whose short run drained in time (p99 TTFT within the
 // SLO) was chosen as meeting it: at the offered rate its queue grows
 // without bound, so it misses, and the search goes on to two replicas.

@@ -16,7 +16,8 @@ struct Saturation {
   bool at_client = false;
 };
 
-// A run of `num_prompts` requests offered at `offered` req/s that served
+// A run that sent `num_prompts` requests (the run's own count: a whole
+// trace leaves the config's at 0) offered at `offered` req/s that served
 // `served` req/s. vLLM's request_throughput divides by the whole benchmark,
 // drain included, so a short run whose last requests decode long answers
 // reads low without any queue. A server that keeps up has no growing
