@@ -162,14 +162,18 @@ TEST(CalibrateCliTest, ProfileRecordsTheServerSettingsItWasFittedUnder) {
       "--max-concurrency 4 --num-prompts 8 --save-result '" +
       cell + "'");
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  // The profile records what the flags resolve to ("FP8" -> fp8,
+  // "bfloat16" -> bf16), what simulate compares with its own.
   CliRun r = Servesim(
-      "calibrate --device mi300x --model gemma-4-e2b --kv-cache-dtype fp8 "
-      "--no-async-scheduling --bench '" +
+      "calibrate --device mi300x --model gemma-4-e2b --kv-cache-dtype FP8 "
+      "--dtype bfloat16 --no-async-scheduling --bench '" +
       cell + "' --out '" + ProfileOut() + "' --overwrite --no-progress");
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
   const std::string profile = ReadText(ProfileOut());
   EXPECT_THAT(profile, HasSubstr("fitted_servers {"));
   EXPECT_THAT(profile, HasSubstr("kv_cache_dtype: \"fp8\""));
+  EXPECT_THAT(profile, HasSubstr("dtype: \"bf16\""));
+  EXPECT_THAT(profile, HasSubstr("quantization: \"none\""));
   EXPECT_THAT(profile, HasSubstr("tensor_parallel_size: 1"));
   EXPECT_THAT(profile, Not(HasSubstr("async_scheduling: true")));  // false: not written
   // Used under the same settings: no settings warning; under others: named.
@@ -177,7 +181,7 @@ TEST(CalibrateCliTest, ProfileRecordsTheServerSettingsItWasFittedUnder) {
                           ProfileOut() +
                           "' --random-input-len 1024 --random-output-len 32 "
                           "--max-concurrency 4 --num-prompts 8 ";
-  CliRun same = Servesim(use + "--kv-cache-dtype fp8 --no-async-scheduling");
+  CliRun same = Servesim(use + "--kv-cache-dtype fp8_e4m3 --no-async-scheduling");
   ASSERT_EQ(same.exit_code, 0) << same.err;
   EXPECT_THAT(same.err, Not(HasSubstr("served with")));
   CliRun other = Servesim(use);

@@ -19,6 +19,7 @@
 #include "google/protobuf/text_format.h"
 #include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
+#include "hwmodels/deployment.h"
 #include "hwmodels/step_model.h"
 #include "proto/text_format.h"
 #include "sim/base/hash.h"
@@ -1424,6 +1425,11 @@ absl::StatusOr<ValidationReport> RunValidation(const MeasurementDb& db,
 
 namespace {
 
+// The run's settings as the deployment resolved them (what `simulate`
+// compares with its own resolved deployment): the device's dtype for
+// "auto", the checkpoint's format (an mxfp4 config.json) and canonical
+// spellings ("bfloat16" -> "bf16", "W4A16" -> "w4a16"); the run's own
+// strings when it does not build.
 servesim::proto::FittedServer FittedServerOf(const servesim::proto::ServerRun& run) {
   servesim::proto::FittedServer s;
   s.set_run(run.id());
@@ -1439,6 +1445,13 @@ servesim::proto::FittedServer FittedServerOf(const servesim::proto::ServerRun& r
   s.set_max_num_batched_tokens(run.max_num_batched_tokens());
   s.set_max_model_len(run.max_model_len());
   s.set_gpu_memory_utilization(run.gpu_memory_utilization());
+  if (absl::StatusOr<Deployment> d = BuildDeployment(MeasurementDb::SpecOf(run));
+      d.ok()) {
+    s.set_dtype(d->dtype);
+    s.set_quantization(d->format.id);
+    s.set_kv_cache_dtype(d->kv_cache_dtype == d->dtype ? "auto" : d->kv_cache_dtype);
+    s.set_tensor_parallel_size(d->tensor_parallel_size);
+  }
   return s;
 }
 

@@ -434,12 +434,17 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
           absl::StrCat("latency_s ", ic.latency_s(),
                        " is out of range (allowed: seconds per collective in [0, 1])"));
     }
-    if (ic.mesh_links() < 0 || ic.mesh_links() > 1 << 16) {
+    // One link to each peer of the node: more is a figure the model cannot
+    // read (it would cap every group below the quoted bandwidth).
+    const int32_t peers =
+        ic.max_devices_per_node() > 1 ? ic.max_devices_per_node() - 1 : 1 << 16;
+    if (ic.mesh_links() < 0 || ic.mesh_links() > peers) {
       return bad(
           "interconnect",
           absl::StrCat("mesh_links ", ic.mesh_links(),
-                       " is out of range (allowed: links per device in [0, 65536]; "
-                       "0: a switch or torus)"));
+                       " is out of range (allowed: links per device in [0, ", peers,
+                       "], one to each other device of the node "
+                       "(max_devices_per_node - 1); 0: a switch or torus)"));
     }
     if (ic.link_group_max() < 0 || ic.link_group_max() == 1 ||
         ic.link_group_max() > 1 << 16) {

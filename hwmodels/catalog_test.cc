@@ -145,7 +145,10 @@ TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
   // Link topology fields: a negative mesh, a bridge of one device.
   for (const auto& [field, says] : std::vector<std::pair<std::string, std::string>>{
            {"latency_s: 20e-6 mesh_links: -7",
-            "mesh_links -7 is out of range (allowed: links per device in [0, 65536]"},
+            "mesh_links -7 is out of range (allowed: links per device in [0, 7]"},
+           {"latency_s: 20e-6 mesh_links: 16",
+            "mesh_links 16 is out of range (allowed: links per device in [0, 7], one to "
+            "each other device of the node"},
            {"latency_s: 20e-6 link_group_max: 1",
             "link_group_max 1 is out of range (allowed: devices in [2, 65536]"}}) {
     const std::string text = DeviceTextWith("l4", "latency_s: 20e-6", field);

@@ -292,17 +292,20 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
     ASSIGN_OR_RETURN(const CollectiveLink link,
                      TensorParallelLink(d.device, d.tensor_parallel_size));
     ASSIGN_OR_RETURN(const CollectiveLink dp_link,
-                     TensorParallelLink(d.device, d.data_parallel_size));
+                     TensorParallelLink(d.device, d.data_parallel_size, false,
+                                        d.tensor_parallel_size * d.data_parallel_size));
     if (d.tensor_parallel_size > 1 ||
         (d.data_parallel_size > 1 && d.expert_parallel_size > 1)) {
       d.collectives =
           CompileCollectives(d.model, d.tensor_parallel_size, link, dtype_bytes,
                              d.data_parallel_size, d.expert_parallel_size, &dp_link);
     }
-    d.collective_link = d.tensor_parallel_size > 1 ? link.description
-                        : d.data_parallel_size > 1
-                            ? absl::StrCat("DP group: ", dp_link.description)
-                            : std::string();
+    // Each group that talks names its link.
+    if (d.tensor_parallel_size > 1) d.collective_link = link.description;
+    if (d.data_parallel_size > 1 && d.expert_parallel_size > 1) {
+      absl::StrAppend(&d.collective_link, d.collective_link.empty() ? "" : "; ",
+                      "DP group: ", dp_link.description);
+    }
     if (pp > 1) {
       d.stage_layers =
           PipelineStageLayers(static_cast<int32_t>(d.model.layers.size()), pp);
@@ -314,8 +317,8 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
                 : TensorParallelCollectives{});
       }
       ASSIGN_OR_RETURN(const CollectiveLink handoff,
-                       TensorParallelLink(d.device, d.tensor_parallel_size * pp,
-                                          /*point_to_point=*/true));
+                       TensorParallelLink(d.device, 2, /*point_to_point=*/true,
+                                          d.tensor_parallel_size * pp));
       d.pipeline_transfer =
           CompilePipelineTransfer(d.model, d.tensor_parallel_size, handoff, dtype_bytes);
       absl::StrAppend(&d.collective_link, d.collective_link.empty() ? "" : "; ",
@@ -471,7 +474,11 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
     absl::StrAppend(
         &d.provenance, "; expert parallel size ", d.expert_parallel_size, " (",
         DescribeExpertSplit(d.model, d.tensor_parallel_size, d.expert_parallel_size),
-        "; uniform routing: each rank runs its share of the top-k rows)");
+        "; uniform routing: each rank runs its share of the top-k rows",
+        d.data_parallel_size > 1 && d.tensor_parallel_size <= 1 && pp <= 1
+            ? absl::StrCat("; DP expert collectives over ", d.collective_link)
+            : "",
+        ")");
   }
   return d;
 }

@@ -206,13 +206,14 @@ std::string DescribeExpertSplit(const ModelArch& m, int32_t tp, int32_t ep) {
 }
 
 absl::StatusOr<CollectiveLink> TensorParallelLink(const proto::Device& device,
-                                                  int32_t group_size,
-                                                  bool point_to_point) {
+                                                  int32_t group_size, bool point_to_point,
+                                                  int32_t span) {
   const proto::Interconnect& ic = device.interconnect();
   CollectiveLink link;
   link.latency_s = ic.latency_s();
   const int32_t n = group_size > 0 ? group_size : ic.max_devices_per_node();
-  const bool beyond_links = ic.link_group_max() > 0 && n > ic.link_group_max();
+  const int32_t spread = std::max(n, span);
+  const bool beyond_links = ic.link_group_max() > 0 && spread > ic.link_group_max();
   if (ic.bandwidth_bytes_per_s() > 0 && !beyond_links) {
     link.bytes_per_s = ic.bandwidth_bytes_per_s() / 2;
     link.description = absl::StrFormat("%s %s, %.4g B/s per direction", ic.kind(),
@@ -232,9 +233,10 @@ absl::StatusOr<CollectiveLink> TensorParallelLink(const proto::Device& device,
     link.description = absl::StrFormat("%s through the host, %.4g B/s per direction",
                                        ic.kind(), link.bytes_per_s);
     if (beyond_links && ic.bandwidth_bytes_per_s() > 0) {
-      absl::StrAppendFormat(&link.description,
-                            " (a group of %d: its device links join at most %d)", n,
-                            ic.link_group_max());
+      absl::StrAppendFormat(
+          &link.description,
+          " (a group over %d devices: its device links join at most %d)", spread,
+          ic.link_group_max());
     }
   }
   absl::StrAppendFormat(&link.description, ", %.3g us per collective",

@@ -117,7 +117,10 @@ std::string DescribeKvHeadSplit(const ModelArch& m, int32_t tp);
 // than link_group_max); latency_s per collective. `point_to_point`: one
 // device sending to one other (a pipeline stage handoff) in a replica of
 // group_size devices: one mesh link, or the bridge when the whole replica
-// fits in it. group_size <= 0: a group of the whole node.
+// fits in it. `span`: the devices the group's members are spread over (a
+// DP group of one rank per TP x DP engine spans TP x DP chips; a link
+// that joins at most link_group_max devices reaches the group only when
+// the span fits in it); 0: group_size. group_size <= 0: the whole node.
 struct CollectiveLink {
   double bytes_per_s = 0;  // per direction, per device
   double latency_s = 0;    // one small-message collective
@@ -126,7 +129,8 @@ struct CollectiveLink {
 // InvalidArgument naming the device file when it has no interconnect.
 absl::StatusOr<CollectiveLink> TensorParallelLink(const proto::Device& device,
                                                   int32_t group_size = 0,
-                                                  bool point_to_point = false);
+                                                  bool point_to_point = false,
+                                                  int32_t span = 0);
 
 // Ring all-reduce of a `bytes` buffer (each rank's whole buffer) over n
 // ranks: latency + 2 (n - 1) / n x bytes / bandwidth. 0 when n == 1.

@@ -236,14 +236,19 @@ TEST(CollectiveLinkTest, AGroupUsesTheLinksThatReachItsPeers) {
       << TensorParallelLink(*mi, 2)->description;
   EXPECT_DOUBLE_EQ(TensorParallelLink(*pcie, 2)->bytes_per_s, 300e9);
   EXPECT_DOUBLE_EQ(TensorParallelLink(*pcie, 4)->bytes_per_s, 64e9);
-  EXPECT_NE(TensorParallelLink(*pcie, 8)->description.find(
-                "through the host, 6.4e+10 B/s per direction (a group of 8: its device "
-                "links join at most 2)"),
-            std::string::npos)
+  EXPECT_NE(
+      TensorParallelLink(*pcie, 8)->description.find(
+          "through the host, 6.4e+10 B/s per direction (a group over 8 devices: its "
+          "device links join at most 2)"),
+      std::string::npos)
       << TensorParallelLink(*pcie, 8)->description;
-  // A stage handoff of a TP 1 x PP 2 replica stays on the bridge.
-  EXPECT_DOUBLE_EQ(TensorParallelLink(*pcie, 2, true)->bytes_per_s, 300e9);
-  EXPECT_DOUBLE_EQ(TensorParallelLink(*pcie, 4, true)->bytes_per_s, 64e9);
+  // A stage handoff of a TP 1 x PP 2 replica stays on the bridge; of TP 2 x
+  // PP 2 it crosses PCIe (the bridges join the TP pairs), as the DP pair of
+  // a TP 2 x DP 2 server does.
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*pcie, 2, true, 2)->bytes_per_s, 300e9);
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*pcie, 2, true, 4)->bytes_per_s, 64e9);
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*pcie, 2, false, 4)->bytes_per_s, 64e9);
+  EXPECT_DOUBLE_EQ(TensorParallelLink(*mi, 2, false, 4)->bytes_per_s, 64e9);
   for (int n : {2, 4, 8})
     EXPECT_DOUBLE_EQ(TensorParallelLink(*sxm, n)->bytes_per_s, 450e9);
   // The deployment charges the TP group's link: 12B at TP 2 on MI300X,

@@ -819,6 +819,10 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
     w.BeginObject()
         .KV("device", d.device)
         .KV("tensor_parallel_size", d.tensor_parallel_size);
+    w.KV("pipeline_parallel_size", d.pipeline_parallel_size)
+        .KV("data_parallel_size", d.data_parallel_size)
+        .KV("chips_per_replica", static_cast<int64_t>(d.tensor_parallel_size) *
+                                     d.pipeline_parallel_size * d.data_parallel_size);
     w.KV("price_kind", d.offer.kind);
     w.KV("usd_per_hour", d.offer.usd_per_hour).KV("provider", d.offer.provider);
     w.KV("instance", d.offer.instance).KV("region", d.offer.region);
@@ -838,6 +842,10 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
     for (const FleetPart& p : c.fleet) {
       w.BeginObject().KV("device", p.device).KV("count", p.count);
       w.KV("tensor_parallel_size", p.tensor_parallel_size);
+      w.KV("pipeline_parallel_size", p.pipeline_parallel_size)
+          .KV("data_parallel_size", p.data_parallel_size)
+          .KV("chips_per_replica", static_cast<int64_t>(p.tensor_parallel_size) *
+                                       p.pipeline_parallel_size * p.data_parallel_size);
       w.KV("usd_per_hour", p.usd_per_hour);
       if (const PlanDevice* d = FindPlanDevice(o.devices, p); d != nullptr) {
         w.KV("price_kind", d->offer.kind).KV("offer", OfferLabel(d->offer));

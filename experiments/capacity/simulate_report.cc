@@ -159,8 +159,12 @@ std::vector<SettingMismatch> SettingMismatches(const std::vector<proto::FittedSe
          "the 16-bit kernels and their peak differ by type on some devices; the "
          "fitted efficiencies are applied as they are"});
   }
+  // By width: fp8, fp8_e4m3 and fp8_e5m2 all read one byte an element.
   const std::string kv = d.kv_cache_dtype == d.dtype ? "auto" : d.kv_cache_dtype;
-  if (!any([&](const proto::FittedServer& s) { return s.kv_cache_dtype() == kv; })) {
+  const auto one_byte = [](const std::string& t) { return absl::StartsWith(t, "fp8"); };
+  if (!any([&](const proto::FittedServer& s) {
+        return one_byte(s.kv_cache_dtype()) == one_byte(kv);
+      })) {
     out.push_back({"--kv-cache-dtype",
                    FittedValues(fs, [](auto& s) { return s.kv_cache_dtype(); }), kv,
                    "decode attention reads KV elements of another width; its bandwidth "
@@ -281,14 +285,16 @@ std::vector<std::string> FitRangeWarnings(const ExperimentRun& run,
                                           const RunResult& result) {
   std::vector<std::string> out;
   const std::vector<RequestRecord>& records = run.engine->records();
+  const auto profile_name = [](const Deployment& d) {
+    return d.shipped_profile ? absl::StrCat("the shipped ", d.device.id(), " profile (",
+                                            d.profile_software_build, ")")
+                             : absl::StrCat("the calibration profile ", d.profile_origin);
+  };
   std::set<std::string> seen;  // profiles already checked
   for (const Deployment& d : run.fleet.deployments) {
     const proto::FittedRange& range = d.fitted_range;
     if (!d.calibrated || !seen.insert(d.profile_origin).second) continue;
-    const std::string profile =
-        d.shipped_profile ? absl::StrCat("the shipped ", d.device.id(), " profile (",
-                                         d.profile_software_build, ")")
-                          : absl::StrCat("the calibration profile ", d.profile_origin);
+    const std::string profile = profile_name(d);
     if (range.max_input_tokens() > 0) {
       int64_t longer = 0, shorter = 0, total = 0;
       int32_t longest = 0, shortest = std::numeric_limits<int32_t>::max();
@@ -345,7 +351,17 @@ std::vector<std::string> FitRangeWarnings(const ExperimentRun& run,
           "(docs/step_model.md; `servesim validate`, leave_one_model_out)",
           profile, absl::StrJoin(range.models(), ", "), d.model.id));
     }
-    ServerSettingWarnings(d, profile, out);
+  }
+  // Settings per replica group: a fleet's groups may share a profile and
+  // differ in their flags (each line once).
+  std::set<std::string> said;
+  for (const Deployment& d : run.fleet.deployments) {
+    if (!d.calibrated) continue;
+    std::vector<std::string> lines;
+    ServerSettingWarnings(d, profile_name(d), lines);
+    for (std::string& line : lines) {
+      if (said.insert(line).second) out.push_back(std::move(line));
+    }
   }
   return out;
 }

@@ -181,6 +181,35 @@ TEST(FitRangeWarningsTest, ServerSettingsNoFittedRunHadAreNamed) {
   EXPECT_THAT(w[0], ::testing::Not(HasSubstr("--calibration")));
 }
 
+// A fleet whose replica groups share a profile but not their flags: each
+// group's settings are checked (only the first group's were).
+TEST(FitRangeWarningsTest, EveryReplicaGroupOfAFleetIsChecked) {
+  proto::ExperimentConfig c;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        fleet {
+          replicas {
+            server { device: "tpu-v5e" model: "gemma-4-e2b" max_model_len: 4096 }
+            count: 1
+          }
+          replicas {
+            server {
+              device: "tpu-v5e"
+              model: "gemma-4-e2b"
+              max_model_len: 4096
+              async_scheduling: false
+            }
+            count: 2
+          }
+        }
+        client { num_prompts: 6 random_input_len: 128 random_output_len: 8 seed: 3 }
+      )pb",
+      &c));
+  const std::vector<std::string> w = SettingWarnings(c);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_THAT(w[0], HasSubstr("async scheduling on; this run has off"));
+}
+
 TEST(FitRangeWarningsTest, AProfileWithoutServerSettingsChecksNone) {
   proto::ExperimentConfig c = V5e("gemma-4-e2b", 128, 1);
   c.mutable_server()->set_async_scheduling(false);

@@ -503,7 +503,7 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--region", f->region, "only offers listed for this region");
   cmd->add_option("--price-usd-per-hour", f->user_prices,
                   "DEVICE=USD: your own price per chip-hour for a device (repeatable; "
-                  "a\n--tensor-parallel-size N replica pays N of it)");
+                  "a\nreplica of TP x PP x DP chips pays that many of it)");
   cmd->add_option("--calibration,--calibration-profile", f->calibrations,
                   "DEVICE=FILE, or FILE (the profile's device field): a calibration\n"
                   "profile (from servesim calibrate) for that device's replicas "
