@@ -201,7 +201,7 @@ TRACE_RATE=$("$BIN" trace stats --max-requests 3000 data/traces/AzureLLMInferenc
 
 for tier in on-demand spot; do
   echo "== plan: cheapest fleet for 10 req/s within 1 s TTFT p99 ($tier)" >&2
-  args=(plan --rate 10 --random-input-len 1024 --random-output-len 128 --num-prompts 3000
+  args=(plan --request-rate 10 --random-input-len 1024 --random-output-len 128 --num-prompts 3000
         --seed 1 --model gemma-4-e2b --max-model-len 8192 --slo 'ttft_p99<=1s'
         --price "$tier" --max-replicas 8 --jobs "$JOBS")
   "$BIN" "${args[@]}" > "$OUT/whatif_cheapest_10rps_$tier.txt"

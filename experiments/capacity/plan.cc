@@ -802,6 +802,18 @@ std::string FormatPlanText(const PlanOptions& o, const PlanResult& r) {
     gap_devices.push_back(d.device);
     for (const std::string& g : d.known_gaps) absl::StrAppend(&out, "  ", g, "\n");
   }
+  // Server settings no fitted run had, per device shape (each line once).
+  std::vector<std::string> said;
+  for (const PlanDevice& d : o.devices) {
+    for (const std::string& line : d.outside_fit) {
+      if (std::find(said.begin(), said.end(), line) != said.end()) continue;
+      if (said.empty()) {
+        out += "\nServer settings the calibration profiles were not fitted under:\n";
+      }
+      said.push_back(line);
+      absl::StrAppend(&out, "  ", PlanDeviceLabel(d), ": ", line, "\n");
+    }
+  }
   return out;
 }
 
@@ -829,6 +841,9 @@ std::string FormatPlanJson(const PlanOptions& o, const PlanResult& r) {
     w.KV("date", d.offer.date).KV("source", d.offer.source);
     w.KV("price_note", d.price_note);
     w.KV("calibration_profile", d.calibration_profile);
+    w.Key("outside_fit").BeginArray();
+    for (const std::string& g : d.outside_fit) w.String(g);
+    w.EndArray();
     w.Key("known_gaps").BeginArray();
     for (const std::string& g : d.known_gaps) w.String(g);
     w.EndArray();

@@ -64,6 +64,9 @@ struct PlanDevice {
   // shipped fit config's known gaps, calibration/validation.h
   // KnownGapNotes); empty with a user's profile.
   std::vector<std::string> known_gaps;
+  // The replica's server settings that no run of its profile was fitted
+  // under (ServerSettingFindings, experiments/capacity/simulate_report.h).
+  std::vector<std::string> outside_fit;
 };
 
 // "l4", or "l4 TP4" for tensor_parallel_size 4 ("l4 TP2 PP2 DP2" with

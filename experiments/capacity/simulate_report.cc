@@ -227,6 +227,14 @@ std::vector<std::string> ShippedProfilesFittedLike(const Deployment& d) {
   return out;
 }
 
+// "the shipped l4 profile (vllm-0.30.0-sagemaker)" or "the calibration
+// profile PATH".
+std::string ProfileName(const Deployment& d) {
+  return d.shipped_profile ? absl::StrCat("the shipped ", d.device.id(), " profile (",
+                                          d.profile_software_build, ")")
+                           : absl::StrCat("the calibration profile ", d.profile_origin);
+}
+
 // One profile's settings findings, each starting "outside the fit:".
 void ServerSettingWarnings(const Deployment& d, const std::string& profile,
                            std::vector<std::string>& out) {
@@ -285,16 +293,11 @@ std::vector<std::string> FitRangeWarnings(const ExperimentRun& run,
                                           const RunResult& result) {
   std::vector<std::string> out;
   const std::vector<RequestRecord>& records = run.engine->records();
-  const auto profile_name = [](const Deployment& d) {
-    return d.shipped_profile ? absl::StrCat("the shipped ", d.device.id(), " profile (",
-                                            d.profile_software_build, ")")
-                             : absl::StrCat("the calibration profile ", d.profile_origin);
-  };
   std::set<std::string> seen;  // profiles already checked
   for (const Deployment& d : run.fleet.deployments) {
     const proto::FittedRange& range = d.fitted_range;
     if (!d.calibrated || !seen.insert(d.profile_origin).second) continue;
-    const std::string profile = profile_name(d);
+    const std::string profile = ProfileName(d);
     if (range.max_input_tokens() > 0) {
       int64_t longer = 0, shorter = 0, total = 0;
       int32_t longest = 0, shortest = std::numeric_limits<int32_t>::max();
@@ -358,11 +361,17 @@ std::vector<std::string> FitRangeWarnings(const ExperimentRun& run,
   for (const Deployment& d : run.fleet.deployments) {
     if (!d.calibrated) continue;
     std::vector<std::string> lines;
-    ServerSettingWarnings(d, profile_name(d), lines);
+    ServerSettingWarnings(d, ProfileName(d), lines);
     for (std::string& line : lines) {
       if (said.insert(line).second) out.push_back(std::move(line));
     }
   }
+  return out;
+}
+
+std::vector<std::string> ServerSettingFindings(const Deployment& d) {
+  std::vector<std::string> out;
+  if (d.calibrated) ServerSettingWarnings(d, ProfileName(d), out);
   return out;
 }
 

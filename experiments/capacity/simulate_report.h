@@ -38,6 +38,12 @@ ReportContext SimulateReportContext(const proto::ExperimentConfig& config,
 std::vector<std::string> FitRangeWarnings(const ExperimentRun& run,
                                           const RunResult& result);
 
+// The lines of FitRangeWarnings about `d`'s server settings alone (no run
+// needed): each `vllm serve` setting that shapes a fitted term and that no
+// run its profile was fitted on had. Empty without a profile or without
+// recorded settings. `plan` lists them per device.
+std::vector<std::string> ServerSettingFindings(const Deployment& d);
+
 // vLLM's --goodput "KEY:VALUE" pairs (KEY ttft, tpot or e2el; VALUE a
 // non-negative number of milliseconds). Errors name the pair and the rule.
 absl::StatusOr<GoodputSlos> ParseGoodput(const std::vector<std::string>& pairs);

@@ -16,6 +16,7 @@
 #include "experiments/capacity/intervals.h"
 #include "experiments/capacity/memory_fit.h"
 #include "experiments/capacity/plan.h"
+#include "experiments/capacity/simulate_report.h"
 #include "experiments/capacity/sweep.h"
 #include "experiments/cli/cli.h"
 #include "experiments/cli/progress.h"
@@ -390,6 +391,17 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
       pd.pipeline_parallel_size = pp;
       pd.data_parallel_size = dp;
       pd.known_gaps = known_gaps;
+      {
+        proto::ExperimentConfig shape = o.base;
+        shape.mutable_server()->set_device(id);
+        shape.mutable_server()->set_calibration_profile(profile_of(id));
+        shape.mutable_server()->set_tensor_parallel_size(tp);
+        ApplyDefaults(shape);
+        if (absl::StatusOr<Deployment> d = BuildDeployment(ToServerSpec(shape.server()));
+            d.ok()) {
+          pd.outside_fit = ServerSettingFindings(*d);
+        }
+      }
       const int chips = tp * pp * dp;
       if (user != nullptr) {
         // The user's price is per chip; a replica pays it per chip.

@@ -585,6 +585,27 @@ std::string OneAxisGrid(const std::string& name, const std::string& path,
   return grid;
 }
 
+// plan says which server settings its devices' profiles were not fitted
+// under (simulate's "outside the fit" lines), per device shape.
+TEST(PlanCliTest, NamesServerSettingsNoFittedRunHad) {
+  const std::string args =
+      "plan --devices tpu-v5e --model gemma-4-e2b --request-rate 1 --num-prompts 8 "
+      "--random-input-len 128 --random-output-len 8 --max-replicas 1 "
+      "--tensor-parallel-size 1 --slo 'ttft_p99<=60s' --no-progress ";
+  CliRun same = Servesim(args);
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_THAT(same.out, Not(HasSubstr("not fitted under")));
+  CliRun off = Servesim(args + "--no-async-scheduling");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_THAT(off.out, HasSubstr("Server settings the calibration profiles were not "
+                                 "fitted under:\n  tpu-v5e: outside the fit: the shipped "
+                                 "tpu-v5e profile"));
+  EXPECT_THAT(off.out, HasSubstr("async scheduling on; this run has off"));
+  CliRun json = Servesim(args + "--no-async-scheduling --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_THAT(json.out, HasSubstr("\"outside_fit\": [\n"));
+}
+
 // sweep merge has --json as every subcommand: one object on stdout.
 TEST(SweepCliTest, MergeJsonIsOneObjectNamingWhatWasMerged) {
   const std::string grid =
