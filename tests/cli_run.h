@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -26,11 +27,16 @@ inline std::string ReadText(const std::string& path) {
 
 // Scratch file unique to the running test and process (ctest runs tests in
 // parallel, and several checkouts may run the same test at once: /tmp is
-// shared).
+// shared). The process is named by its pid and its start time: pids are
+// reused, and a file left by an earlier process of the same pid made a
+// test that writes without --overwrite fail now and then.
 inline std::string Scratch(const std::string& suffix) {
+  static const std::string kProcess =
+      std::to_string(::getpid()) + "-" +
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "/cli_" + std::to_string(::getpid()) + "_" +
-         info->test_suite_name() + "_" + info->name() + "_" + suffix;
+  return ::testing::TempDir() + "/cli_" + kProcess + "_" + info->test_suite_name() + "_" +
+         info->name() + "_" + suffix;
 }
 
 struct CliRun {
