@@ -177,7 +177,8 @@ absl::Status Resolve(TraceFlags& f) {
                       "[0, 2147483647] (0: off; as --num-prompts)");
   }
   if (f.opts.max_requests < 0) {
-    return OutOfRange("--max-requests", f.opts.max_requests, "[0, 2^63) (0: all)");
+    return OutOfRange("--max-requests (--num-prompts)", f.opts.max_requests,
+                      "[0, 2^63) (0: all)");
   }
   const LengthFilter& lf = f.opts.lengths;
   for (const auto& [flag, v] :
