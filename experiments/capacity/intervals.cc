@@ -914,6 +914,9 @@ PointRunner WithIntervals(PointRunner base, const IntervalOptions& options) {
     r.metric_names.push_back(n + "_lo");
     r.metric_names.push_back(n + "_hi");
   }
+  // Re-simulations that fell behind the offered rate (all sources): a
+  // point with any has latency bands that are not steady-state figures.
+  r.metric_names.emplace_back("interval_saturated_runs");
   IntervalOptions io = options;
   io.jobs = 1;
   r.run = [run_base = std::move(base.run), names,
@@ -930,6 +933,9 @@ PointRunner WithIntervals(PointRunner base, const IntervalOptions& options) {
         v.push_back(m.hi);
       }
     }
+    v.push_back(static_cast<double>(ir.saturated_parameter_samples +
+                                    ir.saturated_prior_samples +
+                                    ir.saturated_workload_seeds));
     return v;
   };
   return r;

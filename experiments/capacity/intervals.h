@@ -192,7 +192,9 @@ absl::StatusOr<double> SloProbability(const proto::ExperimentConfig& config,
 // sweep --interval: `base` plus, for every metric of `base` with an
 // interval, "<metric>_lo" and "<metric>_hi" columns (ComputeIntervals at
 // options.level with the point's client seed, one thread per point: the
-// sweep runs points in parallel). Costs 2K + 1 more simulations per point.
+// sweep runs points in parallel), and "interval_saturated_runs": the
+// re-simulations that fell behind the offered rate (IntervalReport's
+// saturated counts, summed). Costs 2K + 1 more simulations per point.
 PointRunner WithIntervals(PointRunner base, const IntervalOptions& options);
 
 // "servesim.intervals": {<metric>: {lo, hi, level, point, sources: {...}}},

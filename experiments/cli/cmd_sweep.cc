@@ -173,7 +173,8 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
   CLI::Option* interval_opt = cmd->add_option(
       "--interval", flags->interval,
       "add <metric>_lo / <metric>_hi columns: prediction intervals at this level\n"
-      "(0 < LEVEL < 1) as simulate --interval makes them (2K + 1 more runs a point)");
+      "(0 < LEVEL < 1) as simulate --interval makes them (2K + 1 more runs a point),\n"
+      "and interval_saturated_runs: re-simulations that fell behind the offered rate");
   CLI::Option* samples_opt =
       cmd->add_option("--interval-samples", flags->interval_samples,
                       WithDefault("K for --interval: parameter draws and workload seeds",

@@ -946,6 +946,8 @@ TEST(SweepIntervalCliTest, LoHiColumnsBracketThePointWhateverJobs) {
   const std::string csv = ReadText(one + "/results.csv");
   EXPECT_EQ(csv, ReadText(two + "/results.csv"));
   EXPECT_THAT(csv, HasSubstr(",p99_ttft_ms_lo,p99_ttft_ms_hi"));
+  // The re-simulations that fell behind the offered rate, per point.
+  EXPECT_THAT(csv, HasSubstr(",interval_saturated_runs"));
   const std::string jsonl = ReadText(one + "/results.jsonl");
   const std::regex row(
       R"re("p99_ttft_ms":([0-9.e+-]+).*"p99_ttft_ms_lo":([0-9.e+-]+),"p99_ttft_ms_hi":([0-9.e+-]+))re");
