@@ -593,6 +593,39 @@ TEST(EngineTest, ReplayedArrivalsAreTheSendTimes) {
   EXPECT_EQ(e->records()[1].first_scheduled_ns, 6'000'000);
 }
 
+// A chat's second turn repeats the first turn's prompt and answer. With
+// the answer hashed it hits both (128 tokens); with only the prompt
+// hashed, the prompt (64), and the answer is computed again.
+TEST(EngineTest, NextTurnHitsTheHashedAnswerOfTheLastTurn) {
+  for (const bool answer_hashed : {true, false}) {
+    AnalyticStepParams p;
+    p.device_base_ns = 1'000'000;
+    AnalyticStepModel model(p);
+    ClientConfig cc;
+    cc.replay_arrivals = true;
+    auto e = MakeEngine(Sched(), Pool(1000, /*with_sliding=*/false), &model, cc);
+    RequestSpec turn1 = Req(64, 64, 0);
+    turn1.session_id = 0;
+    turn1.hash_block_tokens = 16;
+    turn1.prefix_hashes = {1, 2, 3, 4};
+    if (answer_hashed) {
+      turn1.hashed_output_tokens = 64;
+      turn1.prefix_hashes = {1, 2, 3, 4, 5, 6, 7, 8};
+    }
+    RequestSpec turn2 = Req(64 + 64 + 32, 8, 10 * kNsPerSec);  // after turn 1 ends
+    turn2.session_id = 0;
+    turn2.hash_block_tokens = 16;
+    turn2.prefix_hashes = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    VectorSource src({turn1, turn2});
+    ASSERT_TRUE(e->Run(&src).ok());
+    ASSERT_LT(e->records()[0].finish_ns, e->records()[1].send_ns);
+    // Turn 1's answer: KV of 64 + 63 tokens, 7 whole blocks of which the
+    // first 4 are the prompt.
+    EXPECT_EQ(e->records()[1].prefix_hit_tokens, answer_hashed ? 112 : 64)
+        << "answer_hashed " << answer_hashed;
+  }
+}
+
 TEST(EngineTest, ReplayedArrivalsGoingBackwardsAreAnError) {
   AnalyticStepParams p;
   p.device_base_ns = 1'000'000;

@@ -11,6 +11,12 @@
 #include "sim/base/status_macros.h"
 
 namespace servesim {
+
+KvRequestView KvViewOf(const RequestSpec& spec) {
+  return KvRequestView{spec.id, spec.input_tokens, spec.prefix_hashes,
+                       spec.hash_block_tokens,
+                       std::clamp(spec.hashed_output_tokens, 0, spec.output_tokens)};
+}
 namespace {
 
 constexpr uint64_t kUniqueSalt = 0x5eed0f00dULL;
@@ -131,13 +137,7 @@ uint64_t KvCache::BlockHash(uint64_t parent, const KvRequestView& req, int g, in
   const int64_t bs = groups_[g].block_size;
   const int64_t s = j * bs;
   const int64_t e = s + bs;
-  int64_t hashed_limit = 0;
-  if (req.hash_block_tokens > 0) {
-    hashed_limit = std::min<int64_t>(
-        req.input_tokens,
-        static_cast<int64_t>(req.prefix_hashes.size()) * req.hash_block_tokens);
-  }
-  if (e <= hashed_limit) {
+  if (e <= req.HashedTokens()) {
     *shared = true;
     const int64_t hbt = req.hash_block_tokens;
     uint64_t content =
@@ -381,12 +381,7 @@ void KvCache::RegisterShared(GroupTable& t, const KvRequestView& req, int g,
   // Chain hashes advance only while the content is shared; unique blocks
   // are registered lazily on preemption (see the header).
   if (t.hash_done) return;
-  int64_t hashed_limit = 0;
-  if (req.hash_block_tokens > 0) {
-    hashed_limit = std::min<int64_t>(
-        req.input_tokens,
-        static_cast<int64_t>(req.prefix_hashes.size()) * req.hash_block_tokens);
-  }
+  const int64_t hashed_limit = req.HashedTokens();
   const int64_t bs = groups_[g].block_size;
   while (t.num_hashed < num_full) {
     if ((t.num_hashed + 1) * bs > hashed_limit) {
@@ -415,6 +410,7 @@ int32_t KvCache::FindPrefixHit(const KvRequestView& req, int32_t num_tokens,
                       req.prefix_hashes.data(),
                       req.prefix_hashes.size(),
                       req.hash_block_tokens,
+                      req.hashed_output_tokens,
                       num_tokens,
                       may_have_unique_hits,
                       keys_version_};
@@ -588,7 +584,11 @@ void KvCache::UpdateFast(int32_t slot) {
           f.release_at,
           static_cast<int64_t>(t.first_live + 1) * gi.block_size + gi.window - 1);
     }
-    if (caching_ && !t.hash_done) f.hash_pending = true;
+    // The next block to hash becomes full when the KV reaches its end.
+    if (caching_ && !t.hash_done) {
+      f.hash_at = std::min<int64_t>(
+          f.hash_at, static_cast<int64_t>(t.num_hashed + 1) * gi.block_size);
+    }
   }
   fast_[slot] = f;
 }

@@ -58,6 +58,7 @@
 #ifndef SERVESIM_SIM_KV_CACHE_H_
 #define SERVESIM_SIM_KV_CACHE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -99,7 +100,22 @@ struct KvRequestView {
   int32_t input_tokens = 0;
   std::span<const uint64_t> prefix_hashes;
   int32_t hash_block_tokens = 0;
+  // RequestSpec::hashed_output_tokens.
+  int32_t hashed_output_tokens = 0;
+
+  // Leading tokens of the sequence (prompt, then output) whose content the
+  // hashes name: min(input + hashed output, hashes x hash_block_tokens).
+  int64_t HashedTokens() const {
+    if (hash_block_tokens <= 0) return 0;
+    return std::min<int64_t>(
+        int64_t{input_tokens} + hashed_output_tokens,
+        static_cast<int64_t>(prefix_hashes.size()) * hash_block_tokens);
+  }
 };
+
+// The view of a request the KV cache uses (hashed output capped at the
+// tokens the request generates).
+KvRequestView KvViewOf(const RequestSpec& spec);
 
 class KvCache {
  public:
@@ -152,7 +168,8 @@ class KvCache {
     if (!use_hit && static_cast<size_t>(slot) < fast_.size()) {
       const SlotFast& f = fast_[slot];
       if (static_cast<int64_t>(num_computed) + num_new <= f.alloc_limit &&
-          num_computed < f.release_at && !f.hash_pending) {
+          num_computed < f.release_at &&
+          static_cast<int64_t>(num_computed) + num_new < f.hash_at) {
         return true;
       }
     }
@@ -193,7 +210,8 @@ class KvCache {
   struct SlotFast {
     int64_t alloc_limit = 0;         // tokens the tables already cover
     int64_t release_at = INT64_MAX;  // num_computed that frees a sliding block
-    bool hash_pending = false;       // shared blocks may still need registering
+    // KV length at which a shared block becomes full and needs registering.
+    int64_t hash_at = INT64_MAX;
   };
   struct GroupInfo {
     int32_t block_size = 16;
@@ -284,6 +302,7 @@ class KvCache {
     const uint64_t* hashes = nullptr;
     size_t num_hashes = 0;
     int32_t hash_block_tokens = 0;
+    int32_t hashed_output_tokens = 0;
     int32_t num_tokens = 0;
     bool may_have_unique_hits = false;
     uint64_t keys_version = 0;

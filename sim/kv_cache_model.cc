@@ -42,12 +42,10 @@ ReferenceKvCache::Table& ReferenceKvCache::At(int32_t slot, int g) {
 }
 
 bool ReferenceKvCache::Shared(const KvRequestView& req, int g, int32_t j) const {
-  // A block covering prompt tokens [s, e) is shared content when e <= the
-  // hashed tokens (min(input, hashes * hash_block_tokens)).
+  // A block covering sequence tokens [s, e) is shared content when e <= the
+  // hashed tokens (min(input + hashed output, hashes * hash_block_tokens)).
   if (req.hash_block_tokens <= 0) return false;
-  const int64_t hashed =
-      std::min<int64_t>(req.input_tokens, static_cast<int64_t>(req.prefix_hashes.size()) *
-                                              req.hash_block_tokens);
+  const int64_t hashed = req.HashedTokens();
   const int64_t bs = spec_.groups[g].block_size_tokens;
   return (static_cast<int64_t>(j) + 1) * bs <= hashed;
 }
@@ -293,11 +291,15 @@ struct ModelRequest {
   int32_t input = 0;
   std::vector<uint64_t> hashes;
   int32_t hbt = 0;
-  int32_t seq_len = 0;   // prompt plus generated tokens
-  int32_t computed = 0;  // while running
+  int32_t hashed_output = 0;   // generated tokens the hashes also name
+  int32_t parent_prompt = -1;  // a follow-up: the earlier prompt's length
+  int32_t seq_len = 0;         // prompt plus generated tokens
+  int32_t computed = 0;        // while running
   bool preempted_before = false;
   int32_t slot = -1;  // running in this slot, or -1 (waiting)
-  KvRequestView View() const { return KvRequestView{id, input, hashes, hbt}; }
+  KvRequestView View() const {
+    return KvRequestView{id, input, hashes, hbt, hashed_output};
+  }
 };
 
 uint64_t Chain(uint64_t parent, uint64_t id) {
@@ -392,9 +394,27 @@ class Driver {
     r.id = next_id_++;
     r.input = 1 + static_cast<int32_t>(src_.Next(src_.Next(4) == 0 ? 400 : 120));
     const int f = static_cast<int>(src_.Next(5));  // 4: no shared family
-    if (f < 4) {
+    if (f < 4 && !answers_.empty() && src_.Next(3) == 0) {
+      // A chat's next turn: an earlier prompt and its hashed answer (its
+      // whole hash blocks), then new text.
+      const ModelRequest& p = answers_[src_.Next(static_cast<uint32_t>(answers_.size()))];
+      r.hbt = p.hbt;
+      r.parent_prompt = p.input;
+      const int32_t whole = std::min<int32_t>((p.input + p.hashed_output) / p.hbt,
+                                              static_cast<int32_t>(p.hashes.size()));
+      r.input = p.input + p.hashed_output + 1 + static_cast<int32_t>(src_.Next(60));
+      r.hashes.assign(p.hashes.begin(), p.hashes.begin() + whole);
+      uint64_t h = r.hashes.empty() ? 0x5E5E5E5EA5A5A5A5ULL : r.hashes.back();
+      const int32_t n = (r.input + r.hbt - 1) / r.hbt;
+      for (int32_t i = whole; i < n; ++i) {
+        h = Chain(h, (static_cast<uint64_t>(r.id) << 20) + i + 1000);
+        r.hashes.push_back(h);
+      }
+    } else if (f < 4) {
+      // One in three hashes its answer too (up to 200 generated tokens).
+      if (src_.Next(3) == 0) r.hashed_output = 1 + static_cast<int32_t>(src_.Next(200));
       r.hbt = family_hbt_[f];
-      int32_t n = (r.input + r.hbt - 1) / r.hbt;
+      int32_t n = (r.input + r.hashed_output + r.hbt - 1) / r.hbt;
       if (src_.Next(4) == 0) n = static_cast<int32_t>(src_.Next(n + 2));
       const int32_t shared = static_cast<int32_t>(src_.Next(n + 1));
       uint64_t h = 0x5E5E5E5EA5A5A5A5ULL + static_cast<uint64_t>(f);
@@ -402,6 +422,10 @@ class Driver {
         h = i < shared ? Chain(h, static_cast<uint64_t>(i))
                        : Chain(h, (static_cast<uint64_t>(r.id) << 20) + i + 1000);
         r.hashes.push_back(h);
+      }
+      if (r.hashed_output > 0) {
+        if (answers_.size() == 8) answers_.erase(answers_.begin());
+        answers_.push_back(r);
       }
     }
     r.seq_len = r.input;
@@ -432,6 +456,7 @@ class Driver {
     const int32_t ref_hit = ref_->FindPrefixHit(r.View(), r.seq_len);
     if (hit != ref_hit) return Mismatch("admit", "FindPrefixHit", hit, ref_hit);
     if (hit > 0) ++stats_->hits;
+    if (r.parent_prompt >= 0 && hit > r.parent_prompt) ++stats_->answer_hits;
     const int32_t chunk =
         std::min(r.seq_len - hit, 1 + static_cast<int32_t>(src_.Next(max_chunk_)));
     const int32_t slot = free_slots_.back();
@@ -523,6 +548,7 @@ class Driver {
   std::unique_ptr<KvCache> real_;
   std::unique_ptr<ReferenceKvCache> ref_;
   std::vector<ModelRequest> reqs_;
+  std::vector<ModelRequest> answers_;  // requests that hash their answer
   std::vector<int32_t> free_slots_;
   RequestId next_id_ = 1;
   int64_t op_ = 0;

@@ -111,6 +111,9 @@ class ByteChoices : public ChoiceSource {
 struct KvModelStats {
   int64_t ops = 0;
   int64_t admits = 0, failed_allocs = 0, preemptions = 0, hits = 0, evictions = 0;
+  // Hits of a follow-up prompt that reach into an earlier request's hashed
+  // answer (past that request's prompt).
+  int64_t answer_hits = 0;
 };
 
 // Decodes a spec and up to `max_ops` operations from `src` (stopping early

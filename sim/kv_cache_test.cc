@@ -93,6 +93,59 @@ TEST(KvCacheTest, SharedPrefixHitsExactlyTheCachedWholeBlocks) {
   EXPECT_TRUE(kv->CheckInvariant(true));
 }
 
+// A chat's next turn repeats the previous prompt and its answer: with the
+// answer hashed (RequestSpec::hashed_output_tokens), the answer's blocks
+// are registered as decode fills them, and the follow-up hits them; with
+// the same hashes but the answer not declared hashed, only the prompt hits.
+TEST(KvCacheTest, HashedAnswerBlocksHitTheNextTurn) {
+  for (const int32_t hashed_output : {0, 40}) {
+    auto kv = KvCache::Create(FullSpec(100), true).value();
+    // Turn 1: 32-token prompt, 40-token answer; hashes name the 72-token
+    // sequence (5 trace blocks, the last partial).
+    const std::vector<uint64_t> turn1 = {1, 2, 3, 4, 5};
+    const KvRequestView v1{1, 32, turn1, 16, hashed_output};
+    ASSERT_TRUE(kv->Allocate(0, v1, 0, 32, /*use_hit=*/false));
+    // Decode: the KV grows one token a step up to prompt + answer - 1.
+    for (int32_t done = 32; done < 32 + 40 - 1; ++done) {
+      ASSERT_TRUE(kv->Allocate(0, v1, done, 1, false));
+    }
+    kv->Free(0, v1, 32 + 40 - 1, /*preempted=*/false);
+    // Turn 2: the 72 tokens of turn 1 (its 4 whole trace blocks) + 30 new.
+    const std::vector<uint64_t> turn2 = {1, 2, 3, 4, 50, 51, 52};
+    const KvRequestView v2{2, 102, turn2, 16};
+    EXPECT_EQ(kv->FindPrefixHit(v2, 102, false), hashed_output > 0 ? 64 : 32)
+        << "hashed_output " << hashed_output;
+    EXPECT_TRUE(kv->CheckInvariant(true));
+  }
+}
+
+// The answer's hashes stop at hashed_output_tokens: an answer longer than
+// what its hashes name keeps its later blocks unique.
+TEST(KvCacheTest, AnswerBlocksPastTheHashedOutputStayUnique) {
+  auto kv = KvCache::Create(FullSpec(100), true).value();
+  const std::vector<uint64_t> turn1 = {1, 2, 3, 4, 5, 6};  // names 96 tokens
+  const KvRequestView v1{1, 32, turn1, 16, /*hashed_output_tokens=*/16};
+  ASSERT_TRUE(kv->Allocate(0, v1, 0, 32, false));
+  ASSERT_TRUE(kv->Allocate(0, v1, 32, 63, false));  // KV of 95 tokens
+  kv->Free(0, v1, 95, false);
+  const std::vector<uint64_t> turn2 = {1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(kv->FindPrefixHit(KvRequestView{2, 112, turn2, 16}, 112, false), 48);
+  EXPECT_TRUE(kv->CheckInvariant(true));
+}
+
+// KvViewOf caps the hashed answer at the tokens the request generates.
+TEST(KvCacheTest, ViewCapsHashedOutputAtOutputTokens) {
+  RequestSpec spec;
+  spec.input_tokens = 32;
+  spec.output_tokens = 5;
+  spec.hashed_output_tokens = 40;
+  spec.prefix_hashes = {1, 2, 3, 4, 5};
+  spec.hash_block_tokens = 16;
+  const KvRequestView v = KvViewOf(spec);
+  EXPECT_EQ(v.hashed_output_tokens, 5);
+  EXPECT_EQ(v.HashedTokens(), 37);
+}
+
 TEST(KvCacheTest, TokensPastTheHashedPartNeverHitForOtherRequests) {
   auto kv = KvCache::Create(FullSpec(100), true).value();
   const std::vector<uint64_t> a = {1, 2};  // 32 hashed tokens of a 96-token prompt

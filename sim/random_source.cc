@@ -55,6 +55,7 @@ absl::StatusOr<bool> RandomSource::Next(RequestSpec& out) {
   out.prefix_hashes.clear();
   out.hash_block_tokens = 0;
   out.session_id = -1;
+  out.hashed_output_tokens = 0;
   return true;
 }
 

@@ -36,6 +36,15 @@ struct RequestSpec {
   // the whole prompt is unique (never hits the prefix cache).
   std::vector<uint64_t> prefix_hashes;
   int32_t hash_block_tokens = 0;
+  // Output tokens the prefix hashes describe as well: the hashes then cover
+  // the prompt followed by the first `hashed_output_tokens` generated
+  // tokens (at most ceil((input_tokens + hashed_output_tokens) /
+  // hash_block_tokens) hashes), because a later prompt repeats that answer
+  // (a chat's next turn). vLLM hashes generated tokens as their blocks
+  // fill, so the next turn hits them. 0: the hashes cover the prompt alone
+  // (every public trace format), and the answer's blocks are unique.
+  // At most output_tokens.
+  int32_t hashed_output_tokens = 0;
   // Multi-turn session this request belongs to, -1 if none.
   int64_t session_id = -1;
   // A request a `vllm bench serve` result recorded as streaming no token

@@ -100,10 +100,7 @@ int32_t Scheduler::Add(RequestSpec spec, TimeNs now_ns, int64_t cookie) {
   return slot;
 }
 
-KvRequestView Scheduler::View(const SchedRequest& r) const {
-  return KvRequestView{r.spec.id, r.spec.input_tokens, r.spec.prefix_hashes,
-                       r.spec.hash_block_tokens};
-}
+KvRequestView Scheduler::View(const SchedRequest& r) const { return KvViewOf(r.spec); }
 
 void Scheduler::WarmPrefixCache(std::span<const RequestSpec> requests) {
   SERVESIM_CHECK(num_active_ == 0);
@@ -111,8 +108,7 @@ void Scheduler::WarmPrefixCache(std::span<const RequestSpec> requests) {
   // Slot 0 is free before the first Add; each request leaves it empty.
   constexpr int32_t kSlot = 0;
   for (const RequestSpec& spec : requests) {
-    const KvRequestView view{spec.id, spec.input_tokens, spec.prefix_hashes,
-                             spec.hash_block_tokens};
+    const KvRequestView view = KvViewOf(spec);
     // KV at the last step: the prompt and every output token but the last.
     const int32_t total = spec.input_tokens + std::max(0, spec.output_tokens - 1);
     int32_t done =

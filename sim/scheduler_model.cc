@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "sim/base/hash.h"
@@ -27,10 +28,7 @@ class ReferenceScheduler {
     int32_t prefix_hit_tokens = -1;  // at first admission
     bool done = false;
     int32_t num_tokens() const { return spec.input_tokens + output; }
-    KvRequestView View() const {
-      return KvRequestView{spec.id, spec.input_tokens, spec.prefix_hashes,
-                           spec.hash_block_tokens};
-    }
+    KvRequestView View() const { return KvViewOf(spec); }
   };
   struct Scheduled {
     int32_t req;
@@ -214,18 +212,38 @@ class Driver {
     s.id = next_id_++;
     s.input_tokens = 1 + static_cast<int32_t>(src_.Next(src_.Next(4) == 0 ? 500 : 100));
     s.output_tokens = 1 + static_cast<int32_t>(src_.Next(src_.Next(4) == 0 ? 200 : 16));
-    if (src_.Next(4) != 0) {
-      // Chained hashes from one of three shared prefixes, unique after a
-      // random point.
+    if (!answers_.empty() && src_.Next(4) == 0) {
+      // A chat's next turn: an earlier prompt, its hashed answer (whole
+      // hash blocks) and new text.
+      const RequestSpec& p = answers_[src_.Next(static_cast<uint32_t>(answers_.size()))];
+      const int32_t whole = (p.input_tokens + p.hashed_output_tokens) / hbt_;
+      s.input_tokens = p.input_tokens + p.hashed_output_tokens + 1 +
+                       static_cast<int32_t>(src_.Next(40));
       s.hash_block_tokens = hbt_;
+      s.prefix_hashes.assign(p.prefix_hashes.begin(), p.prefix_hashes.begin() + whole);
+      uint64_t h = s.prefix_hashes.empty() ? 7 : s.prefix_hashes.back();
+      for (int32_t i = whole; i < (s.input_tokens + hbt_ - 1) / hbt_; ++i) {
+        h = HashCombine(h, (static_cast<uint64_t>(s.id) << 24) + i);
+        s.prefix_hashes.push_back(h);
+      }
+      parent_prompt_[s.id] = p.input_tokens;
+    } else if (src_.Next(4) != 0) {
+      // Chained hashes from one of three shared prefixes, unique after a
+      // random point; one in four hashes its whole answer too.
+      s.hash_block_tokens = hbt_;
+      if (src_.Next(4) == 0) s.hashed_output_tokens = s.output_tokens;
       const uint64_t family = src_.Next(3);
-      const int32_t n = (s.input_tokens + hbt_ - 1) / hbt_;
+      const int32_t n = (s.input_tokens + s.hashed_output_tokens + hbt_ - 1) / hbt_;
       const int32_t shared = static_cast<int32_t>(src_.Next(n + 1));
       uint64_t h = family;
       for (int32_t i = 0; i < n; ++i) {
         h = HashCombine(h, i < shared ? static_cast<uint64_t>(i)
                                       : (static_cast<uint64_t>(s.id) << 24) + i);
         s.prefix_hashes.push_back(h);
+      }
+      if (s.hashed_output_tokens > 0) {
+        if (answers_.size() == 8) answers_.erase(answers_.begin());
+        answers_.push_back(s);
       }
     }
     const RejectReason real = real_->CheckFits(s);
@@ -261,6 +279,10 @@ class Driver {
           absl::StrFormat("%d:%d hit %d", r.spec.id, s.tokens, r.prefix_hit_tokens));
       if (r.computed == r.prefix_hit_tokens && r.preemptions == 0) {
         stats_->prefix_hit_tokens += r.prefix_hit_tokens;  // first admission
+        const auto it = parent_prompt_.find(r.spec.id);
+        if (it != parent_prompt_.end() && r.prefix_hit_tokens > it->second) {
+          ++stats_->answer_hits;  // reaches into an earlier request's answer
+        }
       }
     }
     if (a != b || any != !b.empty()) {
@@ -330,6 +352,8 @@ class Driver {
   SchedulerConfig cfg_;
   KvCacheSpec spec_;
   int32_t hbt_ = 16;
+  std::vector<RequestSpec> answers_;  // requests that hash their answer
+  absl::flat_hash_map<RequestId, int32_t> parent_prompt_;  // follow-up -> prompt
   std::unique_ptr<Scheduler> real_;
   std::unique_ptr<ReferenceScheduler> ref_;
   std::vector<RequestId> ids_;

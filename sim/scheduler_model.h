@@ -20,6 +20,9 @@ namespace servesim {
 struct SchedulerModelStats {
   int64_t steps = 0, added = 0, rejected = 0, preemptions = 0, finished = 0;
   int64_t prefix_hit_tokens = 0;
+  // First admissions of a follow-up prompt whose hit reaches into an
+  // earlier request's hashed answer.
+  int64_t answer_hits = 0;
 };
 
 // Decodes a scheduler config, a KV spec and up to `max_ops` operations

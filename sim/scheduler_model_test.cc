@@ -24,6 +24,7 @@ TEST(SchedulerModelTest, SchedulerMatchesTheReferenceOverRandomArrivalsAndSteps)
     total.preemptions += stats.preemptions;
     total.finished += stats.finished;
     total.prefix_hit_tokens += stats.prefix_hit_tokens;
+    total.answer_hits += stats.answer_hits;
   }
   // The runs reach the interesting paths (not a vacuous agreement).
   EXPECT_GT(total.steps, 100'000);
@@ -31,9 +32,11 @@ TEST(SchedulerModelTest, SchedulerMatchesTheReferenceOverRandomArrivalsAndSteps)
   EXPECT_GT(total.preemptions, 1'000);
   EXPECT_GT(total.finished, 10'000);
   EXPECT_GT(total.prefix_hit_tokens, 10'000);
+  EXPECT_GT(total.answer_hits, 100);
   std::cout << "steps " << total.steps << " added " << total.added << " rejected "
             << total.rejected << " preemptions " << total.preemptions << " finished "
-            << total.finished << " prefix-hit tokens " << total.prefix_hit_tokens << "\n";
+            << total.finished << " prefix-hit tokens " << total.prefix_hit_tokens
+            << " answer hits " << total.answer_hits << "\n";
 }
 
 }  // namespace

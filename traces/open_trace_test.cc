@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/vector_source.h"
 #include "traces/drain_for_test.h"
 #include "traces/trace_stats.h"
 #include "traces/trace_writer.h"
@@ -207,7 +208,9 @@ INSTANTIATE_TEST_SUITE_P(Formats, ConvertTest,
                          ::testing::Values(OutputFormat::kBinary, OutputFormat::kCsv,
                                            OutputFormat::kJsonl));
 
-TEST(ConvertTest, BinaryKeepsSessionsOfSyntheticWorkload) {
+// A multi-turn synthetic workload keeps its sessions, its hashed answers
+// (hashed_output_tokens) and its sharing structure in every format.
+TEST_P(ConvertTest, KeepsSessionsAndHashedAnswersOfSyntheticWorkload) {
   SyntheticOptions so;
   so.num_requests = 300;
   so.sessions.min_turns = 2;
@@ -215,18 +218,39 @@ TEST(ConvertTest, BinaryKeepsSessionsOfSyntheticWorkload) {
   so.arrival.rate_per_s = 3;
   auto src = MakeSyntheticSource(so);
   ASSERT_TRUE(src.ok());
-  const std::string out = ::testing::TempDir() + "/syn.bin";
-  ASSERT_TRUE(ConvertTrace(**src, out, OutputFormat::kBinary).ok());
+  const std::string out = ::testing::TempDir() + "/syn." +
+                          (GetParam() == OutputFormat::kCsv     ? "csv"
+                           : GetParam() == OutputFormat::kJsonl ? "jsonl"
+                                                                : "bin");
+  ASSERT_TRUE(ConvertTrace(**src, out, GetParam()).ok());
   auto again = MakeSyntheticSource(so);
   auto original = Drain(**again);
   TraceOptions back;
   back.path = out;
   auto copy = Open(back);
   ASSERT_EQ(copy.size(), 300u);
+  int hashed_answers = 0;
   for (size_t i = 0; i < copy.size(); ++i) {
     ASSERT_EQ(copy[i].session_id, original[i].session_id);
-    ASSERT_EQ(copy[i].prefix_hashes, original[i].prefix_hashes);
+    ASSERT_EQ(copy[i].hashed_output_tokens, original[i].hashed_output_tokens) << i;
+    ASSERT_EQ(copy[i].prefix_hashes.size(), original[i].prefix_hashes.size());
+    if (GetParam() != OutputFormat::kJsonl) {
+      ASSERT_EQ(copy[i].prefix_hashes, original[i].prefix_hashes);
+    }
     ASSERT_EQ(copy[i].arrival_ns, original[i].arrival_ns);
+    hashed_answers += original[i].hashed_output_tokens > 0 ? 1 : 0;
+  }
+  EXPECT_GT(hashed_answers, 50);
+  // A follow-up's leading hashes equal its previous turn's (JSONL
+  // re-chains the values; equalities survive).
+  for (size_t i = 0; i < copy.size(); ++i) {
+    for (size_t j = i + 1; j < copy.size(); ++j) {
+      if (copy[j].session_id != copy[i].session_id) continue;
+      ASSERT_FALSE(copy[i].prefix_hashes.empty());
+      EXPECT_EQ(copy[j].prefix_hashes[copy[i].prefix_hashes.size() - 1],
+                copy[i].prefix_hashes.back());
+      break;
+    }
   }
 }
 
@@ -340,6 +364,40 @@ TEST(ConvertTest, WritersWriteOnlyWhatTheReadersTake) {
   auto src = OpenTrace(o);
   ASSERT_TRUE(src.ok()) << src.status();
   EXPECT_THAT((*src)->Describe(), HasSubstr("a??b.csv"));
+}
+
+// The binary reader holds a record's hashed answer to its output length
+// and its hashes to the prompt and that answer (records written as they
+// are, the writer checks neither).
+TEST(ConvertTest, BinaryReaderChecksHashedAnswerTokens) {
+  const auto error_of = [](const RequestSpec& r, const std::string& name) {
+    const std::string bin = ::testing::TempDir() + "/" + name;
+    std::remove(bin.c_str());
+    auto w = TraceWriter::Open(bin, OutputFormat::kBinary, "test");
+    EXPECT_TRUE(w.ok()) << w.status();
+    EXPECT_TRUE((*w)->Write(r).ok());
+    EXPECT_TRUE((*w)->Close().ok());
+    TraceOptions o;
+    o.path = bin;
+    auto src = OpenTrace(o);
+    EXPECT_TRUE(src.ok()) << src.status();
+    return std::string(DrainSource(**src).error.message());
+  };
+  RequestSpec r;
+  r.input_tokens = 10;
+  r.output_tokens = 5;
+  r.hash_block_tokens = 4;
+  r.prefix_hashes = {1, 2, 3, 4};
+  r.hashed_output_tokens = 9;
+  EXPECT_THAT(error_of(r, "answer_range.bin"),
+              HasSubstr("record 1: field hashed_output_tokens: 9 is outside "
+                        "0..output_tokens (5)"));
+  r.hashed_output_tokens = 2;
+  EXPECT_THAT(error_of(r, "answer_many.bin"),
+              HasSubstr("field prefix_hashes: has 4 hashes but input_tokens 10 + "
+                        "hashed_output_tokens 2 allows at most 3"));
+  r.hashed_output_tokens = 5;
+  EXPECT_EQ(error_of(r, "answer_ok.bin"), "");
 }
 
 TEST(OpenTraceTest, RateScalePastTheHorizonIsAnErrorNamingTheFlag) {
@@ -483,6 +541,27 @@ TEST(TraceStatsTest, PrefixSharingCountsRepeatedChainedBlocks) {
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->hashed_blocks, 6);
   EXPECT_DOUBLE_EQ(st->prefix_sharing_ratio, 1.0 / 6.0);
+}
+
+// An answer's hashes are not prompt blocks, but a later prompt that
+// repeats the answer counts as sharing.
+TEST(TraceStatsTest, HashedAnswersAreRememberedNotCounted) {
+  RequestSpec turn1;  // 32-token prompt + 32-token hashed answer
+  turn1.input_tokens = 32;
+  turn1.output_tokens = 32;
+  turn1.hash_block_tokens = 16;
+  turn1.hashed_output_tokens = 32;
+  turn1.prefix_hashes = {1, 2, 3, 4};
+  RequestSpec turn2 = turn1;  // repeats all 64 tokens, 16 new
+  turn2.id = 1;
+  turn2.input_tokens = 80;
+  turn2.hashed_output_tokens = 0;
+  turn2.prefix_hashes = {1, 2, 3, 4, 5};
+  VectorSource src({turn1, turn2});
+  auto st = ComputeTraceStats(src);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->hashed_blocks, 2 + 5);
+  EXPECT_DOUBLE_EQ(st->prefix_sharing_ratio, 4.0 / 7.0);
 }
 
 TEST(TraceStatsTest, SkippedRowsAreReportedByReason) {

@@ -349,12 +349,18 @@ class SyntheticSource : public RequestSource {
     out.arrival_ns = turn.arrival_ns;
     out.session_id = turn.session_id;
     ASSIGN_OR_RETURN(out.input_tokens, PromptTokens(turn.context_tokens));
-    FillHashes(turn.session_id, out.input_tokens, out);
-    // Schedule the follow-up turn: the history grows by this answer.
+    // The follow-up turn: the history grows by this answer.
     turn.turns_left -= 1;
     turn.context_tokens += output;
-    if (turn.turns_left > 0 && (opts_.sessions.max_input_tokens == 0 ||
-                                turn.context_tokens < opts_.sessions.max_input_tokens)) {
+    const bool follow_up =
+        turn.turns_left > 0 && (opts_.sessions.max_input_tokens == 0 ||
+                                turn.context_tokens < opts_.sessions.max_input_tokens);
+    // A turn with a follow-up hashes its answer too: the next prompt
+    // repeats it, and vLLM caches the answer's blocks as decode fills them.
+    out.hashed_output_tokens = follow_up ? output : 0;
+    FillHashes(turn.session_id, int64_t{out.input_tokens} + out.hashed_output_tokens,
+               out);
+    if (follow_up) {
       const double think = opts_.sessions.think_time_s > 0
                                ? think_.Exponential(1.0 / opts_.sessions.think_time_s)
                                : 0.0;
@@ -444,17 +450,18 @@ class SyntheticSource : public RequestSource {
     return {l.input_len, l.output_len};
   }
 
-  // Hashes of the prompt's full blocks whose content is known to repeat:
-  // the shared system prompt, then (for a session) its append-only
-  // history. Block content ids are global for the shared prefix and
-  // (session, block index) after it.
+  // Hashes of the full blocks whose content is known to repeat: the shared
+  // system prompt, then (for a session) its append-only history, up to
+  // `hashed_tokens` of prompt and answer. Block content ids are global for
+  // the shared prefix and (session, block index) after it.
   void FillHashes(int64_t session, int64_t hashed_tokens, RequestSpec& out) {
     const int64_t block = opts_.hash_block_tokens;
     const int64_t shared_blocks = opts_.sessions.shared_prefix_tokens / block;
-    const int64_t blocks =
-        session < 0 ? shared_blocks
-                    : std::min<int64_t>(hashed_tokens, out.input_tokens) / block;
-    if (blocks <= 0) return;
+    const int64_t blocks = session < 0 ? shared_blocks : hashed_tokens / block;
+    if (blocks <= 0) {
+      out.hashed_output_tokens = 0;  // nothing hashed: no answer named either
+      return;
+    }
     out.prefix_hashes.reserve(blocks);
     uint64_t h = kPrefixHashRoot;
     for (int64_t i = 0; i < blocks; ++i) {

@@ -262,14 +262,20 @@ TEST(SyntheticSourceTest, EachTurnExtendsItsSessionPrefix) {
       ASSERT_GE(r.arrival_ns, reqs[i - 1].arrival_ns);
     }
     ASSERT_GE(r.session_id, 0);
-    EXPECT_EQ(r.prefix_hashes.size(), static_cast<size_t>(r.input_tokens / 16));
+    // Whole blocks of the prompt, and of the answer when the answer is
+    // hashed (the turn has a follow-up; the session's last turn does not).
+    EXPECT_TRUE(r.hashed_output_tokens == 0 || r.hashed_output_tokens == r.output_tokens);
+    EXPECT_EQ(r.prefix_hashes.size(),
+              static_cast<size_t>((r.input_tokens + r.hashed_output_tokens) / 16));
     auto it = last_turn.find(r.session_id);
     if (it != last_turn.end()) {
       ++follow_ups;
       const RequestSpec& prev = it->second;
       // prompt = previous prompt + previous answer + new user text
       EXPECT_EQ(r.input_tokens, prev.input_tokens + prev.output_tokens + 100);
-      // Every full block of the previous prompt is a shared prefix.
+      // The previous turn named its answer, and every whole block of its
+      // prompt and answer is a shared prefix of this prompt.
+      EXPECT_EQ(prev.hashed_output_tokens, prev.output_tokens);
       for (size_t b = 0; b < prev.prefix_hashes.size(); ++b) {
         ASSERT_EQ(r.prefix_hashes[b], prev.prefix_hashes[b]);
       }

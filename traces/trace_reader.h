@@ -31,6 +31,14 @@ namespace servesim {
 // and differences of two arrivals cannot overflow.
 constexpr TimeNs kMaxTraceArrivalNs = kMaxArrivalNs;  // sim/request.h
 
+// The most prefix hashes a record may carry, `block` tokens each: one per
+// block of the prompt and the answer tokens the hashes also name
+// (RequestSpec::hashed_output_tokens), the last block possibly partial.
+constexpr int64_t MaxPrefixHashes(int64_t input_tokens, int64_t hashed_output_tokens,
+                                  int64_t block) {
+  return (input_tokens + hashed_output_tokens + block - 1) / block;
+}
+
 // Why a row was skipped.
 enum class SkipReason {
   kMalformed,       // unparsable field, bad JSON, blank line

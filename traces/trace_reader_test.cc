@@ -526,6 +526,52 @@ TEST(BadInputTest, HashCountsAndChatIdsAreCheckedInEveryReader) {
               HasSubstr("field parent_chat_id: 3 is the chat's own id"));
 }
 
+// Hashes may also name an answer (hashed_output_tokens, servesim's own
+// CSV and JSONL): the count allows the answer's blocks, the value is at
+// most the output length, and a file naming none is held to the prompt.
+TEST(BadInputTest, HashedAnswerTokensAreCheckedInEveryReader) {
+  EXPECT_THAT(
+      ReadError(TraceFormat::kLengths, "answer_range.csv",
+                "input_tokens,output_tokens,hash_block_tokens,hashed_output_tokens,"
+                "prefix_hashes\n"
+                "10,5,4,6,1 2 3 4\n"),
+      HasSubstr(":2: column hashed_output_tokens: \"6\" is outside "
+                "0..output_tokens (5)"));
+  EXPECT_THAT(
+      ReadError(TraceFormat::kLengths, "answer_many.csv",
+                "input_tokens,output_tokens,hash_block_tokens,hashed_output_tokens,"
+                "prefix_hashes\n"
+                "10,5,4,2,1 2 3 4\n"),
+      HasSubstr("column prefix_hashes: has 4 hashes but input_tokens 10 + "
+                "hashed_output_tokens 2 allows at most 3 (ceil((input_tokens + "
+                "hashed_output_tokens) / 4))"));
+  const ReadAll ok = Read(TraceFormat::kLengths,
+                          WriteTemp("answer_ok.csv",
+                                    "input_tokens,output_tokens,hash_block_tokens,"
+                                    "hashed_output_tokens,prefix_hashes\n"
+                                    "10,5,4,5,1 2 3 4\n"));
+  ASSERT_TRUE(ok.status.ok()) << ok.status;
+  ASSERT_EQ(ok.requests.size(), 1u);
+  EXPECT_EQ(ok.requests[0].hashed_output_tokens, 5);
+  EXPECT_EQ(ok.requests[0].prefix_hashes.size(), 4u);
+  EXPECT_THAT(ReadError(TraceFormat::kMooncake, "answer_range.jsonl",
+                        "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, "
+                        "\"hash_ids\": [1, 2, 3], \"hash_block_tokens\": 4, "
+                        "\"hashed_output_tokens\": -1}\n"),
+              HasSubstr("field hashed_output_tokens: expected an integer in "
+                        "0..output_length (5)"));
+  EXPECT_THAT(ReadError(TraceFormat::kMooncake, "answer_public.jsonl",
+                        "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, "
+                        "\"hash_ids\": [1], \"hashed_output_tokens\": 2}\n"),
+              HasSubstr("field hashed_output_tokens: given without hash_block_tokens"));
+  EXPECT_THAT(ReadError(TraceFormat::kMooncake, "answer_many.jsonl",
+                        "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, "
+                        "\"hash_ids\": [1, 2, 3, 4, 5], \"hash_block_tokens\": 4, "
+                        "\"hashed_output_tokens\": 5}\n"),
+              HasSubstr("field hash_ids: has 5 hashes but input_length 10 + "
+                        "hashed_output_tokens 5 allows at most 4"));
+}
+
 // Messages that lacked the allowed range or misnamed the value.
 TEST(BadInputTest, TimeAndNullErrorsSayTheRangeAndTheValue) {
   EXPECT_THAT(ReadError(TraceFormat::kLengths, "big_s.csv",

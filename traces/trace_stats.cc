@@ -75,10 +75,22 @@ absl::StatusOr<TraceStats> ComputeTraceStats(RequestSource& source,
     in_sum += r.input_tokens;
     out_sum += r.output_tokens;
     if (r.session_id >= 0) ++st.requests_in_sessions;
-    for (uint64_t h : r.prefix_hashes) {
-      ++st.hashed_blocks;
+    // Prompt blocks are counted; hashes of an answer (past the prompt's
+    // blocks) are only remembered, for the next turn's prompt to repeat.
+    // (With an answer hashed, a block the prompt ends inside holds answer
+    // tokens too: it is not counted as a prompt block.)
+    const size_t prompt_blocks =
+        r.hash_block_tokens <= 0 ? 0
+        : r.hashed_output_tokens > 0
+            ? static_cast<size_t>(r.input_tokens / r.hash_block_tokens)
+            : static_cast<size_t>(
+                  MaxPrefixHashes(r.input_tokens, 0, r.hash_block_tokens));
+    for (size_t i = 0; i < r.prefix_hashes.size(); ++i) {
+      const uint64_t h = r.prefix_hashes[i];
+      const bool prompt = i < prompt_blocks;
+      if (prompt) ++st.hashed_blocks;
       if (seen.count(h)) {
-        ++hits;
+        if (prompt) ++hits;
       } else if (static_cast<int64_t>(seen.size()) < max_tracked_hashes) {
         seen.insert(h);
       } else {

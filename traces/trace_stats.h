@@ -30,9 +30,9 @@ struct TraceStats {
   // Poisson, > 1 bursty; 0 if fewer than 2 gaps or all gaps 0.
   double interarrival_cv = 0;
   // Hashed prompt blocks, and the fraction of them whose chained hash
-  // appeared in an earlier request (what an unbounded prefix cache could
-  // hit). Exact while at most `max_tracked_hashes` distinct hashes were
-  // seen; beyond that new hashes are not remembered (approximate = true).
+  // appeared in an earlier request's prompt or hashed answer (what an
+  // unbounded prefix cache could hit). Exact while at most `max_tracked_hashes` distinct
+  // hashes were seen; beyond that new hashes are not remembered (approximate = true).
   int64_t hashed_blocks = 0;
   double prefix_sharing_ratio = 0;
   bool prefix_sharing_approximate = false;

@@ -150,8 +150,8 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
     AppendDelimited(w->buf_, header);
   } else if (format == OutputFormat::kCsv) {
     w->buf_ =
-        "arrival_ns,input_tokens,output_tokens,session_id,hash_block_tokens,prefix_"
-        "hashes\n";
+        "arrival_ns,input_tokens,output_tokens,session_id,hash_block_tokens,hashed_"
+        "output_tokens,prefix_hashes\n";
   }
   return w;
 }
@@ -227,7 +227,10 @@ absl::Status TraceWriter::Write(const RequestSpec& r) {
       rec.set_input_tokens(r.input_tokens);
       rec.set_output_tokens(r.output_tokens);
       for (uint64_t h : r.prefix_hashes) rec.add_prefix_hashes(h);
-      if (!r.prefix_hashes.empty()) rec.set_hash_block_tokens(r.hash_block_tokens);
+      if (!r.prefix_hashes.empty()) {
+        rec.set_hash_block_tokens(r.hash_block_tokens);
+        rec.set_hashed_output_tokens(r.hashed_output_tokens);
+      }
       rec.set_session_plus_one(r.session_id + 1);
       AppendDelimited(buf_, rec);
       break;
@@ -235,7 +238,11 @@ absl::Status TraceWriter::Write(const RequestSpec& r) {
     case OutputFormat::kCsv: {
       absl::StrAppend(&buf_, r.arrival_ns, ",", r.input_tokens, ",", r.output_tokens, ",",
                       r.session_id, ",");
-      if (!r.prefix_hashes.empty()) absl::StrAppend(&buf_, r.hash_block_tokens);
+      if (!r.prefix_hashes.empty()) {
+        absl::StrAppend(&buf_, r.hash_block_tokens, ",", r.hashed_output_tokens);
+      } else {
+        buf_.push_back(',');
+      }
       buf_.push_back(',');
       for (size_t i = 0; i < r.prefix_hashes.size(); ++i) {
         if (i) buf_.push_back(' ');
@@ -256,6 +263,9 @@ absl::Status TraceWriter::Write(const RequestSpec& r) {
       absl::StrAppend(&buf_, "], \"hash_block_tokens\": ",
                       r.prefix_hashes.empty() ? 1 : r.hash_block_tokens);
       if (r.session_id >= 0) absl::StrAppend(&buf_, ", \"session_id\": ", r.session_id);
+      if (!r.prefix_hashes.empty() && r.hashed_output_tokens > 0) {
+        absl::StrAppend(&buf_, ", \"hashed_output_tokens\": ", r.hashed_output_tokens);
+      }
       buf_ += "}\n";
       break;
     }

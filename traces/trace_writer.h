@@ -21,10 +21,12 @@ enum class OutputFormat {
   // Length-delimited TraceHeader + RequestRecords; exact (ns, hashes).
   kBinary,
   // arrival_ns,input_tokens,output_tokens,session_id,hash_block_tokens,
-  // prefix_hashes (space-separated); exact; read back as "lengths".
+  // hashed_output_tokens,prefix_hashes (space-separated); exact; read back
+  // as "lengths".
   kCsv,
   // {"timestamp": ms (exact decimal), "input_length", "output_length",
-  //  "hash_ids", "hash_block_tokens", "session_id"}; read back as
+  //  "hash_ids", "hash_block_tokens", "session_id", "hashed_output_tokens"
+  //  (when not 0)}; read back as
   // "mooncake" (hash values are re-chained on reading: the same sharing
   // structure, different numbers).
   kJsonl,

@@ -104,16 +104,20 @@ class BinaryReader : public TraceReader {
         msg =
             "field prefix_hashes: hashes given but no hash_block_tokens (record or "
             "header)";
+      } else if (rec_.hashed_output_tokens() < 0 ||
+                 rec_.hashed_output_tokens() > rec_.output_tokens()) {
+        msg = absl::StrCat("field hashed_output_tokens: ", rec_.hashed_output_tokens(),
+                           " is outside 0..output_tokens (", rec_.output_tokens(), ")");
       } else if (const int64_t block =
                      rec_.hash_block_tokens() != 0 ? rec_.hash_block_tokens() : block_;
                  block > 0 && rec_.prefix_hashes_size() >
-                                  (int64_t{rec_.input_tokens()} + block - 1) / block) {
+                                  MaxPrefixHashes(rec_.input_tokens(),
+                                                  rec_.hashed_output_tokens(), block)) {
         reason = SkipReason::kHashCount;
-        msg = absl::StrCat("field prefix_hashes: has ", rec_.prefix_hashes_size(),
-                           " hashes but input_tokens ", rec_.input_tokens(),
-                           " allows at most ",
-                           (int64_t{rec_.input_tokens()} + block - 1) / block,
-                           " (ceil(input_tokens / ", block, "))");
+        msg =
+            HashCountMessage("field prefix_hashes", rec_.prefix_hashes_size(),
+                             "input_tokens", rec_.input_tokens(), "hashed_output_tokens",
+                             rec_.hashed_output_tokens(), block);
       } else if (rec_.session_plus_one() < 0) {
         msg = "field session_plus_one: negative";
       } else if (rec_.arrival_delta_ns() > kMaxTraceArrivalNs - now_ns_) {
@@ -137,6 +141,8 @@ class BinaryReader : public TraceReader {
                               : rec_.hash_block_tokens() != 0 ? rec_.hash_block_tokens()
                                                               : block_;
       out.session_id = rec_.session_plus_one() - 1;
+      out.hashed_output_tokens =
+          out.prefix_hashes.empty() ? 0 : rec_.hashed_output_tokens();
       return true;
     }
   }

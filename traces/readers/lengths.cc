@@ -50,6 +50,7 @@ class LengthsReader : public CsvTraceReader {
     r->session_ = FindColumn(h, {"session_id"});
     r->block_ = FindColumn(h, {"hash_block_tokens"});
     r->hashes_ = FindColumn(h, {"prefix_hashes"});
+    r->hashed_out_ = FindColumn(h, {"hashed_output_tokens"});
     if (r->in_ < 0)
       return r->MissingColumn("input length (input_tokens, num_prefill_tokens, ...)");
     if (r->out_ < 0) {
@@ -124,16 +125,27 @@ class LengthsReader : public CsvTraceReader {
           return Fail(SkipReason::kMalformed,
                       "column prefix_hashes: hashes given but no hash_block_tokens");
         }
+        if (hashed_out_ >= 0 && !TrimSpaces(cells_[hashed_out_]).empty()) {
+          const std::string_view o = TrimSpaces(cells_[hashed_out_]);
+          int64_t v = 0;
+          if (!ParseInt64(o, &v) || v < 0 || v > out.output_tokens) {
+            return Fail(SkipReason::kMalformed,
+                        absl::StrCat("column hashed_output_tokens: \"", Clip(o),
+                                     "\" is outside 0..", std::string(header_[out_]),
+                                     " (", out.output_tokens, ")"));
+          }
+          out.hashed_output_tokens = static_cast<int32_t>(v);
+        }
         // As the Mooncake and Bailian readers: no more hashes than blocks
         // (stats counted phantom blocks for prefix sharing).
-        const int64_t max_blocks = (out.input_tokens + block - 1) / block;
-        if (static_cast<int64_t>(out.prefix_hashes.size()) > max_blocks) {
+        if (static_cast<int64_t>(out.prefix_hashes.size()) >
+            MaxPrefixHashes(out.input_tokens, out.hashed_output_tokens, block)) {
           return Fail(
               SkipReason::kHashCount,
-              absl::StrCat("column prefix_hashes: has ", out.prefix_hashes.size(),
-                           " hashes but ", std::string(header_[in_]), " ",
-                           out.input_tokens, " allows at most ", max_blocks, " (ceil(",
-                           std::string(header_[in_]), " / ", block, "))"));
+              HashCountMessage("column prefix_hashes",
+                               static_cast<int64_t>(out.prefix_hashes.size()),
+                               header_[in_], out.input_tokens, "hashed_output_tokens",
+                               out.hashed_output_tokens, block));
         }
         out.hash_block_tokens = static_cast<int32_t>(block);
       }
@@ -142,7 +154,7 @@ class LengthsReader : public CsvTraceReader {
   }
 
   int in_ = -1, out_ = -1, arrival_ns_ = -1, arrival_s_ = -1, session_ = -1, block_ = -1,
-      hashes_ = -1;
+      hashes_ = -1, hashed_out_ = -1;
 };
 
 }  // namespace

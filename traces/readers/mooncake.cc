@@ -49,16 +49,44 @@ class MooncakeReader : public JsonlTraceReader {
       return Fail(SkipReason::kMalformed,
                   "field hash_ids: expected an array of integers");
     }
+    // servesim's own JSONL may also hash the answer a session's next turn
+    // repeats (RequestSpec::hashed_output_tokens).
+    int64_t hashed_output = 0;
+    if (const FlatJsonField* o = parser_.Find("hashed_output_tokens"); o != nullptr) {
+      if (!own_format) {
+        return Fail(
+            SkipReason::kMalformed,
+            "field hashed_output_tokens: given without hash_block_tokens (servesim's "
+            "JSONL names the block size of hashes that cover an answer)");
+      }
+      if (o->kind != FlatJsonField::Kind::kNumber ||
+          !ParseInt64(o->raw, &hashed_output) || hashed_output < 0 ||
+          hashed_output > out.output_tokens) {
+        return Fail(SkipReason::kMalformed,
+                    absl::StrCat("field hashed_output_tokens: expected an integer in "
+                                 "0..output_length (",
+                                 out.output_tokens, ")"));
+      }
+    }
     const int64_t n = h->array_end - h->array_begin;
-    const int64_t want = (out.input_tokens + block - 1) / block;
+    const int64_t want = MaxPrefixHashes(out.input_tokens, hashed_output, block);
     if (own_format ? n > want : n != want) {
+      if (own_format) {
+        return Fail(
+            SkipReason::kHashCount,
+            HashCountMessage("field hash_ids", n, "input_length", out.input_tokens,
+                             "hashed_output_tokens", hashed_output, block));
+      }
       return Fail(SkipReason::kHashCount,
                   absl::StrCat("field hash_ids: has ", n, " entries but input_length ",
-                               out.input_tokens, " needs ", own_format ? "at most " : "",
-                               want, " (ceil(input_length / ", block, "))"));
+                               out.input_tokens, " needs ", want,
+                               " (ceil(input_length / ", block, "))"));
     }
     if (!Hashes(*h, out)) return false;
-    if (n > 0) out.hash_block_tokens = static_cast<int32_t>(block);
+    if (n > 0) {
+      out.hash_block_tokens = static_cast<int32_t>(block);
+      out.hashed_output_tokens = static_cast<int32_t>(hashed_output);
+    }
     return true;
   }
 };

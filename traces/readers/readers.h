@@ -84,6 +84,7 @@ class LineTraceReader : public TraceReader {
       out.prefix_hashes.clear();
       out.hash_block_tokens = 0;
       out.session_id = -1;
+      out.hashed_output_tokens = 0;
       bool ok;
       // JSON lines are validated by the JSON scanner (strings checked,
       // non-ASCII outside strings is a syntax error); the UTF-8 pass is
@@ -278,6 +279,27 @@ class LineTraceReader : public TraceReader {
   int64_t prev_abs_ns_ = 0;
   int64_t first_abs_ns_ = 0;
 };
+
+// The error for more prefix hashes than MaxPrefixHashes allows: `field`
+// names the hash list as the format does ("column prefix_hashes"),
+// `input_name` / `output_name` the prompt length and hashed-answer fields.
+inline std::string HashCountMessage(std::string_view field, int64_t num_hashes,
+                                    std::string_view input_name, int64_t input_tokens,
+                                    std::string_view output_name,
+                                    int64_t hashed_output_tokens, int64_t block) {
+  const int64_t max = MaxPrefixHashes(input_tokens, hashed_output_tokens, block);
+  // (absl::StrCat takes absl::string_view, not std::string_view, here.)
+  const std::string field_s(field), in(input_name), out(output_name);
+  if (hashed_output_tokens == 0) {
+    return absl::StrCat(field_s, ": has ", num_hashes, " hashes but ", in, " ",
+                        input_tokens, " allows at most ", max, " (ceil(", in, " / ",
+                        block, "))");
+  }
+  return absl::StrCat(field_s, ": has ", num_hashes, " hashes but ", in, " ",
+                      input_tokens, " + ", out, " ", hashed_output_tokens,
+                      " allows at most ", max, " (ceil((", in, " + ", out, ") / ", block,
+                      "))");
+}
 
 // Index of the header cell named one of `names`, or -1.
 inline int FindColumn(const std::vector<std::string_view>& header,
