@@ -136,34 +136,66 @@ absl::Status Engine::PullNext() {
 
 absl::Status Engine::TrySend() {
   const int64_t cap = client_config_.max_concurrency;
-  while (has_pending_ && pending_intended_ns_ <= now_ && (cap == 0 || in_flight_ < cap)) {
-    const int64_t idx = static_cast<int64_t>(records_.size());
-    RequestRecord rec;
-    rec.id = pending_.id;
-    rec.input_tokens = pending_.input_tokens;
-    rec.output_tokens = pending_.output_tokens;
-    rec.unmeasured = pending_.unmeasured;
-    rec.intended_ns = pending_intended_ns_;
-    rec.send_ns = now_;
-    records_.push_back(rec);
-    if (options_.keep_request_itls) request_itls_.emplace_back();
-    ++in_flight_;
-    peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
-    int32_t t;
-    if (!transit_free_.empty()) {
-      t = transit_free_.back();
-      transit_free_.pop_back();
-    } else {
-      t = static_cast<int32_t>(transit_.size());
-      transit_.emplace_back();
-      transit_record_.push_back(0);
+  while (true) {
+    // The earliest of the next ready turn and the source's next request
+    // (the ready turn on ties).
+    const bool from_ready =
+        !ready_.empty() &&
+        (!has_pending_ || ready_.top().ready_ns <= pending_intended_ns_);
+    if (!from_ready && !has_pending_) break;
+    if ((from_ready ? ready_.top().ready_ns : pending_intended_ns_) > now_) break;
+    const int64_t session = from_ready ? -1 : pending_.session_id;
+    if (session >= 0) {
+      if (auto busy = session_busy_.find(session); busy != session_busy_.end()) {
+        // An earlier turn of its session is in flight or held: hold it.
+        ++busy->second;
+        held_[session].push_back(HeldTurn{std::move(pending_), pending_intended_ns_});
+        RETURN_IF_ERROR(PullNext());
+        continue;
+      }
     }
-    transit_[t] = std::move(pending_);
-    transit_record_[t] = idx;
-    events_.Push(now_ + client_config_.client_overhead_ns, kArrive, 0, t);
-    RETURN_IF_ERROR(PullNext());
+    if (cap != 0 && in_flight_ >= cap) break;
+    // (A ready turn was counted in its session when it was held.)
+    if (session >= 0) session_busy_[session] = 1;
+    if (from_ready) {
+      // priority_queue::top is const; the turn is copied out, then popped.
+      HeldTurn turn = ready_.top().turn;
+      ready_.pop();
+      Send(std::move(turn.spec), turn.intended_ns);
+    } else {
+      Send(std::move(pending_), pending_intended_ns_);
+      RETURN_IF_ERROR(PullNext());
+    }
   }
   return absl::OkStatus();
+}
+
+void Engine::Send(RequestSpec&& spec, TimeNs intended_ns) {
+  const int64_t idx = static_cast<int64_t>(records_.size());
+  RequestRecord rec;
+  rec.id = spec.id;
+  rec.input_tokens = spec.input_tokens;
+  rec.output_tokens = spec.output_tokens;
+  rec.unmeasured = spec.unmeasured;
+  rec.intended_ns = intended_ns;
+  rec.send_ns = now_;
+  records_.push_back(rec);
+  record_session_.push_back(spec.session_id);
+  if (options_.keep_request_itls) request_itls_.emplace_back();
+  ++in_flight_;
+  peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
+  int32_t t;
+  if (!transit_free_.empty()) {
+    t = transit_free_.back();
+    transit_free_.pop_back();
+  } else {
+    t = static_cast<int32_t>(transit_.size());
+    transit_.emplace_back();
+    transit_record_.push_back(0);
+  }
+  transit_[t] = std::move(spec);
+  transit_record_[t] = idx;
+  events_.Push(now_ + client_config_.client_overhead_ns, kArrive, 0, t);
 }
 
 void Engine::Arrive(int32_t t) {
@@ -332,6 +364,22 @@ void Engine::EndStep(int32_t r) {
 void Engine::Done(RequestRecord& rec) {
   --in_flight_;
   SERVESIM_CHECK(in_flight_ >= 0);
+  const int64_t session = record_session_[&rec - records_.data()];
+  if (session >= 0) {
+    // The session's next held turn (if any) may go once its time comes.
+    auto busy = session_busy_.find(session);
+    SERVESIM_CHECK(busy != session_busy_.end() && busy->second > 0);
+    if (--busy->second == 0) session_busy_.erase(busy);
+    auto held = held_.find(session);
+    if (held != held_.end()) {
+      HeldTurn turn = std::move(held->second.front());
+      held->second.pop_front();
+      if (held->second.empty()) held_.erase(held);
+      const TimeNs ready_ns = std::max(now_, turn.intended_ns);
+      ready_.push(ReadyTurn{ready_ns, ready_seq_++, std::move(turn)});
+      if (ready_ns > now_) events_.Push(ready_ns, kWake);
+    }
+  }
   if (observer_ != nullptr) observer_->OnRequestDone(rec);
 }
 
@@ -376,6 +424,7 @@ absl::Status Engine::Run(RequestSource* source, EngineObserver* observer) {
   }
   // Every request finished or was rejected.
   SERVESIM_CHECK(!has_pending_ && source_done_ && in_flight_ == 0);
+  SERVESIM_CHECK(ready_.empty() && held_.empty() && session_busy_.empty());
   for (const Replica& rep : replicas_) SERVESIM_CHECK(!rep.scheduler->HasWork());
   // The per-second token buckets start at the earliest successful send.
   for (const RequestRecord& rec : records_) {

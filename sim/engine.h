@@ -18,6 +18,18 @@
 // Streaming: requests are pulled from the RequestSource one at a time, only
 // when the client is ready to send the next one, so memory holds only the
 // in-flight requests plus one small RequestRecord per request.
+//
+// Sessions: a turn of a multi-turn session (RequestSpec::session_id >= 0)
+// is never sent before the session's previous turn has finished (a user
+// reads the answer first; vLLM's multi-turn benchmark client waits for it
+// too). A turn whose time comes while an earlier turn of its session is
+// still in flight (or itself held) is held; when that turn ends, the held
+// turn becomes ready at max(its intended time, that end) and is sent in
+// time order with the source's other requests (ready turns first on ties),
+// under the same max_concurrency. Its RequestRecord keeps the intended
+// time, so the delay shows as send_ns - intended_ns. A trace replayed from
+// a real server rarely triggers it (its timestamps already follow the
+// answers); a slower simulated fleet or a synthetic session does.
 // A step lasts host_ns + device_ns, or max(host_ns, device_ns) with
 // async_scheduling. A replica starts its next step as soon as the previous
 // one ends (its outputs processed); requests arriving during a step wait for
@@ -58,9 +70,11 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <queue>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sim/client.h"
@@ -213,6 +227,29 @@ class Engine {
   int64_t in_flight_ = 0;
   int64_t peak_in_flight_ = 0;
   bool ran_ = false;
+  // Sessions (top of file): per session, its requests in flight, held or
+  // ready; the held turns in source order; ready turns by (time, order).
+  struct HeldTurn {
+    RequestSpec spec;
+    TimeNs intended_ns = 0;
+  };
+  struct ReadyTurn {
+    TimeNs ready_ns = 0;
+    int64_t seq = 0;
+    HeldTurn turn;
+  };
+  struct LaterReady {
+    bool operator()(const ReadyTurn& a, const ReadyTurn& b) const {
+      return a.ready_ns != b.ready_ns ? a.ready_ns > b.ready_ns : a.seq > b.seq;
+    }
+  };
+  absl::flat_hash_map<int64_t, int32_t> session_busy_;
+  absl::flat_hash_map<int64_t, std::deque<HeldTurn>> held_;
+  std::priority_queue<ReadyTurn, std::vector<ReadyTurn>, LaterReady> ready_;
+  int64_t ready_seq_ = 0;
+  std::vector<int64_t> record_session_;  // per record: its session, or -1
+  // Sends `spec` (intended at `intended_ns`) at now_.
+  void Send(RequestSpec&& spec, TimeNs intended_ns);
 
   std::vector<RequestRecord> records_;
   std::vector<std::vector<TimeNs>> request_itls_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -225,7 +226,8 @@ TEST_P(EngineInvariantTest, FreePlusUsedEqualsTotalEveryStepAndEveryRequestEnds)
   for (int i = 0; i < 4000; ++i) {
     RequestSpec s = Req(static_cast<int32_t>(rng.UniformInt(1, 900)),
                         static_cast<int32_t>(rng.UniformInt(1, 300)));
-    if (i % 50 == 7) s.input_tokens = 4000;  // exceeds max_model_len
+    if (i % 50 == 7) s.input_tokens = 4000;       // exceeds max_model_len
+    if (i % 3 == 0) s.session_id = (i / 3) % 40;  // 40 sessions of many turns
     const int32_t hbt = 64;
     const int64_t family = rng.UniformInt(0, 4);
     for (int32_t k = 0; k < s.input_tokens / hbt; ++k) {
@@ -245,14 +247,33 @@ TEST_P(EngineInvariantTest, FreePlusUsedEqualsTotalEveryStepAndEveryRequestEnds)
   EXPECT_EQ(r.rejected_by_reason[static_cast<int>(RejectReason::kExceedsMaxModelLen)],
             80);
   EXPECT_GT(r.preemptions, 0);
+  // Each session's turns go in source order, each after the previous one
+  // finished (rejected or answered); the others as the client meant.
+  std::map<int64_t, const RequestRecord*> last_turn;
   for (const RequestRecord& rec : e->records()) {
     ASSERT_GE(rec.finish_ns, rec.send_ns);
+    ASSERT_GE(rec.send_ns, rec.intended_ns);
     if (rec.ok()) {
       ASSERT_LE(rec.arrival_ns, rec.first_scheduled_ns);
       ASSERT_LT(rec.first_scheduled_ns, rec.first_token_ns);
       ASSERT_LE(rec.first_token_ns, rec.finish_ns);
     }
+    const int64_t session = reqs[rec.id].session_id;
+    if (session < 0) {
+      ASSERT_EQ(rec.send_ns, rec.intended_ns) << rec.id;
+      continue;
+    }
+    auto [it, first] = last_turn.try_emplace(session, &rec);
+    if (!first) {
+      ASSERT_GT(rec.id, it->second->id);
+      ASSERT_GE(rec.send_ns, it->second->finish_ns) << rec.id;
+      it->second = &rec;
+    }
   }
+  EXPECT_EQ(last_turn.size(), 40u);
+  int64_t held = 0;
+  for (const RequestRecord& rec : e->records()) held += rec.send_ns > rec.intended_ns;
+  EXPECT_GT(held, 100);  // the overload holds many turns
   if (GetParam().caching) {
     int64_t hit = 0;
     for (const RequestRecord& rec : e->records()) hit += rec.prefix_hit_tokens;
@@ -624,6 +645,61 @@ TEST(EngineTest, NextTurnHitsTheHashedAnswerOfTheLastTurn) {
     EXPECT_EQ(e->records()[1].prefix_hit_tokens, answer_hashed ? 112 : 64)
         << "answer_hashed " << answer_hashed;
   }
+}
+
+// A session's turn waits for its previous turn (answered or rejected);
+// other requests go as meant, and the record keeps the intended time.
+TEST(EngineTest, SessionTurnWaitsForThePreviousTurnOnly) {
+  AnalyticStepParams p;
+  p.device_base_ns = 1'000'000;
+  AnalyticStepModel model(p);
+  ClientConfig cc;
+  cc.replay_arrivals = true;
+  auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
+  std::vector<RequestSpec> reqs = {Req(10, 50, 0), Req(10, 2, 1'000'000),
+                                   Req(10, 2, 2'000'000), Req(20'000, 2, 3'000'000),
+                                   Req(10, 2, 4'000'000)};
+  for (int i = 0; i < 5; ++i) reqs[i].id = i;
+  reqs[0].session_id = reqs[1].session_id = 5;
+  reqs[3].session_id = reqs[4].session_id = 6;  // turn 1 cannot fit the pool
+  VectorSource src(reqs);
+  ASSERT_TRUE(e->Run(&src).ok());
+  std::map<int64_t, RequestRecord> by_id;
+  for (const RequestRecord& rec : e->records()) by_id[rec.id] = rec;
+  EXPECT_GT(by_id[0].finish_ns, 40'000'000);  // 50 tokens of >= 1 ms
+  EXPECT_EQ(by_id[1].send_ns, by_id[0].finish_ns);
+  EXPECT_EQ(by_id[1].intended_ns, 1'000'000);
+  EXPECT_EQ(by_id[2].send_ns, 2'000'000);
+  EXPECT_EQ(by_id[3].reject, RejectReason::kExceedsKvCache);
+  EXPECT_EQ(by_id[4].send_ns, 4'000'000);
+  EXPECT_GT(e->Result().client_wait.p99_ms, 30.0);
+}
+
+// Under --max-concurrency a released turn takes a slot like any request.
+TEST(EngineTest, ReleasedTurnRespectsMaxConcurrency) {
+  AnalyticStepParams p;
+  p.device_base_ns = 1'000'000;
+  AnalyticStepModel model(p);
+  ClientConfig cc;
+  cc.max_concurrency = 2;
+  auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
+  std::vector<RequestSpec> reqs;
+  for (int i = 0; i < 12; ++i) {
+    reqs.push_back(Req(10, 5 + 7 * (i % 3)));
+    reqs.back().id = i;
+    reqs.back().session_id = i % 4;
+  }
+  VectorSource src(reqs);
+  ASSERT_TRUE(e->Run(&src).ok());
+  // At every send, at most one other request is in flight.
+  for (const RequestRecord& a : e->records()) {
+    int in_flight = 0;
+    for (const RequestRecord& b : e->records()) {
+      in_flight += &a != &b && b.send_ns <= a.send_ns && b.finish_ns > a.send_ns;
+    }
+    EXPECT_LE(in_flight, 1) << a.id;
+  }
+  EXPECT_EQ(e->Result().completed, 12);
 }
 
 TEST(EngineTest, ReplayedArrivalsGoingBackwardsAreAnError) {

@@ -209,7 +209,8 @@ struct RunResult {
   // Simulator-only.
   LatencySummary queueing;  // server arrival to first scheduled
   // When the client meant to send to when it sent: the wait at its
-  // --max-concurrency semaphore (vLLM's latencies start after it).
+  // --max-concurrency semaphore, or of a session's turn for its previous
+  // turn to finish (sim/engine.h); vLLM's latencies start after it.
   LatencySummary client_wait;
   int64_t preemptions = 0;
   std::array<int64_t, kNumRejectReasons> rejected_by_reason{};

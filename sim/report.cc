@@ -138,6 +138,7 @@ std::string BenchResultJson(const RunResult& r, const ReportContext& ctx,
   // saw no token of them.
   if (r.unmeasured > 0) w.KV("unmeasured_requests", r.unmeasured);
   WriteSummaryObject(w, "queueing", r.queueing);
+  WriteSummaryObject(w, "client_wait", r.client_wait);
   w.KV("preemptions", r.preemptions);
   w.Key("rejected").BeginObject();
   for (int i = 1; i < kNumRejectReasons; ++i) {
@@ -284,6 +285,12 @@ std::string SummaryText(const RunResult& r, const ReportContext& ctx) {
   header("servesim", '-');
   line("Mean queueing delay (ms):", r.queueing.mean_ms);
   line("P99 queueing delay (ms):", r.queueing.p99_ms);
+  // Time a request waited at the client past its intended send time
+  // (--max-concurrency, or a session's previous turn still answering).
+  if (r.client_wait.count > 0 && r.client_wait.p99_ms > 0) {
+    line("Mean client wait (ms):", r.client_wait.mean_ms);
+    line("P99 client wait (ms):", r.client_wait.p99_ms);
+  }
   iline("Preemptions:", r.preemptions);
   for (int i = 1; i < kNumRejectReasons; ++i) {
     if (r.rejected_by_reason[i] > 0) {

@@ -108,7 +108,8 @@ struct SessionSpec {
   int32_t min_turns = 1;
   int32_t max_turns = 1;
   // Mean of the exponential time between a turn's arrival and the next
-  // turn's (the answer's latency plus the user's think time).
+  // turn's (the answer's latency plus the user's think time). The engine
+  // holds a turn whose previous answer has not ended (sim/engine.h).
   double think_time_s = 10;
   // Tokens at the start of every prompt shared by all requests (a system
   // prompt); hashed so the prefix cache can hit.

@@ -624,7 +624,10 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
                       absl::StrCat("turns per session (default ", kSyn.sessions.max_turns,
                                    ", or --min-turns when only that is given)"));
   cmd->add_option("--think-time-s", g->syn.sessions.think_time_s,
-                  WithDefault("mean gap between turns, s", kSyn.sessions.think_time_s));
+                  WithDefault("mean gap from a turn's send to the next turn's, s (an "
+                              "exponential draw; simulate never sends a turn before the "
+                              "previous answer ends)",
+                              kSyn.sessions.think_time_s));
   cmd->add_option("--random-prefix-len,--shared-prefix",
                   g->syn.sessions.shared_prefix_tokens,
                   "prefix tokens shared by every request (a system prompt; vllm bench "
