@@ -83,18 +83,20 @@ KvCache::KvCache(const KvCacheSpec& spec, bool caching)
   }
 }
 
+int64_t MaxBlocksHeldInGroup(const KvGroupSpec& g, int64_t kv_tokens,
+                             int64_t max_chunk_tokens) {
+  const int64_t full = CeilDiv(kv_tokens, g.block_size_tokens);
+  if (g.sliding_window <= 0) return full;
+  const int64_t sliding =
+      CeilDiv(g.sliding_window - 1 + max_chunk_tokens, g.block_size_tokens) + 1;
+  return std::min(full, sliding);
+}
+
 int64_t MaxBlocksHeld(const KvCacheSpec& spec, int64_t kv_tokens,
                       int64_t max_chunk_tokens) {
   int64_t total = 0;
   for (const KvGroupSpec& g : spec.groups) {
-    const int64_t full = CeilDiv(kv_tokens, g.block_size_tokens);
-    if (g.sliding_window <= 0) {
-      total += full;
-    } else {
-      const int64_t sliding =
-          CeilDiv(g.sliding_window - 1 + max_chunk_tokens, g.block_size_tokens) + 1;
-      total += std::min(full, sliding);
-    }
+    total += MaxBlocksHeldInGroup(g, kv_tokens, max_chunk_tokens);
   }
   return total;
 }
@@ -480,6 +482,28 @@ int32_t KvCache::FindPrefixHit(const KvRequestView& req, int32_t num_tokens,
   last_question_ = q;
   last_answer_ = hit_tokens_;
   return hit_tokens_;
+}
+
+bool KvCache::FullSequenceFits(int32_t hit_tokens, int64_t full_tokens,
+                               int64_t max_chunk_tokens) const {
+  SERVESIM_CHECK(hit_tokens == hit_tokens_);
+  int64_t need = 0;
+  for (int g = 0; g < num_groups_; ++g) {
+    const GroupInfo& gi = groups_[g];
+    const int64_t hit_blocks = hit_tokens / gi.block_size;
+    need += std::max<int64_t>(
+        0, MaxBlocksHeldInGroup(spec_.groups[g], full_tokens, max_chunk_tokens) -
+               hit_blocks);
+    if (!caching_) continue;
+    // Hit blocks in no request's table leave the free queue when taken.
+    const int64_t first =
+        gi.window > 0 ? std::max<int64_t>(0, hit_tokens - gi.window + 1) / gi.block_size
+                      : 0;
+    for (int64_t j = first; j < hit_blocks; ++j) {
+      if (meta_[hit_ids_[g][j]].ref == 0) ++need;
+    }
+  }
+  return need <= num_free_;
 }
 
 bool KvCache::AllocateSlow(int32_t slot, const KvRequestView& req, int32_t num_computed,

@@ -83,6 +83,10 @@ namespace servesim {
 // rejects a request above the pool with it (Scheduler::CheckFits).
 int64_t MaxBlocksHeld(const KvCacheSpec& spec, int64_t kv_tokens,
                       int64_t max_chunk_tokens);
+// The same for one group (the sum over groups is MaxBlocksHeld); also
+// vLLM's admission cap of a group (apply_admission_cap).
+int64_t MaxBlocksHeldInGroup(const KvGroupSpec& group, int64_t kv_tokens,
+                             int64_t max_chunk_tokens);
 // vLLM's estimate of the same (KVCacheSpec.max_memory_usage_bytes over the
 // page size), behind its "Maximum concurrency" line and its start-up check
 // that max_model_len fits: sliding groups
@@ -155,6 +159,15 @@ class KvCache {
   // unique blocks may still be cached. 0 when prefix caching is off.
   int32_t FindPrefixHit(const KvRequestView& req, int32_t num_tokens,
                         bool may_have_unique_hits);
+
+  // vLLM's admission gate (scheduler_reserve_full_isl, allocate_slots'
+  // full_sequence_must_fit): whether the free blocks hold the request's
+  // whole current sequence of `full_tokens` tokens, given the prefix hit
+  // the last FindPrefixHit returned (`hit_tokens`): per group,
+  // MaxBlocksHeldInGroup(full_tokens, max_chunk_tokens) less the hit
+  // blocks, plus the hit blocks that would leave the free queue.
+  bool FullSequenceFits(int32_t hit_tokens, int64_t full_tokens,
+                        int64_t max_chunk_tokens) const;
 
   // Makes `slot` hold KV for tokens [0, num_computed + num_new). First
   // releases sliding-window blocks that fell out of the window (as vLLM

@@ -162,6 +162,32 @@ int32_t ReferenceKvCache::FindPrefixHit(const KvRequestView& req, int32_t num_to
   return hit_tokens_;
 }
 
+bool ReferenceKvCache::FullSequenceFits(int32_t hit_tokens, int64_t full_tokens,
+                                        int64_t max_chunk_tokens) const {
+  SERVESIM_CHECK(hit_tokens == hit_tokens_);
+  // Per group: the blocks the whole sequence needs (a sliding group at
+  // most its window's worth: vLLM's admission cap) beyond the hit, and
+  // every hit block in the window that is free now (taking it uses one).
+  int64_t need = 0;
+  for (size_t g = 0; g < spec_.groups.size(); ++g) {
+    const KvGroupSpec& gs = spec_.groups[g];
+    const int64_t bs = gs.block_size_tokens;
+    int64_t blocks = (full_tokens + bs - 1) / bs;
+    if (gs.sliding_window > 0) {
+      blocks =
+          std::min(blocks, (gs.sliding_window - 1 + max_chunk_tokens + bs - 1) / bs + 1);
+    }
+    const auto hit_blocks = static_cast<int64_t>(hit_blocks_[g].size());
+    need += std::max<int64_t>(0, blocks - hit_blocks);
+    const int64_t first =
+        gs.sliding_window == 0 ? 0 : std::max(0, hit_tokens - gs.sliding_window + 1) / bs;
+    for (int64_t j = first; j < hit_blocks; ++j) {
+      if (blocks_[hit_blocks_[g][j]].ref == 0) ++need;
+    }
+  }
+  return need <= num_free_blocks();
+}
+
 bool ReferenceKvCache::Allocate(int32_t slot, const KvRequestView& req,
                                 int32_t num_computed, int32_t num_new, bool use_hit) {
   const int64_t end = static_cast<int64_t>(num_computed) + num_new;
@@ -457,6 +483,12 @@ class Driver {
     if (hit != ref_hit) return Mismatch("admit", "FindPrefixHit", hit, ref_hit);
     if (hit > 0) ++stats_->hits;
     if (r.parent_prompt >= 0 && hit > r.parent_prompt) ++stats_->answer_hits;
+    // The whole-sequence admission gate, for the sequence or a longer one.
+    const int64_t full = r.seq_len + static_cast<int64_t>(src_.Next(2) * src_.Next(400));
+    const bool fits = real_->FullSequenceFits(hit, full, max_chunk_);
+    if (fits != ref_->FullSequenceFits(hit, full, max_chunk_)) {
+      return Mismatch("admit", "FullSequenceFits", fits, !fits);
+    }
     const int32_t chunk =
         std::min(r.seq_len - hit, 1 + static_cast<int32_t>(src_.Next(max_chunk_)));
     const int32_t slot = free_slots_.back();

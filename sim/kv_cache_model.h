@@ -33,6 +33,8 @@ class ReferenceKvCache {
 
   // Ignores KvCache's `may_have_unique_hits` hint: every block is looked up.
   int32_t FindPrefixHit(const KvRequestView& req, int32_t num_tokens);
+  bool FullSequenceFits(int32_t hit_tokens, int64_t full_tokens,
+                        int64_t max_chunk_tokens) const;
   bool Allocate(int32_t slot, const KvRequestView& req, int32_t num_computed,
                 int32_t num_new, bool use_hit);
   void Free(int32_t slot, const KvRequestView& req, int32_t num_computed, bool preempted);

@@ -232,6 +232,12 @@ void Scheduler::ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_vis
     int32_t tokens = r.num_tokens() - hit;
     if (!config_.enable_chunked_prefill && tokens > budget) break;
     tokens = std::min(tokens, budget);
+    if (config_.reserve_full_isl &&
+        !kv_->FullSequenceFits(hit,
+                               std::min<int64_t>(r.num_tokens(), config_.max_model_len),
+                               config_.max_num_batched_tokens)) {
+      break;
+    }
     if (!kv_->Allocate(slot, View(r), hit, tokens, /*use_hit=*/true)) break;
     waiting_.pop_front();
     r.num_computed = hit;

@@ -12,7 +12,10 @@
 //  3. only if nothing was preempted in this step, waiting requests strictly
 //     in order: stop at max_num_seqs running or at the first request whose
 //     blocks do not fit (head-of-line blocking); a request with no computed
-//     tokens first takes its prefix-cache hit.
+//     tokens first takes its prefix-cache hit; with reserve_full_isl (vLLM's
+//     scheduler_reserve_full_isl, on by default) its whole current sequence,
+//     not just the first chunk, must fit the free blocks
+//     (KvCache::FullSequenceFits), or admission stops there.
 // Complete() ends the step: a request whose computed tokens reach its
 // sequence length (prompt + generated) emits one token (the first one at the
 // end of the step completing its prefill; a partial chunk emits nothing);

@@ -100,6 +100,13 @@ class ReferenceScheduler {
       int32_t tokens = r.num_tokens() - hit;
       if (!config_.enable_chunked_prefill && tokens > budget) break;
       tokens = std::min(tokens, budget);
+      // vLLM's scheduler_reserve_full_isl: the whole current sequence.
+      if (config_.reserve_full_isl &&
+          !kv_.FullSequenceFits(hit, std::min(r.num_tokens(), config_.max_model_len),
+                                config_.max_num_batched_tokens)) {
+        ++gate_stops_;
+        break;
+      }
       if (!kv_.Allocate(id, r.View(), hit, tokens, /*use_hit=*/true)) break;
       waiting_.pop_front();
       r.computed = hit;
@@ -130,6 +137,8 @@ class ReferenceScheduler {
   const std::vector<Scheduled>& step() const { return step_; }
   const Req& req(int32_t i) const { return reqs_[i]; }
   int32_t preemptions() const { return preemptions_; }
+  // Admissions the whole-sequence gate stopped, over the run.
+  int64_t gate_stops() const { return gate_stops_; }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   const ReferenceKvCache& kv() const { return kv_; }
@@ -143,6 +152,7 @@ class ReferenceScheduler {
   std::deque<int32_t> waiting_;
   std::vector<Scheduled> step_;
   int32_t preemptions_ = 0;
+  int64_t gate_stops_ = 0;
 };
 
 struct Recorder : StepListener {
@@ -162,6 +172,7 @@ class Driver {
     cfg_.max_model_len = 16 + static_cast<int32_t>(src_.Next(600));
     cfg_.enable_chunked_prefill = src_.Next(4) != 0;
     cfg_.enable_prefix_caching = src_.Next(4) != 0;
+    cfg_.reserve_full_isl = src_.Next(2) != 0;
     const int num_groups = 1 + static_cast<int>(src_.Next(3));
     for (int g = 0; g < num_groups; ++g) {
       KvGroupSpec gs;
@@ -184,6 +195,7 @@ class Driver {
         RETURN_IF_ERROR(Step());
       }
     }
+    stats_->full_isl_gate_stops += ref_->gate_stops();
     return absl::OkStatus();
   }
 
@@ -196,10 +208,10 @@ class Driver {
     }
     return absl::StrFormat(
         "op %d: max_num_seqs %d, budget %d, max_model_len %d, chunked %d, caching %d, "
-        "%d blocks, groups%s",
+        "reserve_full_isl %d, %d blocks, groups%s",
         op_, cfg_.max_num_seqs, cfg_.max_num_batched_tokens, cfg_.max_model_len,
-        cfg_.enable_chunked_prefill, cfg_.enable_prefix_caching, spec_.num_blocks,
-        groups);
+        cfg_.enable_chunked_prefill, cfg_.enable_prefix_caching, cfg_.reserve_full_isl,
+        spec_.num_blocks, groups);
   }
 
   absl::Status Differ(const char* what, const std::string& real, const std::string& ref) {

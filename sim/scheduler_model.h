@@ -23,6 +23,8 @@ struct SchedulerModelStats {
   // First admissions of a follow-up prompt whose hit reaches into an
   // earlier request's hashed answer.
   int64_t answer_hits = 0;
+  // Admissions stopped by the whole-sequence gate (reserve_full_isl).
+  int64_t full_isl_gate_stops = 0;
 };
 
 // Decodes a scheduler config, a KV spec and up to `max_ops` operations

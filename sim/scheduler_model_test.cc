@@ -25,6 +25,7 @@ TEST(SchedulerModelTest, SchedulerMatchesTheReferenceOverRandomArrivalsAndSteps)
     total.finished += stats.finished;
     total.prefix_hit_tokens += stats.prefix_hit_tokens;
     total.answer_hits += stats.answer_hits;
+    total.full_isl_gate_stops += stats.full_isl_gate_stops;
   }
   // The runs reach the interesting paths (not a vacuous agreement).
   EXPECT_GT(total.steps, 100'000);
@@ -33,10 +34,12 @@ TEST(SchedulerModelTest, SchedulerMatchesTheReferenceOverRandomArrivalsAndSteps)
   EXPECT_GT(total.finished, 10'000);
   EXPECT_GT(total.prefix_hit_tokens, 10'000);
   EXPECT_GT(total.answer_hits, 100);
+  EXPECT_GT(total.full_isl_gate_stops, 1'000);
   std::cout << "steps " << total.steps << " added " << total.added << " rejected "
             << total.rejected << " preemptions " << total.preemptions << " finished "
             << total.finished << " prefix-hit tokens " << total.prefix_hit_tokens
-            << " answer hits " << total.answer_hits << "\n";
+            << " answer hits " << total.answer_hits << " full-ISL gate stops "
+            << total.full_isl_gate_stops << "\n";
 }
 
 }  // namespace

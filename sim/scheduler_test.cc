@@ -242,6 +242,29 @@ TEST(SchedulerTest, WaitingQueueIsHeadOfLineBlocked) {
   EXPECT_EQ(s->num_waiting(), 2);
 }
 
+// vLLM's scheduler_reserve_full_isl: a waiting request is admitted only
+// when its whole prompt fits the free blocks, not its first chunk. 10
+// blocks, 32-token budget: A (64 tokens, 4 blocks, 5 once it decodes)
+// runs; B's 128-token prompt needs 8 blocks, 5 are free. Without the gate B's first
+// 32-token chunk (2 blocks) is admitted and later chunks preempt; with it B waits.
+TEST(SchedulerTest, WholePromptMustFitToBeAdmittedWithReserveFullIsl) {
+  for (const bool gate : {true, false}) {
+    SchedulerConfig c = Cfg(32);
+    c.reserve_full_isl = gate;
+    auto s = Scheduler::Create(c, Pool(10)).value();
+    Recorder rec;
+    s->Add(Req(0, 64, 20), 0, 0);
+    ASSERT_TRUE(s->Schedule(0));  // A's first chunk
+    s->Complete(1, rec);
+    s->Add(Req(1, 128, 2), 1, 1);
+    ASSERT_TRUE(s->Schedule(1));  // A's second chunk (the budget: 32)
+    s->Complete(2, rec);
+    ASSERT_TRUE(s->Schedule(2));  // A's first decode; B?
+    EXPECT_EQ(s->num_waiting(), gate ? 1 : 0) << "gate " << gate;
+    EXPECT_EQ(s->batch_num_seqs(), gate ? 1 : 2) << "gate " << gate;
+  }
+}
+
 TEST(SchedulerTest, MaxNumSeqsCapsRunningRequests) {
   auto s = Scheduler::Create(Cfg(10000, /*max_seqs=*/2), Pool(1000)).value();
   Recorder rec;

@@ -18,6 +18,11 @@ struct SchedulerConfig {
   // Two batches in flight: host work of step n+1 overlaps device work of
   // step n (see StepCost).
   bool async_scheduling = false;
+  // vLLM's scheduler_reserve_full_isl (on by default since vLLM PR #37307,
+  // spring 2026, so in every measured build): a waiting request is
+  // admitted only when the free blocks hold its whole current sequence
+  // (KvCache::FullSequenceFits), not just its first chunk.
+  bool reserve_full_isl = true;
 };
 
 // One KV cache group of the hybrid allocator: layers of one attention type
