@@ -249,6 +249,7 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   s.enable_chunked_prefill = true;
   s.enable_prefix_caching = spec.enable_prefix_caching;
   s.async_scheduling = spec.async_scheduling;
+  s.reserve_full_isl = spec.scheduler_reserve_full_isl;
 
   // Tensor parallelism (hwmodels/parallelism.h): memory and step graph are
   // one rank's (every rank holds the same shards); collectives added below.
@@ -454,8 +455,9 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       absl::StrFormat("; weights %.3f GiB estimated", wb.Total() / kBytesPerGib),
       "; memory sources: ", d.memory.sources, "; scheduler max_num_batched_tokens ",
       s.max_num_batched_tokens, ", max_num_seqs ", s.max_num_seqs, ", max_model_len ",
-      s.max_model_len, s.async_scheduling ? ", async" : ", sync", "; parameters from ",
-      param_source, ". Step model: ", d.step_model->Describe());
+      s.max_model_len, s.async_scheduling ? ", async" : ", sync",
+      s.reserve_full_isl ? "" : ", admission on the first chunk (no full-ISL reserve)",
+      "; parameters from ", param_source, ". Step model: ", d.step_model->Describe());
   if (!d.uncalibrated_note.empty())
     absl::StrAppend(&d.provenance, " Uncalibrated: ", d.uncalibrated_note, ".");
   if (d.tensor_parallel_size > 1) {

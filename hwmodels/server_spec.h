@@ -25,6 +25,8 @@ struct ServerSpec {
   int32_t block_size = 16;
   bool enable_prefix_caching = true;
   bool async_scheduling = true;
+  // vLLM's scheduler_reserve_full_isl (SchedulerConfig::reserve_full_isl).
+  bool scheduler_reserve_full_isl = true;
   // Parallelism (hwmodels/parallelism.h): one replica split over
   // pipeline_parallel_size stages of tensor_parallel_size chips of one
   // node; data_parallel_size engines; experts spread with EP.

@@ -82,8 +82,10 @@ TEST(FlagVocabularyTest, BothSpellingsOfTheOnOffFlags) {
   for (const char* sub : {"simulate", "memory", "calibrate", "sweep"}) {
     const std::set<std::string> listed =
         HelpFlags(Servesim(std::string(sub) + " --help").out);
-    for (const char* flag : {"--async-scheduling", "--no-async-scheduling",
-                             "--enable-prefix-caching", "--no-enable-prefix-caching"}) {
+    for (const char* flag :
+         {"--async-scheduling", "--no-async-scheduling", "--enable-prefix-caching",
+          "--no-enable-prefix-caching", "--scheduler-reserve-full-isl",
+          "--no-scheduler-reserve-full-isl"}) {
       EXPECT_TRUE(listed.count(flag)) << "servesim " << sub << " lacks " << flag;
     }
   }

@@ -86,6 +86,12 @@ void ServerFlags::Register(CLI::App* cmd, bool with_calibration) {
   async_ =
       cmd->add_flag("--async-scheduling,!--no-async-scheduling", async_v_,
                     WithDefault("async scheduling", OnOff(kServer.async_scheduling)));
+  reserve_full_isl_ = cmd->add_flag(
+      "--scheduler-reserve-full-isl,!--no-scheduler-reserve-full-isl",
+      reserve_full_isl_v_,
+      WithDefault("admit a waiting request only when its whole prompt fits the free "
+                  "KV blocks (vLLM's default since spring 2026)",
+                  OnOff(kServer.scheduler_reserve_full_isl)));
   tp_ = cmd->add_option(
       "--tensor-parallel-size", tp_v_,
       WithDefault("chips one replica is split over", kServer.tensor_parallel_size));
@@ -185,6 +191,7 @@ absl::Status ServerFlags::ApplyTo(proto::ServerConfig& s) const {
   }
   if (Given(prefix_caching_)) s.set_enable_prefix_caching(prefix_caching_v_);
   if (Given(async_)) s.set_async_scheduling(async_v_);
+  if (Given(reserve_full_isl_)) s.set_scheduler_reserve_full_isl(reserve_full_isl_v_);
   if (Given(calibration_)) s.set_calibration_profile(calibration_v_);
   const struct {
     const CLI::Option* opt;

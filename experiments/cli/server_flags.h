@@ -72,6 +72,7 @@ class ServerFlags {
   CLI::Option* block_size_ = nullptr;
   CLI::Option* prefix_caching_ = nullptr;
   CLI::Option* async_ = nullptr;
+  CLI::Option* reserve_full_isl_ = nullptr;
   CLI::Option* calibration_ = nullptr;
   CLI::Option* tp_ = nullptr;
   CLI::Option* pp_ = nullptr;
@@ -84,7 +85,7 @@ class ServerFlags {
   int64_t max_model_len_v_ = 0, max_num_seqs_v_ = 0, max_num_batched_tokens_v_ = 0,
           block_size_v_ = 0;
   double gpu_mem_v_ = 0;
-  bool prefix_caching_v_ = true, async_v_ = true;
+  bool prefix_caching_v_ = true, async_v_ = true, reserve_full_isl_v_ = true;
 };
 
 // Binds the flags to a CLI11 subcommand and keeps their values. Register

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "experiments/runner/config.h"
 #include "gtest/gtest.h"
 
 namespace servesim::cli {
@@ -163,6 +164,19 @@ TEST(ServerFlagsTest, PrefixCachingAndAsyncCanBeSwitchedOff) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->server().enable_prefix_caching());
   EXPECT_FALSE(r->server().async_scheduling());
+}
+
+// vLLM's --scheduler-reserve-full-isl: on unless switched off, and not
+// written in a resolved config unless given (configs read as before).
+TEST(ServerFlagsTest, FullIslReserveIsOnUnlessSwitchedOff) {
+  const auto d = ResolveArgs(Base({}));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(d->server().has_scheduler_reserve_full_isl());
+  EXPECT_TRUE(ToServerSpec(d->server()).scheduler_reserve_full_isl);
+  EXPECT_EQ(ConfigToText(*d).find("reserve_full_isl"), std::string::npos);
+  const auto off = ResolveArgs(Base({"--no-scheduler-reserve-full-isl"}));
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(ToServerSpec(off->server()).scheduler_reserve_full_isl);
 }
 
 TEST(ServerFlagsTest, ParallelSizesAreServerFlags) {

@@ -236,6 +236,8 @@ ServerSpec ToServerSpec(const proto::ServerConfig& server) {
   spec.block_size = s.block_size();
   spec.enable_prefix_caching = s.enable_prefix_caching();
   spec.async_scheduling = s.async_scheduling();
+  if (s.has_scheduler_reserve_full_isl())
+    spec.scheduler_reserve_full_isl = s.scheduler_reserve_full_isl();
   spec.calibration_profile = s.calibration_profile();
   spec.tensor_parallel_size = std::max(1, s.tensor_parallel_size());
   spec.pipeline_parallel_size = std::max(1, s.pipeline_parallel_size());
