@@ -210,9 +210,12 @@ bool Scheduler::Schedule(TimeNs now_ns) {
   // schedules again once that step ends: every arrival is then visible.
   if (step_preemptions_ == 0) {
     ScheduleWaiting(budget, now_ns, /*respect_visibility=*/true);
-    if (sched_slots_.empty())
+    if (sched_slots_.empty()) {
+      ReleaseFinishing();
       ScheduleWaiting(budget, now_ns, /*respect_visibility=*/false);
+    }
   }
+  ReleaseFinishing();
   if (sched_slots_.empty()) return false;
   ++num_steps_started_;
   step_in_flight_ = true;
@@ -221,7 +224,8 @@ bool Scheduler::Schedule(TimeNs now_ns) {
 
 void Scheduler::ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_visibility) {
   while (!waiting_.empty() && budget > 0) {
-    if (static_cast<int32_t>(running_.size()) >= config_.max_num_seqs) break;
+    if (static_cast<int32_t>(running_.size() + finishing_.size()) >= config_.max_num_seqs)
+      break;
     const int32_t slot = waiting_.front();
     SchedRequest& r = slots_[slot];
     // Arrivals queue in order, so every later one is invisible too.
@@ -252,7 +256,8 @@ void Scheduler::ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_vis
 void Scheduler::Complete(TimeNs now_ns, StepListener& listener) {
   SERVESIM_CHECK(in_flight_.empty());
   step_in_flight_ = false;
-  Apply(sched_slots_, sched_tokens_, nullptr, now_ns, listener);
+  Apply(sched_slots_, sched_tokens_, nullptr, now_ns, listener,
+        /*defer=*/config_.async_scheduling);
 }
 
 void Scheduler::Launch() {
@@ -287,14 +292,15 @@ void Scheduler::CompleteOldest(TimeNs now_ns, StepListener& listener) {
       r.in_flight = false;
     }
   }
-  Apply(b.slots, b.tokens, &b.epochs, now_ns, listener);
+  // (Pipeline parallelism runs without async scheduling: sim/engine.h.)
+  Apply(b.slots, b.tokens, &b.epochs, now_ns, listener, /*defer=*/false);
   spare_batches_.push_back(std::move(b));
 }
 
 void Scheduler::Apply(const std::vector<int32_t>& slots,
                       const std::vector<int32_t>& tokens,
                       const std::vector<int32_t>* epochs, TimeNs now_ns,
-                      StepListener& listener) {
+                      StepListener& listener, bool defer) {
   bool any_finished = false;
   for (size_t k = 0; k < slots.size(); ++k) {
     const int32_t slot = slots[k];
@@ -310,17 +316,34 @@ void Scheduler::Apply(const std::vector<int32_t>& slots,
     r.last_token_ns = now_ns;
     if (r.num_output >= r.spec.output_tokens) {
       listener.OnFinish(r, now_ns);
-      kv_->Free(slot, View(r), r.num_computed, /*preempted=*/false);
       r.active = false;
-      r.spec.prefix_hashes.clear();
-      free_slots_.push_back(slot);
-      --num_active_;
+      if (defer) {
+        finishing_.push_back(slot);
+      } else {
+        Release(slot);
+      }
       any_finished = true;
     }
   }
   if (any_finished) {
     std::erase_if(running_, [this](int32_t s) { return !slots_[s].active; });
   }
+  // Nothing left to schedule: vLLM processes the outputs without a step
+  // in between.
+  if (running_.empty() && waiting_.empty()) ReleaseFinishing();
+}
+
+void Scheduler::Release(int32_t slot) {
+  SchedRequest& r = slots_[slot];
+  kv_->Free(slot, View(r), r.num_computed, /*preempted=*/false);
+  r.spec.prefix_hashes.clear();
+  free_slots_.push_back(slot);
+  --num_active_;
+}
+
+void Scheduler::ReleaseFinishing() {
+  for (const int32_t slot : finishing_) Release(slot);
+  finishing_.clear();
 }
 
 }  // namespace servesim

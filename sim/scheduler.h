@@ -19,7 +19,14 @@
 // Complete() ends the step: a request whose computed tokens reach its
 // sequence length (prompt + generated) emits one token (the first one at the
 // end of the step completing its prefill; a partial chunk emits nothing);
-// finished requests free their blocks.
+// finished requests free their blocks. With async scheduling vLLM builds
+// step n + 1 before it processes step n's outputs, so a request that
+// finished in step n still holds its blocks and its max_num_seqs place
+// while step n + 1 is scheduled (it is not scheduled again): here they are
+// freed at the end of the next Schedule(), or at once when nothing is left
+// to schedule; when that Schedule() would build an empty batch they are
+// freed first and admission runs again, as vLLM schedules again once the
+// step's outputs are in.
 // Pipeline parallelism (vLLM's batch queue, sim/engine.h): Launch() puts
 // the batch Schedule() built in flight instead of completing it; later
 // Schedule() calls skip a request of an in-flight batch (vLLM V1's
@@ -167,6 +174,8 @@ class Scheduler {
   const std::deque<InFlightBatch>& in_flight_batches() const { return in_flight_; }
 
   bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
+  // Finished requests still holding blocks (async scheduling).
+  int32_t num_finishing() const { return static_cast<int32_t>(finishing_.size()); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int64_t num_outstanding() const { return num_active_; }
@@ -187,9 +196,16 @@ class Scheduler {
   // stops at the first one the async scheduler could not yet see.
   void ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_visibility);
   // Applies `tokens[k]` computed tokens to each `slots[k]`; `epochs`, when
-  // non-null, skips a slot preempted since launch.
+  // non-null, skips a slot preempted since launch. `defer`: a finished
+  // request keeps its blocks and its max_num_seqs place until the next
+  // Schedule() (async scheduling, top of file).
   void Apply(const std::vector<int32_t>& slots, const std::vector<int32_t>& tokens,
-             const std::vector<int32_t>* epochs, TimeNs now_ns, StepListener& listener);
+             const std::vector<int32_t>* epochs, TimeNs now_ns, StepListener& listener,
+             bool defer);
+  // Frees a finished request's blocks and slot.
+  void Release(int32_t slot);
+  // Releases every request in finishing_.
+  void ReleaseFinishing();
 
   SchedulerConfig config_;
   std::unique_ptr<KvCache> kv_;
@@ -197,6 +213,10 @@ class Scheduler {
   std::vector<int32_t> free_slots_;
   std::vector<int32_t> running_;  // admission order
   std::deque<int32_t> waiting_;
+  // Async scheduling: requests that finished in the last step, whose
+  // blocks and max_num_seqs places vLLM frees only after it has scheduled
+  // the next step (ReleaseFinishing at the end of Schedule).
+  std::vector<int32_t> finishing_;
   int64_t num_active_ = 0;
   int64_t next_admit_seq_ = 0;
   int64_t total_preemptions_ = 0;

@@ -91,9 +91,23 @@ class ReferenceScheduler {
       budget -= tokens;
       ++i;
     }
-    if (preemptions_ > 0) return;
+    if (preemptions_ == 0) {
+      Admit(budget);
+      // Nothing to run: vLLM takes the last step's outputs in (freeing the
+      // finished requests) and schedules again.
+      if (step_.empty() && !finishing_.empty()) {
+        FreeFinishing();
+        Admit(budget);
+      }
+    }
+    FreeFinishing();
+  }
+
+  // Waiting requests, strictly in order, into the step.
+  void Admit(int32_t& budget) {
     while (!waiting_.empty() && budget > 0 &&
-           static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
+           static_cast<int32_t>(running_.size() + finishing_.size()) <
+               config_.max_num_seqs) {
       const int32_t id = waiting_.front();
       Req& r = reqs_[id];
       const int32_t hit = kv_.FindPrefixHit(r.View(), r.num_tokens());
@@ -127,11 +141,24 @@ class ReferenceScheduler {
       tokens->push_back(r.spec.id);
       if (r.output >= r.spec.output_tokens) {
         finished->push_back(r.spec.id);
-        kv_.Free(s.req, r.View(), r.computed, false);
         r.done = true;
+        // Async: vLLM processes this step's outputs after it schedules the
+        // next one; the request keeps its blocks and place until then.
+        if (config_.async_scheduling) {
+          finishing_.push_back(s.req);
+        } else {
+          kv_.Free(s.req, r.View(), r.computed, false);
+        }
       }
     }
     std::erase_if(running_, [this](int32_t id) { return reqs_[id].done; });
+    if (running_.empty() && waiting_.empty()) FreeFinishing();
+  }
+
+  void FreeFinishing() {
+    for (const int32_t id : finishing_)
+      kv_.Free(id, reqs_[id].View(), reqs_[id].computed, false);
+    finishing_.clear();
   }
 
   const std::vector<Scheduled>& step() const { return step_; }
@@ -141,6 +168,7 @@ class ReferenceScheduler {
   int64_t gate_stops() const { return gate_stops_; }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int32_t num_finishing() const { return static_cast<int32_t>(finishing_.size()); }
   const ReferenceKvCache& kv() const { return kv_; }
 
  private:
@@ -150,6 +178,7 @@ class ReferenceScheduler {
   std::vector<Req> reqs_;
   std::vector<int32_t> running_;  // admission order
   std::deque<int32_t> waiting_;
+  std::vector<int32_t> finishing_;  // finished, not yet freed (async)
   std::vector<Scheduled> step_;
   int32_t preemptions_ = 0;
   int64_t gate_stops_ = 0;
@@ -173,6 +202,7 @@ class Driver {
     cfg_.enable_chunked_prefill = src_.Next(4) != 0;
     cfg_.enable_prefix_caching = src_.Next(4) != 0;
     cfg_.reserve_full_isl = src_.Next(2) != 0;
+    cfg_.async_scheduling = src_.Next(2) != 0;
     const int num_groups = 1 + static_cast<int>(src_.Next(3));
     for (int g = 0; g < num_groups; ++g) {
       KvGroupSpec gs;
@@ -208,10 +238,10 @@ class Driver {
     }
     return absl::StrFormat(
         "op %d: max_num_seqs %d, budget %d, max_model_len %d, chunked %d, caching %d, "
-        "reserve_full_isl %d, %d blocks, groups%s",
+        "reserve_full_isl %d, async %d, %d blocks, groups%s",
         op_, cfg_.max_num_seqs, cfg_.max_num_batched_tokens, cfg_.max_model_len,
         cfg_.enable_chunked_prefill, cfg_.enable_prefix_caching, cfg_.reserve_full_isl,
-        spec_.num_blocks, groups);
+        cfg_.async_scheduling, spec_.num_blocks, groups);
   }
 
   absl::Status Differ(const char* what, const std::string& real, const std::string& ref) {
@@ -276,6 +306,11 @@ class Driver {
   }
 
   absl::Status Step() {
+    if (real_->num_finishing() != ref_->num_finishing()) {
+      return Differ("finishing", absl::StrCat(real_->num_finishing()),
+                    absl::StrCat(ref_->num_finishing()));
+    }
+    if (real_->num_finishing() > 0) ++stats_->steps_with_finishing;
     const bool any = real_->Schedule(now_);
     ref_->Schedule();
     // The step: (request id, tokens) in order.

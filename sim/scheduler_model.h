@@ -25,6 +25,9 @@ struct SchedulerModelStats {
   int64_t answer_hits = 0;
   // Admissions stopped by the whole-sequence gate (reserve_full_isl).
   int64_t full_isl_gate_stops = 0;
+  // Steps scheduled while finished requests still held their blocks
+  // (async scheduling).
+  int64_t steps_with_finishing = 0;
 };
 
 // Decodes a scheduler config, a KV spec and up to `max_ops` operations

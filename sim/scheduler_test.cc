@@ -265,6 +265,38 @@ TEST(SchedulerTest, WholePromptMustFitToBeAdmittedWithReserveFullIsl) {
   }
 }
 
+// Async scheduling: vLLM schedules step n + 1 before it processes step n's
+// outputs, so a request that finished in step n still holds its blocks and
+// its max_num_seqs place while step n + 1 is built. max_num_seqs 2: A
+// finishes in step 0 beside C; B, waiting, joins step 1 when scheduling is
+// synchronous and step 2 when it is async. A's blocks are free after step
+// 1 is scheduled.
+TEST(SchedulerTest, AsyncFinishedRequestHoldsItsPlaceOneMoreStep) {
+  for (const bool async : {false, true}) {
+    SchedulerConfig c = Cfg(1000, /*max_seqs=*/2);
+    c.async_scheduling = async;
+    auto s = Scheduler::Create(c, Pool(100)).value();
+    Recorder rec;
+    const int32_t a = s->Add(Req(0, 16, 1), 0, 0);
+    s->Add(Req(2, 16, 10), 0, 1);
+    ASSERT_TRUE(s->Schedule(0));
+    s->Complete(1, rec);
+    ASSERT_EQ(rec.finished, std::vector<RequestId>{0});  // A's one token
+    EXPECT_EQ(s->num_finishing(), async ? 1 : 0);
+    EXPECT_EQ(s->kv().num_used_blocks(), async ? 2 : 1);  // a block each
+    s->Add(Req(1, 16, 2), 1, 2);
+    ASSERT_TRUE(s->Schedule(1));
+    EXPECT_EQ(s->batch_num_seqs(), async ? 1 : 2) << "async " << async;
+    EXPECT_EQ(s->num_finishing(), 0);
+    if (async) {
+      EXPECT_FALSE(s->request(a).active);  // (sync: B took its slot)
+    }
+    s->Complete(2, rec);
+    ASSERT_TRUE(s->Schedule(2));
+    EXPECT_EQ(s->batch_num_seqs(), 2) << "async " << async;
+  }
+}
+
 TEST(SchedulerTest, MaxNumSeqsCapsRunningRequests) {
   auto s = Scheduler::Create(Cfg(10000, /*max_seqs=*/2), Pool(1000)).value();
   Recorder rec;
