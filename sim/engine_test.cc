@@ -702,6 +702,24 @@ TEST(EngineTest, ReleasedTurnRespectsMaxConcurrency) {
   EXPECT_EQ(e->Result().completed, 12);
 }
 
+// Async scheduling, a pool the two requests fill: the one that finishes
+// first keeps its blocks into the next step and the other preempts itself;
+// the step is scheduled again once the finished one is freed (the engine
+// aborted on "!HasWork()" before).
+TEST(EngineTest, AsyncRunEndsWhenAFinishedRequestForcesAPreemption) {
+  AnalyticStepParams p;
+  p.device_base_ns = 1'000'000;
+  AnalyticStepModel model(p);
+  SchedulerConfig sc = Sched();
+  sc.async_scheduling = true;
+  auto e = MakeEngine(sc, Pool(10), &model, ClientConfig{});
+  VectorSource src({Req(80, 1), Req(80, 10)});
+  ASSERT_TRUE(e->Run(&src).ok());
+  EXPECT_EQ(e->Result().completed, 2);
+  EXPECT_EQ(e->Result().preemptions, 1);
+  EXPECT_EQ(e->replica(0).kv().num_used_blocks(), 0);
+}
+
 TEST(EngineTest, ReplayedArrivalsGoingBackwardsAreAnError) {
   AnalyticStepParams p;
   p.device_base_ns = 1'000'000;

@@ -60,8 +60,14 @@ RejectReason Scheduler::CheckFits(const RequestSpec& spec) const {
     return RejectReason::kInvalidLengths;
   const int64_t total = static_cast<int64_t>(spec.input_tokens) + spec.output_tokens;
   if (total > config_.max_model_len) return RejectReason::kExceedsMaxModelLen;
-  // The KV of the last generated token is never written.
-  if (kv_->MaxBlocksHeld(total - 1, config_.max_num_batched_tokens) > kv_->num_blocks()) {
+  // The KV of the last generated token is never written. With the
+  // admission gate, a sliding group is counted as the gate counts it (two
+  // batches in flight under async), so whatever is queued can be admitted
+  // into an empty pool.
+  if (kv_->MaxBlocksHeld(total - 1, config_.reserve_full_isl
+                                        ? InFlightTokens()
+                                        : config_.max_num_batched_tokens) >
+      kv_->num_blocks()) {
     return RejectReason::kExceedsKvCache;
   }
   // Without chunking a prefill (after a preemption: prompt + generated)
@@ -168,13 +174,30 @@ void Scheduler::Schedule(int32_t slot, int32_t tokens, TimeNs now_ns) {
 }
 
 bool Scheduler::Schedule(TimeNs now_ns) {
+  step_preemptions_ = 0;
+  BuildStep(now_ns, /*respect_visibility=*/true);
+  // Nothing to run while finished requests still hold blocks (async): vLLM
+  // takes the last step's outputs in, which frees them, and schedules
+  // again (every arrival visible by then).
+  if (sched_slots_.empty() && !finishing_.empty()) {
+    ReleaseFinishing();
+    BuildStep(now_ns, /*respect_visibility=*/false);
+  }
+  ReleaseFinishing();
+  if (sched_slots_.empty()) return false;
+  ++num_steps_started_;
+  step_in_flight_ = true;
+  return true;
+}
+
+void Scheduler::BuildStep(TimeNs now_ns, bool respect_visibility) {
   sched_slots_.clear();
   sched_tokens_.clear();
   prefills_.clear();
   decode_ctx_.clear();
   batch_tokens_ = 0;
-  step_preemptions_ = 0;
   launched_ = false;
+  const int64_t preemptions_before = step_preemptions_;
   int32_t budget = config_.max_num_batched_tokens;
 
   // 1. Running requests, in admission order.
@@ -182,7 +205,9 @@ bool Scheduler::Schedule(TimeNs now_ns) {
   while (i < running_.size() && budget > 0) {
     const int32_t slot = running_[i];
     SchedRequest& r = slots_[slot];
-    if (r.in_flight) {  // pipeline parallelism: in a launched batch
+    // Pipeline parallelism: in a launched batch. Async: finished in the
+    // last step, its outputs not yet processed (vLLM skips it).
+    if (r.in_flight || r.finishing) {
       ++i;
       continue;
     }
@@ -196,6 +221,13 @@ bool Scheduler::Schedule(TimeNs now_ns) {
       }
       const int32_t victim = running_.back();
       running_.pop_back();
+      if (slots_[victim].finishing) {
+        // A finished request (still in vLLM's running list) is the most
+        // recently admitted: its blocks go, and it has nothing to redo.
+        std::erase(finishing_, victim);
+        Release(victim);
+        continue;
+      }
       Preempt(victim);
       if (victim == slot) break;
     }
@@ -205,27 +237,19 @@ bool Scheduler::Schedule(TimeNs now_ns) {
     ++i;
   }
 
-  // 2. Waiting requests, only if nothing was preempted in this step. When
+  // 2. Waiting requests, only if nothing was preempted in this pass. When
   // the async batch built at the last launch would have been empty, vLLM
   // schedules again once that step ends: every arrival is then visible.
-  if (step_preemptions_ == 0) {
-    ScheduleWaiting(budget, now_ns, /*respect_visibility=*/true);
-    if (sched_slots_.empty()) {
-      ReleaseFinishing();
+  if (step_preemptions_ == preemptions_before) {
+    ScheduleWaiting(budget, now_ns, respect_visibility);
+    if (sched_slots_.empty() && respect_visibility)
       ScheduleWaiting(budget, now_ns, /*respect_visibility=*/false);
-    }
   }
-  ReleaseFinishing();
-  if (sched_slots_.empty()) return false;
-  ++num_steps_started_;
-  step_in_flight_ = true;
-  return true;
 }
 
 void Scheduler::ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_visibility) {
   while (!waiting_.empty() && budget > 0) {
-    if (static_cast<int32_t>(running_.size() + finishing_.size()) >= config_.max_num_seqs)
-      break;
+    if (static_cast<int32_t>(running_.size()) >= config_.max_num_seqs) break;
     const int32_t slot = waiting_.front();
     SchedRequest& r = slots_[slot];
     // Arrivals queue in order, so every later one is invisible too.
@@ -236,10 +260,11 @@ void Scheduler::ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_vis
     int32_t tokens = r.num_tokens() - hit;
     if (!config_.enable_chunked_prefill && tokens > budget) break;
     tokens = std::min(tokens, budget);
+    // vLLM caps a sliding group at its window plus max_in_flight_tokens.
     if (config_.reserve_full_isl &&
         !kv_->FullSequenceFits(hit,
                                std::min<int64_t>(r.num_tokens(), config_.max_model_len),
-                               config_.max_num_batched_tokens)) {
+                               InFlightTokens())) {
       break;
     }
     if (!kv_->Allocate(slot, View(r), hit, tokens, /*use_hit=*/true)) break;
@@ -318,11 +343,12 @@ void Scheduler::Apply(const std::vector<int32_t>& slots,
       listener.OnFinish(r, now_ns);
       r.active = false;
       if (defer) {
+        r.finishing = true;  // stays in running_, skipped (top of file)
         finishing_.push_back(slot);
       } else {
         Release(slot);
+        any_finished = true;
       }
-      any_finished = true;
     }
   }
   if (any_finished) {
@@ -330,11 +356,12 @@ void Scheduler::Apply(const std::vector<int32_t>& slots,
   }
   // Nothing left to schedule: vLLM processes the outputs without a step
   // in between.
-  if (running_.empty() && waiting_.empty()) ReleaseFinishing();
+  if (running_.size() == finishing_.size() && waiting_.empty()) ReleaseFinishing();
 }
 
 void Scheduler::Release(int32_t slot) {
   SchedRequest& r = slots_[slot];
+  r.finishing = false;
   kv_->Free(slot, View(r), r.num_computed, /*preempted=*/false);
   r.spec.prefix_hashes.clear();
   free_slots_.push_back(slot);
@@ -342,6 +369,8 @@ void Scheduler::Release(int32_t slot) {
 }
 
 void Scheduler::ReleaseFinishing() {
+  if (finishing_.empty()) return;
+  std::erase_if(running_, [this](int32_t s) { return slots_[s].finishing; });
   for (const int32_t slot : finishing_) Release(slot);
   finishing_.clear();
 }

@@ -22,10 +22,12 @@
 // finished requests free their blocks. With async scheduling vLLM builds
 // step n + 1 before it processes step n's outputs, so a request that
 // finished in step n still holds its blocks and its max_num_seqs place
-// while step n + 1 is scheduled (it is not scheduled again): here they are
-// freed at the end of the next Schedule(), or at once when nothing is left
-// to schedule; when that Schedule() would build an empty batch they are
-// freed first and admission runs again, as vLLM schedules again once the
+// while step n + 1 is scheduled: it stays in the running list, is not
+// scheduled, and is the preemption victim when it is the most recently
+// admitted one (its blocks go; nothing to recompute). Finished requests
+// are freed at the end of the next Schedule(), or at once when nothing is
+// left to schedule; when that Schedule() would build an empty batch they
+// are freed and the whole step is scheduled again, as vLLM does once the
 // step's outputs are in.
 // Pipeline parallelism (vLLM's batch queue, sim/engine.h): Launch() puts
 // the batch Schedule() built in flight instead of completing it; later
@@ -85,6 +87,9 @@ struct alignas(64) SchedRequest {
   int32_t num_output = 0;    // tokens generated so far
   bool active = false;
   bool in_flight = false;  // in a launched batch (pipeline parallelism)
+  // Finished, its outputs not yet processed (async scheduling): kept in
+  // the running list, not scheduled, a preemption victim like any other.
+  bool finishing = false;
   RequestSpec spec;
   TimeNs arrival_ns = 0;  // reached this replica
   TimeNs first_scheduled_ns = -1;
@@ -192,6 +197,13 @@ class Scheduler {
   KvRequestView View(const SchedRequest& r) const;
   void Preempt(int32_t slot);
   void Schedule(int32_t slot, int32_t tokens, TimeNs now_ns);
+  // vLLM's max_in_flight_tokens: the token budget x the batches in flight
+  // (two with async scheduling).
+  int64_t InFlightTokens() const {
+    return int64_t{config_.async_scheduling ? 2 : 1} * config_.max_num_batched_tokens;
+  }
+  // One scheduling pass into the step scratch (Schedule() may run two).
+  void BuildStep(TimeNs now_ns, bool respect_visibility);
   // Admits waiting requests into the step; with `respect_visibility`,
   // stops at the first one the async scheduler could not yet see.
   void ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_visibility);
@@ -215,7 +227,8 @@ class Scheduler {
   std::deque<int32_t> waiting_;
   // Async scheduling: requests that finished in the last step, whose
   // blocks and max_num_seqs places vLLM frees only after it has scheduled
-  // the next step (ReleaseFinishing at the end of Schedule).
+  // the next step (ReleaseFinishing at the end of Schedule); they stay in
+  // running_ (SchedRequest::finishing) until then.
   std::vector<int32_t> finishing_;
   int64_t num_active_ = 0;
   int64_t next_admit_seq_ = 0;

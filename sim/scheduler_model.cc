@@ -27,6 +27,7 @@ class ReferenceScheduler {
     int32_t preemptions = 0;
     int32_t prefix_hit_tokens = -1;  // at first admission
     bool done = false;
+    bool finishing = false;  // done, blocks held until the next step (async)
     int32_t num_tokens() const { return spec.input_tokens + output; }
     KvRequestView View() const { return KvViewOf(spec); }
   };
@@ -45,7 +46,11 @@ class ReferenceScheduler {
     if (s.input_tokens < 1 || s.output_tokens < 1) return RejectReason::kInvalidLengths;
     const int64_t total = int64_t{s.input_tokens} + s.output_tokens;
     if (total > config_.max_model_len) return RejectReason::kExceedsMaxModelLen;
-    if (MaxBlocksHeld(spec_, total - 1, config_.max_num_batched_tokens) >
+    const int64_t in_flight =
+        int64_t{config_.async_scheduling ? 2 : 1} * config_.max_num_batched_tokens;
+    if (MaxBlocksHeld(
+            spec_, total - 1,
+            config_.reserve_full_isl ? in_flight : config_.max_num_batched_tokens) >
         spec_.num_blocks)
       return RejectReason::kExceedsKvCache;
     if (!config_.enable_chunked_prefill && total - 1 > config_.max_num_batched_tokens)
@@ -58,15 +63,31 @@ class ReferenceScheduler {
     waiting_.push_back(static_cast<int32_t>(reqs_.size()) - 1);
   }
 
-  // One step, rule by rule.
+  // One step, rule by rule. Async: a finished request still in the
+  // running list is skipped; when nothing can run, the finished ones are
+  // freed and the step scheduled again.
   void Schedule() {
-    step_.clear();
     preemptions_ = 0;
+    Pass();
+    if (step_.empty() && !finishing_.empty()) {
+      FreeFinishing();
+      Pass();
+    }
+    FreeFinishing();
+  }
+
+  void Pass() {
+    step_.clear();
+    const int32_t preemptions_before = preemptions_;
     int32_t budget = config_.max_num_batched_tokens;
     size_t i = 0;
     while (i < running_.size() && budget > 0) {
       const int32_t id = running_[i];
       Req& r = reqs_[id];
+      if (r.finishing) {
+        ++i;
+        continue;
+      }
       const int32_t tokens = std::min(r.num_tokens() - r.computed, budget);
       bool scheduled = false;
       while (true) {
@@ -75,10 +96,17 @@ class ReferenceScheduler {
           break;
         }
         // Preempt the most recently admitted running request: free its
-        // blocks, reset its computed tokens, front of the waiting queue.
+        // blocks, reset its computed tokens, front of the waiting queue;
+        // a finished one just frees its blocks.
         const int32_t victim = running_.back();
         running_.pop_back();
         Req& v = reqs_[victim];
+        if (v.finishing) {
+          kv_.Free(victim, v.View(), v.computed, false);
+          v.finishing = false;
+          std::erase(finishing_, victim);
+          continue;
+        }
         kv_.Free(victim, v.View(), v.computed, /*preempted=*/true);
         v.computed = 0;
         ++v.preemptions;
@@ -91,23 +119,13 @@ class ReferenceScheduler {
       budget -= tokens;
       ++i;
     }
-    if (preemptions_ == 0) {
-      Admit(budget);
-      // Nothing to run: vLLM takes the last step's outputs in (freeing the
-      // finished requests) and schedules again.
-      if (step_.empty() && !finishing_.empty()) {
-        FreeFinishing();
-        Admit(budget);
-      }
-    }
-    FreeFinishing();
+    if (preemptions_ == preemptions_before) Admit(budget);
   }
 
   // Waiting requests, strictly in order, into the step.
   void Admit(int32_t& budget) {
     while (!waiting_.empty() && budget > 0 &&
-           static_cast<int32_t>(running_.size() + finishing_.size()) <
-               config_.max_num_seqs) {
+           static_cast<int32_t>(running_.size()) < config_.max_num_seqs) {
       const int32_t id = waiting_.front();
       Req& r = reqs_[id];
       const int32_t hit = kv_.FindPrefixHit(r.View(), r.num_tokens());
@@ -117,7 +135,8 @@ class ReferenceScheduler {
       // vLLM's scheduler_reserve_full_isl: the whole current sequence.
       if (config_.reserve_full_isl &&
           !kv_.FullSequenceFits(hit, std::min(r.num_tokens(), config_.max_model_len),
-                                config_.max_num_batched_tokens)) {
+                                int64_t{config_.async_scheduling ? 2 : 1} *
+                                    config_.max_num_batched_tokens)) {
         ++gate_stops_;
         break;
       }
@@ -145,19 +164,24 @@ class ReferenceScheduler {
         // Async: vLLM processes this step's outputs after it schedules the
         // next one; the request keeps its blocks and place until then.
         if (config_.async_scheduling) {
+          r.finishing = true;
           finishing_.push_back(s.req);
         } else {
           kv_.Free(s.req, r.View(), r.computed, false);
         }
       }
     }
-    std::erase_if(running_, [this](int32_t id) { return reqs_[id].done; });
-    if (running_.empty() && waiting_.empty()) FreeFinishing();
+    std::erase_if(running_,
+                  [this](int32_t id) { return reqs_[id].done && !reqs_[id].finishing; });
+    if (running_.size() == finishing_.size() && waiting_.empty()) FreeFinishing();
   }
 
   void FreeFinishing() {
-    for (const int32_t id : finishing_)
+    std::erase_if(running_, [this](int32_t id) { return reqs_[id].finishing; });
+    for (const int32_t id : finishing_) {
       kv_.Free(id, reqs_[id].View(), reqs_[id].computed, false);
+      reqs_[id].finishing = false;
+    }
     finishing_.clear();
   }
 
@@ -313,6 +337,13 @@ class Driver {
     if (real_->num_finishing() > 0) ++stats_->steps_with_finishing;
     const bool any = real_->Schedule(now_);
     ref_->Schedule();
+    // The engine relies on it: an empty step means nothing is left to do.
+    if (!any && real_->HasWork()) {
+      return Differ("empty step with work left",
+                    "running/waiting " +
+                        absl::StrCat(real_->num_running(), "/", real_->num_waiting()),
+                    "none");
+    }
     // The step: (request id, tokens) in order.
     std::vector<std::string> a, b;
     for (size_t k = 0; k < real_->scheduled_slots().size(); ++k) {

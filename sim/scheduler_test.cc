@@ -297,6 +297,42 @@ TEST(SchedulerTest, AsyncFinishedRequestHoldsItsPlaceOneMoreStep) {
   }
 }
 
+// Async, a pool of 10 blocks: two 80-token prompts (5 blocks each) are
+// prefilled together; one answers in a single token and finishes, still
+// holding its 5 blocks; the other's first decode needs a 6th block.
+//  - The finished one admitted last is the victim (vLLM's running list
+//    still holds it): its blocks go and nothing is preempted.
+//  - The finished one admitted first: the other preempts itself, the step
+//    would be empty, so the finished one is freed and the step scheduled
+//    again, recomputing the other (the engine needs Schedule() false only
+//    when no work is left; the first version aborted here).
+TEST(SchedulerTest, AsyncFinishedRequestIsAVictimAndAnEmptyStepReschedules) {
+  for (const bool finished_last : {true, false}) {
+    SchedulerConfig c = Cfg(1000);
+    c.async_scheduling = true;
+    auto s = Scheduler::Create(c, Pool(10)).value();
+    Recorder rec;
+    if (finished_last) {
+      s->Add(Req(1, 80, 10), 0, 0);
+      s->Add(Req(0, 80, 1), 0, 1);
+    } else {
+      s->Add(Req(0, 80, 1), 0, 0);
+      s->Add(Req(1, 80, 10), 0, 1);
+    }
+    ASSERT_TRUE(s->Schedule(0));
+    s->Complete(1, rec);
+    ASSERT_EQ(rec.finished, std::vector<RequestId>{0});
+    ASSERT_EQ(s->num_finishing(), 1);
+    EXPECT_EQ(s->kv().num_used_blocks(), 10);
+    ASSERT_TRUE(s->Schedule(1)) << "finished_last " << finished_last;
+    EXPECT_EQ(s->num_finishing(), 0);
+    EXPECT_EQ(s->batch_num_seqs(), 1);
+    EXPECT_EQ(s->step_preemptions(), finished_last ? 0 : 1);
+    // The other request: a decode, or (preempted) its 81 tokens again.
+    EXPECT_EQ(s->scheduled_tokens()[0], finished_last ? 1 : 81);
+  }
+}
+
 TEST(SchedulerTest, MaxNumSeqsCapsRunningRequests) {
   auto s = Scheduler::Create(Cfg(10000, /*max_seqs=*/2), Pool(1000)).value();
   Recorder rec;

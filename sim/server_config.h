@@ -19,7 +19,7 @@ struct SchedulerConfig {
   // step n (see StepCost).
   bool async_scheduling = false;
   // vLLM's scheduler_reserve_full_isl (on by default since vLLM PR #37307,
-  // spring 2026, so in every measured build): a waiting request is
+  // spring 2026; docs/architecture.md on which builds): a waiting request is
   // admitted only when the free blocks hold its whole current sequence
   // (KvCache::FullSequenceFits), not just its first chunk.
   bool reserve_full_isl = true;
