@@ -253,7 +253,10 @@ void KvCache::RetainKeysOf(std::span<const KvRequestView> requests) {
   for (const KvRequestView& req : requests) {
     for (int g = 0; g < num_groups_; ++g) {
       uint64_t h = SeedHash(g);
-      const int32_t full_blocks = req.input_tokens / groups_[g].block_size;
+      // Shared prompt blocks, and the hashed answer's (a resumed request
+      // can hit those too).
+      const auto full_blocks =
+          static_cast<int32_t>(req.HashedTokens() / groups_[g].block_size);
       for (int32_t j = 0; j < full_blocks; ++j) {
         bool shared = false;
         h = BlockHash(h, req, g, j, &shared);

@@ -9,22 +9,22 @@
 // are released (replaced by the null block) as the request advances.
 //
 // Prefix caching (when enabled): a full block is identified by a chained
-// hash (parent hash, block content, group). Prompt content comes from
-// RequestSpec::prefix_hashes: a KV block covering prompt tokens [s, e) with
-// e <= hashed tokens is identified by the trace blocks s / hash_block_tokens
-// .. (e - 1) / hash_block_tokens and the offset s % hash_block_tokens; other
-// blocks (past the hashed part, or generated tokens) are unique to the
-// request. Prefix hashes are chained (traces/prefix_hash.h: equal hashes at
-// index i mean equal trace blocks 0..i), so the first and last trace block
-// stand for every one between. A block that becomes full holding a key
-// another block already holds stays uncached: the first keeps the key
-// (vLLM keeps both, which differs only once the first is evicted while the
-// second is still held). Freed blocks keep their hash and go to the tail of an LRU free
-// queue, tail blocks of a request first so they are evicted first; an
-// allocation takes the queue head and evicts its hash. A prefix hit is the
-// longest run of cached whole blocks from the left, at most num_tokens - 1
-// tokens, equal for all groups (a multiple of every group's block size).
-// Simplification for sliding groups: the hit length is the largest such
+// hash (parent hash, block content, group). Content comes from
+// RequestSpec::prefix_hashes: a KV block covering sequence tokens [s, e)
+// with e <= the hashed tokens (KvRequestView::HashedTokens: the prompt and
+// the first hashed_output_tokens generated tokens, at most the hashes'
+// span) is identified by the trace blocks s / hash_block_tokens ..
+// (e - 1) / hash_block_tokens and the offset s % hash_block_tokens; other
+// blocks (past the hashed part) are unique to the request. Prefix hashes are chained
+// (traces/prefix_hash.h: equal hashes at index i mean equal trace blocks 0..i), so the
+// first and last trace block stand for every one between. A block that becomes full
+// holding a key another block already holds stays uncached: the first keeps the key (vLLM
+// keeps both, which differs only once the first is evicted while the second is still
+// held). Freed blocks keep their hash and go to the tail of an LRU free queue, tail
+// blocks of a request first so they are evicted first; an allocation takes the queue head
+// and evicts its hash. A prefix hit is the longest run of cached whole blocks from the
+// left, at most num_tokens - 1 tokens, equal for all groups (a multiple of every group's
+// block size). Simplification for sliding groups: the hit length is the largest such
 // length L <= the full-attention hit for which each sliding group has every
 // block overlapping tokens [L - window + 1, L) cached (vLLM searches
 // right-to-left for the same condition).
@@ -166,6 +166,8 @@ class KvCache {
   // the last FindPrefixHit returned (`hit_tokens`): per group,
   // MaxBlocksHeldInGroup(full_tokens, max_chunk_tokens) less the hit
   // blocks, plus the hit blocks that would leave the free queue.
+  // `max_chunk_tokens`: vLLM's max_in_flight_tokens (the token budget x
+  // the batches in flight).
   bool FullSequenceFits(int32_t hit_tokens, int64_t full_tokens,
                         int64_t max_chunk_tokens) const;
 

@@ -545,6 +545,19 @@ TEST(BadInputTest, HashedAnswerTokensAreCheckedInEveryReader) {
       HasSubstr("column prefix_hashes: has 4 hashes but input_tokens 10 + "
                 "hashed_output_tokens 2 allows at most 3 (ceil((input_tokens + "
                 "hashed_output_tokens) / 4))"));
+  EXPECT_THAT(
+      ReadError(TraceFormat::kLengths, "answer_nohash.csv",
+                "input_tokens,output_tokens,hash_block_tokens,hashed_output_tokens,"
+                "prefix_hashes\n"
+                "10,5,,-5,\n"),
+      HasSubstr(":2: column hashed_output_tokens: \"-5\" is outside"));
+  EXPECT_THAT(
+      ReadError(TraceFormat::kLengths, "answer_nohash2.csv",
+                "input_tokens,output_tokens,hash_block_tokens,hashed_output_tokens,"
+                "prefix_hashes\n"
+                "10,5,,3,\n"),
+      HasSubstr("column hashed_output_tokens: 3 answer tokens named, but the row "
+                "has no prefix_hashes"));
   const ReadAll ok = Read(TraceFormat::kLengths,
                           WriteTemp("answer_ok.csv",
                                     "input_tokens,output_tokens,hash_block_tokens,"

@@ -97,6 +97,27 @@ class LengthsReader : public CsvTraceReader {
                                                          "\" is not an integer >= -1"));
       }
     }
+    // Answer tokens the hashes also name (servesim's own CSV): checked in
+    // every row that gives it, used only with hashes.
+    int32_t hashed_output = 0;
+    if (hashed_out_ >= 0 && !TrimSpaces(cells_[hashed_out_]).empty()) {
+      const std::string_view o = TrimSpaces(cells_[hashed_out_]);
+      int64_t v = 0;
+      if (!ParseInt64(o, &v) || v < 0 || v > out.output_tokens) {
+        return Fail(
+            SkipReason::kMalformed,
+            absl::StrCat("column hashed_output_tokens: \"", Clip(o), "\" is outside 0..",
+                         std::string(header_[out_]), " (", out.output_tokens, ")"));
+      }
+      hashed_output = static_cast<int32_t>(v);
+      const bool hashes = hashes_ >= 0 && !TrimSpaces(cells_[hashes_]).empty();
+      if (hashed_output > 0 && !hashes) {
+        return Fail(
+            SkipReason::kMalformed,
+            absl::StrCat("column hashed_output_tokens: ", hashed_output,
+                         " answer tokens named, but the row has no prefix_hashes"));
+      }
+    }
     if (hashes_ >= 0) {
       std::string_view rest = TrimSpaces(cells_[hashes_]);
       while (!rest.empty()) {
@@ -125,17 +146,7 @@ class LengthsReader : public CsvTraceReader {
           return Fail(SkipReason::kMalformed,
                       "column prefix_hashes: hashes given but no hash_block_tokens");
         }
-        if (hashed_out_ >= 0 && !TrimSpaces(cells_[hashed_out_]).empty()) {
-          const std::string_view o = TrimSpaces(cells_[hashed_out_]);
-          int64_t v = 0;
-          if (!ParseInt64(o, &v) || v < 0 || v > out.output_tokens) {
-            return Fail(SkipReason::kMalformed,
-                        absl::StrCat("column hashed_output_tokens: \"", Clip(o),
-                                     "\" is outside 0..", std::string(header_[out_]),
-                                     " (", out.output_tokens, ")"));
-          }
-          out.hashed_output_tokens = static_cast<int32_t>(v);
-        }
+        out.hashed_output_tokens = hashed_output;
         // As the Mooncake and Bailian readers: no more hashes than blocks
         // (stats counted phantom blocks for prefix sharing).
         if (static_cast<int64_t>(out.prefix_hashes.size()) >
