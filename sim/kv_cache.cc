@@ -12,11 +12,6 @@
 
 namespace servesim {
 
-KvRequestView KvViewOf(const RequestSpec& spec) {
-  return KvRequestView{spec.id, spec.input_tokens, spec.prefix_hashes,
-                       spec.hash_block_tokens,
-                       std::clamp(spec.hashed_output_tokens, 0, spec.output_tokens)};
-}
 namespace {
 
 constexpr uint64_t kUniqueSalt = 0x5eed0f00dULL;

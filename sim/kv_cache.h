@@ -118,8 +118,13 @@ struct KvRequestView {
 };
 
 // The view of a request the KV cache uses (hashed output capped at the
-// tokens the request generates).
-KvRequestView KvViewOf(const RequestSpec& spec);
+// tokens the request generates). Inline: the scheduler builds one per
+// running request per step.
+inline KvRequestView KvViewOf(const RequestSpec& spec) {
+  return KvRequestView{spec.id, spec.input_tokens, spec.prefix_hashes,
+                       spec.hash_block_tokens,
+                       std::clamp(spec.hashed_output_tokens, 0, spec.output_tokens)};
+}
 
 class KvCache {
  public:

@@ -106,8 +106,6 @@ int32_t Scheduler::Add(RequestSpec spec, TimeNs now_ns, int64_t cookie) {
   return slot;
 }
 
-KvRequestView Scheduler::View(const SchedRequest& r) const { return KvViewOf(r.spec); }
-
 void Scheduler::WarmPrefixCache(std::span<const RequestSpec> requests) {
   SERVESIM_CHECK(num_active_ == 0);
   if (!kv_->prefix_caching()) return;

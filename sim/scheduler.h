@@ -194,7 +194,9 @@ class Scheduler {
 
  private:
   Scheduler(const SchedulerConfig& config, std::unique_ptr<KvCache> kv);
-  KvRequestView View(const SchedRequest& r) const;
+  // Inline: built for every running request each step, and unused on the
+  // KV cache's fast path.
+  KvRequestView View(const SchedRequest& r) const { return KvViewOf(r.spec); }
   void Preempt(int32_t slot);
   void Schedule(int32_t slot, int32_t tokens, TimeNs now_ns);
   // vLLM's max_in_flight_tokens: the token budget x the batches in flight
