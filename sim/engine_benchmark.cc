@@ -33,26 +33,39 @@ KvCacheSpec E2bLikeSpec() {
   return s;
 }
 
-void BM_ClosedLoop(benchmark::State& state) {
-  const bool caching = state.range(0) != 0;
-  const int64_t num_prompts = state.range(1);
+// The analytic step model every engine benchmark runs (host 2 ms + 5 us a
+// sequence; device 6 ms + 15 us a token + 2 ns a context token).
+AnalyticStepParams BenchStepParams() {
   AnalyticStepParams p;
   p.host_base_ns = 2'000'000;
   p.host_per_seq_ns = 5'000;
   p.device_base_ns = 6'000'000;
   p.device_per_token_ns = 15'000;
   p.device_per_context_token_ns = 2;
-  AnalyticStepModel model(p);
+  return p;
+}
+
+// One replica: 256 sequences, 8,192 batched tokens, async scheduling, the
+// E2B-like spec.
+std::vector<ReplicaConfig> BenchReplica(const StepTimeModel* model, bool caching) {
+  std::vector<ReplicaConfig> reps(1);
+  reps[0].scheduler.max_num_seqs = 256;
+  reps[0].scheduler.max_num_batched_tokens = 8192;
+  reps[0].scheduler.max_model_len = 32768;
+  reps[0].scheduler.enable_prefix_caching = caching;
+  reps[0].scheduler.async_scheduling = true;
+  reps[0].kv_cache = E2bLikeSpec();
+  reps[0].step_model = model;
+  return reps;
+}
+
+void BM_ClosedLoop(benchmark::State& state) {
+  const bool caching = state.range(0) != 0;
+  const int64_t num_prompts = state.range(1);
+  const AnalyticStepModel model(BenchStepParams());
   int64_t requests = 0, steps = 0;
   for (auto _ : state) {
-    std::vector<ReplicaConfig> reps(1);
-    reps[0].scheduler.max_num_seqs = 256;
-    reps[0].scheduler.max_num_batched_tokens = 8192;
-    reps[0].scheduler.max_model_len = 32768;
-    reps[0].scheduler.enable_prefix_caching = caching;
-    reps[0].scheduler.async_scheduling = true;
-    reps[0].kv_cache = E2bLikeSpec();
-    reps[0].step_model = &model;
+    std::vector<ReplicaConfig> reps = BenchReplica(&model, caching);
     ClientConfig cc;
     cc.max_concurrency = 64;
     auto e =
@@ -151,23 +164,11 @@ std::vector<RequestSpec> MultiTurnChats() {
 }
 
 void BM_MultiTurnChats(benchmark::State& state) {
-  AnalyticStepParams p;
-  p.host_base_ns = 2'000'000;
-  p.host_per_seq_ns = 5'000;
-  p.device_base_ns = 6'000'000;
-  p.device_per_token_ns = 15'000;
-  p.device_per_context_token_ns = 2;
-  AnalyticStepModel model(p);
+  const AnalyticStepModel model(BenchStepParams());
   const std::vector<RequestSpec> turns = MultiTurnChats();
   int64_t requests = 0, steps = 0, hit_tokens = 0;
   for (auto _ : state) {
-    std::vector<ReplicaConfig> reps(1);
-    reps[0].scheduler.max_num_seqs = 256;
-    reps[0].scheduler.max_num_batched_tokens = 8192;
-    reps[0].scheduler.max_model_len = 32768;
-    reps[0].scheduler.async_scheduling = true;
-    reps[0].kv_cache = E2bLikeSpec();
-    reps[0].step_model = &model;
+    std::vector<ReplicaConfig> reps = BenchReplica(&model, /*caching=*/true);
     ClientConfig cc;
     cc.replay_arrivals = true;
     auto e =

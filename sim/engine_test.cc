@@ -47,6 +47,13 @@ std::unique_ptr<Engine> MakeEngine(const SchedulerConfig& sc, const KvCacheSpec&
       .value();
 }
 
+// A step model of 1 ms a step, whatever the batch.
+AnalyticStepParams OneMsSteps() {
+  AnalyticStepParams p;
+  p.device_base_ns = 1'000'000;
+  return p;
+}
+
 RequestSpec Req(int32_t in, int32_t out, TimeNs arrival = 0) {
   RequestSpec s;
   s.input_tokens = in;
@@ -522,9 +529,7 @@ TEST(EnginePipelineTest, ThroughputUnderLoadBeatsTheOneBatchBound) {
 }
 
 TEST(EngineTest, RequestThatCanNeverFitTheKvCacheIsRejectedWithItsReason) {
-  AnalyticStepParams p;
-  p.device_base_ns = 1'000'000;
-  AnalyticStepModel model(p);
+  const AnalyticStepModel model(OneMsSteps());
   auto e = MakeEngine(Sched(), Pool(10), &model, ClientConfig{});
   VectorSource src({Req(100, 10), Req(1000, 10), Req(50, 5)});
   ASSERT_TRUE(e->Run(&src).ok());
@@ -535,9 +540,7 @@ TEST(EngineTest, RequestThatCanNeverFitTheKvCacheIsRejectedWithItsReason) {
 }
 
 TEST(EngineTest, RoutersSpreadRequestsOverReplicas) {
-  AnalyticStepParams p;
-  p.device_base_ns = 1'000'000;
-  AnalyticStepModel model(p);
+  const AnalyticStepModel model(OneMsSteps());
   for (const char* name : {"round-robin", "least-outstanding"}) {
     std::vector<ReplicaConfig> reps(3);
     for (auto& r : reps) {
@@ -597,9 +600,7 @@ TEST(EngineTest, LockstepGroupStepsLastTheLongestMember) {
 }
 
 TEST(EngineTest, ReplayedArrivalsAreTheSendTimes) {
-  AnalyticStepParams p;
-  p.device_base_ns = 1'000'000;
-  AnalyticStepModel model(p);
+  const AnalyticStepModel model(OneMsSteps());
   ClientConfig cc;
   cc.replay_arrivals = true;
   auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
@@ -619,9 +620,7 @@ TEST(EngineTest, ReplayedArrivalsAreTheSendTimes) {
 // hashed, the prompt (64), and the answer is computed again.
 TEST(EngineTest, NextTurnHitsTheHashedAnswerOfTheLastTurn) {
   for (const bool answer_hashed : {true, false}) {
-    AnalyticStepParams p;
-    p.device_base_ns = 1'000'000;
-    AnalyticStepModel model(p);
+    const AnalyticStepModel model(OneMsSteps());
     ClientConfig cc;
     cc.replay_arrivals = true;
     auto e = MakeEngine(Sched(), Pool(1000, /*with_sliding=*/false), &model, cc);
@@ -650,9 +649,7 @@ TEST(EngineTest, NextTurnHitsTheHashedAnswerOfTheLastTurn) {
 // A session's turn waits for its previous turn (answered or rejected);
 // other requests go as meant, and the record keeps the intended time.
 TEST(EngineTest, SessionTurnWaitsForThePreviousTurnOnly) {
-  AnalyticStepParams p;
-  p.device_base_ns = 1'000'000;
-  AnalyticStepModel model(p);
+  const AnalyticStepModel model(OneMsSteps());
   ClientConfig cc;
   cc.replay_arrivals = true;
   auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
@@ -677,9 +674,7 @@ TEST(EngineTest, SessionTurnWaitsForThePreviousTurnOnly) {
 
 // Under --max-concurrency a released turn takes a slot like any request.
 TEST(EngineTest, ReleasedTurnRespectsMaxConcurrency) {
-  AnalyticStepParams p;
-  p.device_base_ns = 1'000'000;
-  AnalyticStepModel model(p);
+  const AnalyticStepModel model(OneMsSteps());
   ClientConfig cc;
   cc.max_concurrency = 2;
   auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
@@ -707,9 +702,7 @@ TEST(EngineTest, ReleasedTurnRespectsMaxConcurrency) {
 // the step is scheduled again once the finished one is freed (the engine
 // aborted on "!HasWork()" before).
 TEST(EngineTest, AsyncRunEndsWhenAFinishedRequestForcesAPreemption) {
-  AnalyticStepParams p;
-  p.device_base_ns = 1'000'000;
-  AnalyticStepModel model(p);
+  const AnalyticStepModel model(OneMsSteps());
   SchedulerConfig sc = Sched();
   sc.async_scheduling = true;
   auto e = MakeEngine(sc, Pool(10), &model, ClientConfig{});
@@ -721,9 +714,7 @@ TEST(EngineTest, AsyncRunEndsWhenAFinishedRequestForcesAPreemption) {
 }
 
 TEST(EngineTest, ReplayedArrivalsGoingBackwardsAreAnError) {
-  AnalyticStepParams p;
-  p.device_base_ns = 1'000'000;
-  AnalyticStepModel model(p);
+  const AnalyticStepModel model(OneMsSteps());
   ClientConfig cc;
   cc.replay_arrivals = true;
   auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
@@ -734,9 +725,7 @@ TEST(EngineTest, ReplayedArrivalsGoingBackwardsAreAnError) {
 }
 
 TEST(EngineTest, ArrivalsPastTheHorizonAreAnErrorNotAnAbort) {
-  AnalyticStepParams p;
-  p.device_base_ns = 1'000'000;
-  AnalyticStepModel model(p);
+  const AnalyticStepModel model(OneMsSteps());
   ClientConfig cc;
   cc.replay_arrivals = true;
   auto e = MakeEngine(Sched(), Pool(1000), &model, cc);
