@@ -47,8 +47,16 @@ int32_t KvAwareRouter::Route(const RequestSpec& request,
 void PrefixAwareRouter::ChainKeys(const RequestSpec& request) const {
   keys_.clear();
   uint64_t k = 0x5eed5eed5eed5eedull ^ static_cast<uint64_t>(request.hash_block_tokens);
-  for (uint64_t h : request.prefix_hashes) {
-    k = HashCombine(k, h);  // position-dependent chain key
+  // A router sees prompts only: the hashes of an answer the request will
+  // generate (RequestSpec::hashed_output_tokens) are left out, from the
+  // first block that holds answer tokens on.
+  size_t n = request.prefix_hashes.size();
+  if (request.hashed_output_tokens > 0 && request.hash_block_tokens > 0) {
+    n = std::min(n,
+                 static_cast<size_t>(request.input_tokens / request.hash_block_tokens));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    k = HashCombine(k, request.prefix_hashes[i]);  // position-dependent chain key
     keys_.push_back(k);
   }
 }

@@ -86,6 +86,18 @@ TEST(PrefixAwareRouterTest, SharedPrefixFollowsTheReplicaThatHasIt) {
   EXPECT_EQ(f.Send(router, Req(3, 256)), 1);  // 2 vs 1 outstanding
 }
 
+// A router knows prompts, not answers: a request's hashed answer
+// (hashed_output_tokens) is not recorded as on the replica.
+TEST(PrefixAwareRouterTest, AHashedAnswerIsNotRecordedBeforeItExists) {
+  Fleet f({100, 100});
+  PrefixAwareRouter router;
+  RequestSpec turn1 = Req(0, 128, {1, 2, 3, 4});  // 2 prompt blocks + answer
+  turn1.output_tokens = 128;
+  turn1.hashed_output_tokens = 128;
+  ASSERT_EQ(f.Send(router, turn1), 0);
+  EXPECT_EQ(router.MatchedBlocks(Req(1, 320, {1, 2, 3, 4, 5}), 0), 2);
+}
+
 TEST(PrefixAwareRouterTest, LongestPrefixWinsOverAShorterOne) {
   Fleet f({100, 100});
   PrefixAwareRouter router;
