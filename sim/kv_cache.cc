@@ -505,8 +505,9 @@ bool KvCache::FullSequenceFits(int32_t hit_tokens, int64_t full_tokens,
 }
 
 bool KvCache::AllocateSlow(int32_t slot, const KvRequestView& req, int32_t num_computed,
-                           int32_t num_new, bool use_hit) {
+                           int32_t num_new, bool use_hit, int32_t num_in_flight) {
   EnsureSlot(slot);
+  SERVESIM_CHECK(num_in_flight >= 0 && (!use_hit || num_in_flight == 0));
   const int64_t end_tokens = static_cast<int64_t>(num_computed) + num_new;
   if (use_hit) {
     SERVESIM_CHECK(num_computed == hit_tokens_);
@@ -562,8 +563,9 @@ bool KvCache::AllocateSlow(int32_t slot, const KvRequestView& req, int32_t num_c
     }
     hit_tokens_ = 0;
   } else {
+    const int32_t processed = std::max(0, num_computed - num_in_flight);
     for (int g = 0; g < num_groups_; ++g) {
-      ReleaseSkipped(Table(slot, g), groups_[g], num_computed);
+      ReleaseSkipped(Table(slot, g), groups_[g], processed);
     }
     int64_t need = 0;
     for (int g = 0; g < num_groups_; ++g) {

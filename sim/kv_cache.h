@@ -182,18 +182,23 @@ class KvCache {
   // allocates nothing, when the free blocks do not suffice (a simulated
   // outcome). `use_hit`: the slot is empty and num_computed is the value
   // the last FindPrefixHit returned; the hit blocks are taken.
+  // `num_in_flight`: of the num_computed tokens, those of a step whose
+  // outputs are not yet processed (async scheduling); the window is slid
+  // on the processed tokens only, as vLLM 0.26+ does (remove_skipped_blocks
+  // with total_computed_tokens - num_in_flight_tokens), so the in-flight
+  // step can still read its window.
   bool Allocate(int32_t slot, const KvRequestView& req, int32_t num_computed,
-                int32_t num_new, bool use_hit) {
+                int32_t num_new, bool use_hit, int32_t num_in_flight = 0) {
     // The common decode step stays inside the blocks already held.
     if (!use_hit && static_cast<size_t>(slot) < fast_.size()) {
       const SlotFast& f = fast_[slot];
       if (static_cast<int64_t>(num_computed) + num_new <= f.alloc_limit &&
-          num_computed < f.release_at &&
+          num_computed - num_in_flight < f.release_at &&
           static_cast<int64_t>(num_computed) + num_new < f.hash_at) {
         return true;
       }
     }
-    return AllocateSlow(slot, req, num_computed, num_new, use_hit);
+    return AllocateSlow(slot, req, num_computed, num_new, use_hit, num_in_flight);
   }
 
   // Releases every block of `slot` (tail blocks first). `preempted`: also
@@ -256,7 +261,7 @@ class KvCache {
   // block, > 0 a label.
   static constexpr int32_t kAnon = -1;
   bool AllocateSlow(int32_t slot, const KvRequestView& req, int32_t num_computed,
-                    int32_t num_new, bool use_hit);
+                    int32_t num_new, bool use_hit, int32_t num_in_flight);
   void PopFree(int64_t n);  // takes n blocks off the LRU head (evicting keys)
   void PushFreeTail(int32_t label);
   void PushAnonTail(int64_t n);

@@ -189,18 +189,21 @@ bool ReferenceKvCache::FullSequenceFits(int32_t hit_tokens, int64_t full_tokens,
 }
 
 bool ReferenceKvCache::Allocate(int32_t slot, const KvRequestView& req,
-                                int32_t num_computed, int32_t num_new, bool use_hit) {
+                                int32_t num_computed, int32_t num_new, bool use_hit,
+                                int32_t num_in_flight) {
   const int64_t end = static_cast<int64_t>(num_computed) + num_new;
   const int num_groups = static_cast<int>(spec_.groups.size());
   auto ceil_blocks = [&](int g) {
     const int64_t bs = spec_.groups[g].block_size_tokens;
     return static_cast<int32_t>((end + bs - 1) / bs);
   };
-  // First block a sliding group keeps: the one holding token nc - window + 1.
+  // First block a sliding group keeps: the one holding token p - window + 1,
+  // p the processed tokens (computed, less those of a step in flight).
+  const int32_t processed = std::max(0, num_computed - num_in_flight);
   auto first_kept = [&](int g) {
     const KvGroupSpec& gs = spec_.groups[g];
     if (gs.sliding_window == 0) return 0;
-    return std::max(0, num_computed - gs.sliding_window + 1) / gs.block_size_tokens;
+    return std::max(0, processed - gs.sliding_window + 1) / gs.block_size_tokens;
   };
   if (use_hit) {
     SERVESIM_CHECK(num_computed == hit_tokens_);
@@ -231,7 +234,7 @@ bool ReferenceKvCache::Allocate(int32_t slot, const KvRequestView& req,
     }
     hit_tokens_ = 0;
   } else {
-    // Blocks wholly before token nc - window + 1 are released first, tail
+    // Blocks wholly before token p - window + 1 are released first, tail
     // first, even when the allocation then fails.
     for (int g = 0; g < num_groups; ++g) {
       Table& t = At(slot, g);
@@ -321,6 +324,8 @@ struct ModelRequest {
   int32_t parent_prompt = -1;  // a follow-up: the earlier prompt's length
   int32_t seq_len = 0;         // prompt plus generated tokens
   int32_t computed = 0;        // while running
+  int32_t last_chunk = 0;      // tokens of its last step
+  int32_t in_flight = 0;       // of computed, unprocessed at its last allocation
   bool preempted_before = false;
   int32_t slot = -1;  // running in this slot, or -1 (waiting)
   KvRequestView View() const {
@@ -400,7 +405,8 @@ class Driver {
     }
     for (const ModelRequest& r : reqs_) {
       if (r.slot < 0) continue;
-      const int64_t bound = real_->MaxBlocksHeld(r.computed, max_chunk_);
+      // A step in flight keeps its window: one chunk more.
+      const int64_t bound = real_->MaxBlocksHeld(r.computed, max_chunk_ + r.in_flight);
       if (ref_->HeldBy(r.slot) > bound) {
         return absl::InternalError(absl::StrFormat(
             "%s: request %d holds %d blocks at %d tokens, above MaxBlocksHeld %d",
@@ -499,6 +505,8 @@ class Driver {
       free_slots_.pop_back();
       r.slot = slot;
       r.computed = hit + chunk;
+      r.last_chunk = chunk;
+      r.in_flight = 0;
       if (r.computed == r.seq_len) ++r.seq_len;  // the step yields a token
       ++stats_->admits;
     } else {
@@ -514,10 +522,17 @@ class Driver {
     if (r.seq_len >= kMaxSeqTokens) return Finish(i, "finish (length)");
     const int32_t n =
         std::min(r.seq_len - r.computed, 1 + static_cast<int32_t>(src_.Next(max_chunk_)));
-    const bool ok = real_->Allocate(r.slot, r.View(), r.computed, n, /*use_hit=*/false);
-    const bool ref_ok = ref_->Allocate(r.slot, r.View(), r.computed, n, false);
+    // Async scheduling: half the time the last step's tokens are still in
+    // flight, and the window slides on the processed tokens only.
+    const int32_t in_flight = src_.Next(2) == 0 ? r.last_chunk : 0;
+    if (in_flight > 0) ++stats_->in_flight_steps;
+    const bool ok =
+        real_->Allocate(r.slot, r.View(), r.computed, n, /*use_hit=*/false, in_flight);
+    const bool ref_ok = ref_->Allocate(r.slot, r.View(), r.computed, n, false, in_flight);
     if (ok != ref_ok) return Mismatch("step", "Allocate", ok, ref_ok);
+    r.in_flight = std::max(r.in_flight, in_flight);
     if (ok) {
+      r.last_chunk = n;
       r.computed += n;
       if (r.computed == r.seq_len) ++r.seq_len;
     } else {

@@ -36,7 +36,7 @@ class ReferenceKvCache {
   bool FullSequenceFits(int32_t hit_tokens, int64_t full_tokens,
                         int64_t max_chunk_tokens) const;
   bool Allocate(int32_t slot, const KvRequestView& req, int32_t num_computed,
-                int32_t num_new, bool use_hit);
+                int32_t num_new, bool use_hit, int32_t num_in_flight = 0);
   void Free(int32_t slot, const KvRequestView& req, int32_t num_computed, bool preempted);
 
   int64_t num_free_blocks() const { return static_cast<int64_t>(free_.size()); }
@@ -116,6 +116,8 @@ struct KvModelStats {
   // Hits of a follow-up prompt that reach into an earlier request's hashed
   // answer (past that request's prompt).
   int64_t answer_hits = 0;
+  // Steps allocated with the last step's tokens still in flight.
+  int64_t in_flight_steps = 0;
 };
 
 // Decodes a spec and up to `max_ops` operations from `src` (stopping early

@@ -35,6 +35,7 @@ TEST(KvCacheModelTest, KvCacheMatchesTheReferenceOverRandomOperations) {
     total.hits += stats.hits;
     total.evictions += stats.evictions;
     total.answer_hits += stats.answer_hits;
+    total.in_flight_steps += stats.in_flight_steps;
   }
   // The operations reach the interesting paths (not a vacuous agreement).
   EXPECT_GT(total.admits, 10'000);
@@ -43,10 +44,11 @@ TEST(KvCacheModelTest, KvCacheMatchesTheReferenceOverRandomOperations) {
   EXPECT_GT(total.hits, 1'000);
   EXPECT_GT(total.evictions, 1'000);
   EXPECT_GT(total.answer_hits, 100);
+  EXPECT_GT(total.in_flight_steps, 10'000);
   std::cout << "admits " << total.admits << " failed allocations " << total.failed_allocs
             << " preemptions " << total.preemptions << " hits " << total.hits
             << " evictions " << total.evictions << " answer hits " << total.answer_hits
-            << "\n";
+            << " steps with tokens in flight " << total.in_flight_steps << "\n";
 }
 
 // The byte decoder (the fuzzer's) reaches the same comparisons.

@@ -60,14 +60,12 @@ RejectReason Scheduler::CheckFits(const RequestSpec& spec) const {
     return RejectReason::kInvalidLengths;
   const int64_t total = static_cast<int64_t>(spec.input_tokens) + spec.output_tokens;
   if (total > config_.max_model_len) return RejectReason::kExceedsMaxModelLen;
-  // The KV of the last generated token is never written. With the
-  // admission gate, a sliding group is counted as the gate counts it (two
-  // batches in flight under async), so whatever is queued can be admitted
-  // into an empty pool.
-  if (kv_->MaxBlocksHeld(total - 1, config_.reserve_full_isl
-                                        ? InFlightTokens()
-                                        : config_.max_num_batched_tokens) >
-      kv_->num_blocks()) {
+  // The KV of the last generated token is never written. A sliding group
+  // holds its window and the batches in flight (two under async: the
+  // window slides on processed tokens), which is also how the admission
+  // gate counts it, so whatever is queued can be admitted into an empty
+  // pool.
+  if (kv_->MaxBlocksHeld(total - 1, InFlightTokens()) > kv_->num_blocks()) {
     return RejectReason::kExceedsKvCache;
   }
   // Without chunking a prefill (after a preemption: prompt + generated)
@@ -161,6 +159,8 @@ void Scheduler::Preempt(int32_t slot) {
 void Scheduler::Schedule(int32_t slot, int32_t tokens, TimeNs now_ns) {
   SchedRequest& r = slots_[slot];
   if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now_ns;
+  r.last_step = num_steps_started_;
+  r.last_step_tokens = tokens;
   sched_slots_.push_back(slot);
   sched_tokens_.push_back(tokens);
   batch_tokens_ += tokens;
@@ -173,13 +173,14 @@ void Scheduler::Schedule(int32_t slot, int32_t tokens, TimeNs now_ns) {
 
 bool Scheduler::Schedule(TimeNs now_ns) {
   step_preemptions_ = 0;
-  BuildStep(now_ns, /*respect_visibility=*/true);
+  BuildStep(now_ns, /*respect_visibility=*/true,
+            /*outputs_pending=*/config_.async_scheduling);
   // Nothing to run while finished requests still hold blocks (async): vLLM
   // takes the last step's outputs in, which frees them, and schedules
-  // again (every arrival visible by then).
+  // again (every arrival visible by then, no step in flight).
   if (sched_slots_.empty() && !finishing_.empty()) {
     ReleaseFinishing();
-    BuildStep(now_ns, /*respect_visibility=*/false);
+    BuildStep(now_ns, /*respect_visibility=*/false, /*outputs_pending=*/false);
   }
   ReleaseFinishing();
   if (sched_slots_.empty()) return false;
@@ -188,7 +189,7 @@ bool Scheduler::Schedule(TimeNs now_ns) {
   return true;
 }
 
-void Scheduler::BuildStep(TimeNs now_ns, bool respect_visibility) {
+void Scheduler::BuildStep(TimeNs now_ns, bool respect_visibility, bool outputs_pending) {
   sched_slots_.clear();
   sched_tokens_.clear();
   prefills_.clear();
@@ -211,9 +212,14 @@ void Scheduler::BuildStep(TimeNs now_ns, bool respect_visibility) {
     }
     const int32_t tokens = std::min(r.num_tokens() - r.num_computed, budget);
     SERVESIM_CHECK(tokens > 0);
+    // Async: its tokens of the step in flight (the last one built) are
+    // computed but not processed; the sliding window waits for them.
+    const int32_t in_flight =
+        outputs_pending && r.last_step == num_steps_started_ - 1 ? r.last_step_tokens : 0;
     bool scheduled = false;
     while (true) {
-      if (kv_->Allocate(slot, View(r), r.num_computed, tokens, /*use_hit=*/false)) {
+      if (kv_->Allocate(slot, View(r), r.num_computed, tokens, /*use_hit=*/false,
+                        in_flight)) {
         scheduled = true;
         break;
       }

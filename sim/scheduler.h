@@ -28,7 +28,9 @@
 // are freed at the end of the next Schedule(), or at once when nothing is
 // left to schedule; when that Schedule() would build an empty batch they
 // are freed and the whole step is scheduled again, as vLLM does once the
-// step's outputs are in.
+// step's outputs are in. For the same reason a request's tokens of step n
+// are in flight while n + 1 is built, and its sliding-window blocks are
+// released on the tokens before them (KvCache::Allocate, num_in_flight).
 // Pipeline parallelism (vLLM's batch queue, sim/engine.h): Launch() puts
 // the batch Schedule() built in flight instead of completing it; later
 // Schedule() calls skip a request of an in-flight batch (vLLM V1's
@@ -100,6 +102,11 @@ struct alignas(64) SchedRequest {
   // under async scheduling a request that arrives while a step runs
   // missed the next batch, built when that step was launched.
   int64_t visible_from_step = 0;
+  // The step (count of steps started before it) that last scheduled it,
+  // and its tokens there: under async scheduling, still in flight when
+  // the next step is built (vLLM's num_in_flight_tokens).
+  int64_t last_step = -1;
+  int32_t last_step_tokens = 0;
   int32_t num_tokens() const { return spec.input_tokens + num_output; }
 };
 
@@ -205,7 +212,9 @@ class Scheduler {
     return int64_t{config_.async_scheduling ? 2 : 1} * config_.max_num_batched_tokens;
   }
   // One scheduling pass into the step scratch (Schedule() may run two).
-  void BuildStep(TimeNs now_ns, bool respect_visibility);
+  // `outputs_pending`: the last step's outputs are not yet processed
+  // (async scheduling), so its tokens are in flight.
+  void BuildStep(TimeNs now_ns, bool respect_visibility, bool outputs_pending);
   // Admits waiting requests into the step; with `respect_visibility`,
   // stops at the first one the async scheduler could not yet see.
   void ScheduleWaiting(int32_t& budget, TimeNs now_ns, bool respect_visibility);

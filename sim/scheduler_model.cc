@@ -46,12 +46,10 @@ class ReferenceScheduler {
     if (s.input_tokens < 1 || s.output_tokens < 1) return RejectReason::kInvalidLengths;
     const int64_t total = int64_t{s.input_tokens} + s.output_tokens;
     if (total > config_.max_model_len) return RejectReason::kExceedsMaxModelLen;
+    // A sliding group holds its window and every batch in flight.
     const int64_t in_flight =
         int64_t{config_.async_scheduling ? 2 : 1} * config_.max_num_batched_tokens;
-    if (MaxBlocksHeld(
-            spec_, total - 1,
-            config_.reserve_full_isl ? in_flight : config_.max_num_batched_tokens) >
-        spec_.num_blocks)
+    if (MaxBlocksHeld(spec_, total - 1, in_flight) > spec_.num_blocks)
       return RejectReason::kExceedsKvCache;
     if (!config_.enable_chunked_prefill && total - 1 > config_.max_num_batched_tokens)
       return RejectReason::kExceedsBatchTokens;
@@ -66,17 +64,24 @@ class ReferenceScheduler {
   // One step, rule by rule. Async: a finished request still in the
   // running list is skipped; when nothing can run, the finished ones are
   // freed and the step scheduled again.
+  // Async: the last step's tokens are still in flight while this one is
+  // built (the first pass), and a sliding window slides on the tokens
+  // before them.
   void Schedule() {
     preemptions_ = 0;
-    Pass();
+    absl::flat_hash_map<int32_t, int32_t> in_flight;
+    if (config_.async_scheduling) {
+      for (const Scheduled& s : step_) in_flight[s.req] = s.tokens;
+    }
+    Pass(in_flight);
     if (step_.empty() && !finishing_.empty()) {
       FreeFinishing();
-      Pass();
+      Pass({});
     }
     FreeFinishing();
   }
 
-  void Pass() {
+  void Pass(const absl::flat_hash_map<int32_t, int32_t>& in_flight) {
     step_.clear();
     const int32_t preemptions_before = preemptions_;
     int32_t budget = config_.max_num_batched_tokens;
@@ -89,9 +94,12 @@ class ReferenceScheduler {
         continue;
       }
       const int32_t tokens = std::min(r.num_tokens() - r.computed, budget);
+      const auto it = in_flight.find(id);
+      const int32_t pending = it == in_flight.end() ? 0 : it->second;
+      if (pending > 0) ++in_flight_steps_;
       bool scheduled = false;
       while (true) {
-        if (kv_.Allocate(id, r.View(), r.computed, tokens, false)) {
+        if (kv_.Allocate(id, r.View(), r.computed, tokens, false, pending)) {
           scheduled = true;
           break;
         }
@@ -190,6 +198,8 @@ class ReferenceScheduler {
   int32_t preemptions() const { return preemptions_; }
   // Admissions the whole-sequence gate stopped, over the run.
   int64_t gate_stops() const { return gate_stops_; }
+  // Running requests scheduled with their last step's tokens in flight.
+  int64_t in_flight_steps() const { return in_flight_steps_; }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t num_finishing() const { return static_cast<int32_t>(finishing_.size()); }
@@ -206,6 +216,7 @@ class ReferenceScheduler {
   std::vector<Scheduled> step_;
   int32_t preemptions_ = 0;
   int64_t gate_stops_ = 0;
+  int64_t in_flight_steps_ = 0;
 };
 
 struct Recorder : StepListener {
@@ -250,6 +261,7 @@ class Driver {
       }
     }
     stats_->full_isl_gate_stops += ref_->gate_stops();
+    stats_->in_flight_steps += ref_->in_flight_steps();
     return absl::OkStatus();
   }
 

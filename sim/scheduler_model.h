@@ -28,6 +28,9 @@ struct SchedulerModelStats {
   // Steps scheduled while finished requests still held their blocks
   // (async scheduling).
   int64_t steps_with_finishing = 0;
+  // Running requests scheduled while their last step's tokens were in
+  // flight (async scheduling: the sliding window waits for them).
+  int64_t in_flight_steps = 0;
 };
 
 // Decodes a scheduler config, a KV spec and up to `max_ops` operations

@@ -29,6 +29,7 @@ TEST(SchedulerModelTest, SchedulerMatchesTheReferenceOverRandomArrivalsAndSteps)
     total.answer_hits += stats.answer_hits;
     total.full_isl_gate_stops += stats.full_isl_gate_stops;
     total.steps_with_finishing += stats.steps_with_finishing;
+    total.in_flight_steps += stats.in_flight_steps;
   }
   // The runs reach the interesting paths (not a vacuous agreement).
   EXPECT_GT(total.steps, 100'000);
@@ -39,12 +40,14 @@ TEST(SchedulerModelTest, SchedulerMatchesTheReferenceOverRandomArrivalsAndSteps)
   EXPECT_GT(total.answer_hits, 100);
   EXPECT_GT(total.full_isl_gate_stops, 1'000);
   EXPECT_GT(total.steps_with_finishing, 1'000);
+  EXPECT_GT(total.in_flight_steps, 10'000);
   std::cout << "steps " << total.steps << " added " << total.added << " rejected "
             << total.rejected << " preemptions " << total.preemptions << " finished "
             << total.finished << " prefix-hit tokens " << total.prefix_hit_tokens
             << " answer hits " << total.answer_hits << " full-ISL gate stops "
             << total.full_isl_gate_stops << " steps with finishing requests "
-            << total.steps_with_finishing << "\n";
+            << total.steps_with_finishing << " steps with tokens in flight "
+            << total.in_flight_steps << "\n";
 }
 
 }  // namespace
