@@ -168,10 +168,10 @@ KvCacheSpec CappedKvCache(const KvCacheSpec& kv, const BenchCell& cell) {
 Parameter ApiOverheadPrior() {
   Parameter p;
   p.name = kApiOverheadParam;
-  p.value = 5;
+  p.value = kApiOverheadPriorMs;
   p.lower = 0;
   p.upper = 200;
-  p.prior = 5;
+  p.prior = kApiOverheadPriorMs;
   p.prior_sigma = 5;
   p.unit = "ms";
   p.meaning =

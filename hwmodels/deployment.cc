@@ -1,5 +1,6 @@
 #include "hwmodels/deployment.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -384,6 +385,10 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
   }
   d.params = PriorStepParameters(d.device, rank, d.format);
   std::string param_source = "priors";
+  d.api_overhead_ms = kApiOverheadPriorMs;
+  d.api_overhead_source =
+      "prior of api_overhead_ms, 5 +- 5 ms: not fitted for this device, and a fit "
+      "that leaves it fixed predicts with this value";
   if (params_override != nullptr) {
     for (const Parameter& p : params_override->params()) {
       if (Parameter* q = d.params.FindMutable(p.name)) *q = p;
@@ -437,9 +442,11 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       d.fitted_range = prof.profile.fitted_range();
       d.fitted_servers.assign(prof.profile.fitted_servers().begin(),
                               prof.profile.fitted_servers().end());
-      d.api_overhead_ms = 0;
       for (const auto& p : prof.profile.parameters()) {
-        if (p.name() == "api_overhead_ms" && p.value() > 0) d.api_overhead_ms = p.value();
+        if (p.name() != "api_overhead_ms") continue;
+        d.api_overhead_ms = std::max(0.0, p.value());
+        d.api_overhead_source =
+            absl::StrCat("api_overhead_ms of the calibration profile ", path);
       }
     }
   }

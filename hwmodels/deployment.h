@@ -75,6 +75,11 @@ struct MemoryPlan {
 
 // Everything one simulated replica needs. Value type; cheap to copy (the
 // step model is shared and immutable).
+// The prior of the per-request API server latency (`api_overhead_ms`,
+// calibration/predictor.h ApiOverheadPrior: 5 +- 5 ms, a few ms for an
+// OpenAI-compatible vLLM server).
+inline constexpr double kApiOverheadPriorMs = 5.0;
+
 struct Deployment {
   servesim::proto::Device device;
   ModelArch model;             // expanded per-layer architecture
@@ -110,9 +115,14 @@ struct Deployment {
   // The server settings of the runs the profile was fitted on (empty
   // without a profile, or in a profile written before they were recorded).
   std::vector<proto::FittedServer> fitted_servers;
-  // The profile's api_overhead_ms (a client-side cost, not a step-time
-  // knob: the client adds it); 0 when none.
+  // The API server's latency per request (a client-side cost, not a
+  // step-time knob: the client adds it): the profile's api_overhead_ms
+  // where the profile carries it, else its prior kApiOverheadPriorMs,
+  // the value every fit that leaves it fixed predicts with (and
+  // `validate`'s leave-one-device-out, which keeps a device's priors for
+  // anything not an efficiency). api_overhead_source says which.
   double api_overhead_ms = 0;
+  std::string api_overhead_source;
   // Non-empty when no profile applies and the device's priors came by rule
   // from the calibrated devices (hwmodels/catalog_priors.h): says from where
   // and with what expected error. The CLI's warning uses it; it is also in

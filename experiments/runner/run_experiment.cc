@@ -68,11 +68,9 @@ absl::StatusOr<Fleet> BuildFleet(const proto::ExperimentConfig& config) {
     }
     const double api_ms = d.api_overhead_ms;
     fleet.api_overhead_ms = std::max(fleet.api_overhead_ms, api_ms);
-    fleet.provenance.push_back(
-        api_ms > 0
-            ? absl::StrCat(d.provenance, " API server latency per request: ", api_ms,
-                           " ms (api_overhead_ms of the calibration profile).")
-            : d.provenance);
+    fleet.provenance.push_back(absl::StrCat(d.provenance,
+                                            " API server latency per request: ", api_ms,
+                                            " ms (", d.api_overhead_source, ")."));
     fleet.deployments.push_back(std::move(d));
     const Deployment& dep = fleet.deployments.back();
     // Each of the server's --data-parallel-size engines is a replica.
