@@ -71,13 +71,33 @@ std::string EntryName(const servesim::proto::StructuralError& e) {
 }
 
 // A deployment's truncated joint normal over its profile's fitted
-// parameters: x = mean + a z, z standard normal, redrawn until inside the
-// bounds (clamped after kMaxTries).
+// parameters, in the log of each rate (see LogScale): y = mean + a z, z
+// standard normal, x_i = exp(y_i) where log_scale[i] (else x_i = y_i),
+// redrawn until inside the bounds (clamped after kMaxTries). A time is
+// inversely proportional to a rate (an efficiency, a bandwidth), so a
+// normal draw of a poorly known rate has a tail of near-zero rates and
+// near-infinite steps: the L4's GEMM efficiency 0.61 +- 0.31 drew values
+// near its 0.02 bound, 30x slower steps, an output-throughput band of
+// [18.7, 1400] around 1,004 tok/s, and a plan confidence below 0.9 for any
+// fleet. In log space it draws 0.27-1.0 at 90% (0.61 / e^(1.645 x 0.5)
+// and up). Additive costs (us, ms, s) and shape constants stay normal:
+// a time proportional to them has no such tail, and near zero their
+// relative errors are large (an API overhead of 3.4 +- 6.6 ms would draw
+// 0.1-90 ms in log space).
 struct ParameterSampler {
   std::vector<std::string> names;
-  Eigen::VectorXd mean, lower, upper;
-  Eigen::MatrixXd a;  // a a^T = covariance
+  Eigen::VectorXd mean, lower, upper;  // mean: log where log_scale
+  Eigen::MatrixXd a;                   // a a^T = covariance (log where log_scale)
+  std::vector<bool> log_scale;
 };
+
+// Whether parameter `p` at `value` is drawn in log space: a rate the step
+// time is inversely proportional to (hwmodels/step_model.cc's units
+// "fraction": the efficiencies; "GB/s": attn_unit_gbs), at a positive
+// value.
+bool LogScale(const Parameter& p, double value) {
+  return value > 0 && (p.unit == "fraction" || p.unit == "GB/s");
+}
 
 constexpr int kMaxTries = 100;
 
@@ -164,11 +184,16 @@ ParameterSampler PriorSampler(const Deployment& d) {
   s.upper.resize(n);
   s.a = Eigen::MatrixXd::Zero(n, n);
   for (int i = 0; i < n; ++i) {
-    s.names.push_back(keep[i]->name);
-    s.mean[i] = keep[i]->value;
-    SetBounds(*keep[i], i, &s);
-    auto it = fitted_se.find(keep[i]->name);
-    s.a(i, i) = std::max(keep[i]->prior_sigma, it == fitted_se.end() ? 0.0 : it->second);
+    const Parameter& p = *keep[i];
+    s.names.push_back(p.name);
+    SetBounds(p, i, &s);
+    auto it = fitted_se.find(p.name);
+    const double sigma =
+        std::max(p.prior_sigma, it == fitted_se.end() ? 0.0 : it->second);
+    s.log_scale.push_back(LogScale(p, p.value));
+    // Log space: the relative sigma (the delta method at the mean).
+    s.mean[i] = s.log_scale[i] ? std::log(p.value) : p.value;
+    s.a(i, i) = s.log_scale[i] ? sigma / p.value : sigma;
   }
   return s;
 }
@@ -217,12 +242,19 @@ absl::StatusOr<ParameterSampler> MakeSampler(const Deployment& d, bool* prior) {
   s.mean.resize(n);
   s.lower.resize(n);
   s.upper.resize(n);
+  std::vector<double> scale(n, 1.0);  // d log x / d x where log_scale
   for (int i = 0; i < n; ++i) {
     const Parameter* p = d.params.Find(names[keep[i]]);
     s.names.push_back(p->name);
-    s.mean[i] = p->value;
     SetBounds(*p, i, &s);
-    for (int j = 0; j < n; ++j) c(i, j) = cov[keep[i] * names.size() + keep[j]];
+    s.log_scale.push_back(LogScale(*p, p->value));
+    s.mean[i] = s.log_scale[i] ? std::log(p->value) : p->value;
+    if (s.log_scale[i]) scale[i] = 1.0 / p->value;
+  }
+  // The covariance carried to the drawing space (delta method).
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j)
+      c(i, j) = cov[keep[i] * names.size() + keep[j]] * scale[i] * scale[j];
   }
   // Symmetric square root by eigen-decomposition (a rank-deficient
   // covariance, e.g. a prior-dominated direction, is fine).
@@ -239,6 +271,9 @@ Eigen::VectorXd Draw(const ParameterSampler& s, Rng& rng) {
     Eigen::VectorXd z(n);
     for (int i = 0; i < n; ++i) z[i] = rng.Normal();
     x = s.mean + s.a * z;
+    for (int i = 0; i < n; ++i) {
+      if (s.log_scale[i]) x[i] = std::exp(x[i]);
+    }
     bool inside = true;
     for (int i = 0; i < n; ++i) inside &= x[i] >= s.lower[i] && x[i] <= s.upper[i];
     if (inside) return x;
@@ -751,8 +786,10 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
       num_param_runs > 0
           ? absl::StrFormat(
                 "parameters: %d draws from each profile's fitted joint normal "
-                "(covariance), truncated to the fit bounds, common random numbers "
-                "(the point's workload seed)%s; drawn: %s",
+                "(covariance; in the log of each rate: efficiencies and bandwidths, "
+                "carried there by the delta method), truncated to the fit bounds, common "
+                "random "
+                "numbers (the point's workload seed)%s; drawn: %s",
                 k,
                 mixed ? ", with the datasheet-only deployments' priors drawn in the "
                         "same runs (a mixed fleet)"
@@ -763,11 +800,12 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
       num_prior_runs > 0
           ? absl::StrFormat(
                 "prior_parameters: %d draws from the datasheet-only deployments' "
-                "priors (independent normals, mean the prior, sigma the larger of the "
-                "prior sigma of hwmodels/step_model.cc's table and the largest std "
-                "error fitted for it on the calibrated devices of its vendor), "
-                "truncated to the bounds, "
-                "common random numbers; drawn: %s",
+                "priors (independent normals, in the log of each rate: efficiencies "
+                "and bandwidths, median the prior, sigma the larger of the prior sigma "
+                "of "
+                "hwmodels/step_model.cc's table and the largest std error fitted for "
+                "it on the calibrated devices of its vendor, relative to the prior "
+                "there), truncated to the bounds, common random numbers; drawn: %s",
                 k, absl::StrJoin(drawn_priors, "; "))
       : mixed ? "prior_parameters: drawn with parameters (a mixed fleet)"
               : "prior_parameters: none drawn (every deployment has a calibration "

@@ -3,13 +3,18 @@
 // reported apart and then combined.
 //  (a) parameters: K parameter vectors drawn from the calibration
 //      profile's fitted joint normal (ParameterCovariance; the diagonal of
-//      std_error when a profile has no covariance), truncated to the
+//      std_error when a profile has no covariance), in the log of each
+//      rate (efficiencies, bandwidths: a step time is inversely
+//      proportional to them, so a normal draw reached near-zero rates and
+//      steps 30x slower; the covariance carried there by the delta
+//      method), truncated to the
 //      parameters' fit bounds by rejection, each re-simulated with common
 //      random numbers (the point run's workload seed) on step models
 //      rebuilt over the compiled graph (RebuildStepModel: no graph work).
 //  (a') prior parameters: a datasheet-only deployment (no profile: priors
 //      by rule) draws K vectors of its step parameters from their priors,
-//      independent normals of mean the prior and sigma the prior sigma of
+//      independent normals (log space for rates, as in (a)) of median the
+//      prior and sigma the prior sigma of
 //      StepParameterTable (hwmodels/step_model.h), or the largest std error
 //      fitted for the parameter on the calibrated devices its prior by rule
 //      averages (same vendor, else all) when that is larger (a device
