@@ -19,6 +19,7 @@
 #include "google/protobuf/text_format.h"
 #include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
+#include "hwmodels/catalog_priors.h"
 #include "hwmodels/deployment.h"
 #include "hwmodels/step_model.h"
 #include "proto/text_format.h"
@@ -1095,13 +1096,12 @@ absl::StatusOr<BlockPass> DeviceOutPass(
           continue;
         }
       }
-      // Only the efficiencies (fractions of a datasheet peak) and the
-      // GEMM shape law's constant (gemm_w_half, per compute unit: the
-      // device's unit count enters the law) transfer across devices;
-      // times and counts belong to a serving stack or a kernel and keep
-      // this device's prior.
+      // Only the efficiencies and the GEMM shape law's constant transfer
+      // across devices (TransfersAcrossDevices: also the rule of an
+      // uncalibrated device's priors); times and counts belong to a
+      // serving stack or a kernel and keep this device's prior.
       const Parameter* own = q.Find(name);
-      if (own != nullptr && own->unit != "fraction" && name != "gemm_w_half") {
+      if (own != nullptr && !TransfersAcrossDevices(name)) {
         learned.push_back(
             absl::StrFormat("%s prior %.4g (not an efficiency)", name, own->value));
         continue;

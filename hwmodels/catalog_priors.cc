@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
+#include "hwmodels/step_model.h"
 #include "sim/base/status_macros.h"
 
 namespace servesim {
@@ -19,6 +20,12 @@ namespace {
 bool RuleKey(const std::string& k) { return k != "attn_unit_gbs" && k != "attn_units"; }
 
 }  // namespace
+
+bool TransfersAcrossDevices(std::string_view name) {
+  if (name == "gemm_w_half") return true;
+  const StepParameterSpec* spec = FindStepParameter(name);
+  return spec != nullptr && std::string_view(spec->unit) == "fraction";
+}
 
 bool IsShippedDevice(const proto::Device& device) {
   for (const proto::Device& d : EmbeddedDevices()) {
@@ -112,12 +119,38 @@ absl::StatusOr<PriorsByRule> DerivePriorsByRule(const proto::Device& device) {
       sums[k].second += 1;
     }
   }
+  // What every shipped profile fits, by parameter (the leave-one-device-
+  // out rule's sources), with the profiles' names.
+  std::map<std::string, std::vector<double>> fitted_all;
+  std::set<std::string> median_from;
+  for (const std::string& name : ShippedProfileNames()) {
+    ASSIGN_OR_RETURN(ResolvedProfile prof, ResolveCalibrationProfile(name, ""));
+    if (!prof.found) continue;
+    for (const auto& p : prof.profile.parameters()) {
+      if (!TransfersAcrossDevices(p.name())) continue;
+      fitted_all[p.name()].push_back(p.value());
+      median_from.insert(prof.profile.device());
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
   auto* priors = out.device.mutable_param_priors();
   for (const auto& [k, sn] : sums) {
     if (priors->contains(k)) continue;  // the file's own prior wins
-    (*priors)[k] = sn.first / sn.second;
+    auto it = fitted_all.find(k);
+    if (it != fitted_all.end()) {
+      (*priors)[k] = median(it->second);
+      out.median_keys.push_back(k);
+    } else {
+      (*priors)[k] = sn.first / sn.second;
+    }
     out.keys.push_back(k);
   }
+  if (!out.median_keys.empty())
+    out.median_from.assign(median_from.begin(), median_from.end());
   // Decode attention without split-KV: only when the whole class has it.
   const bool all_unit = std::all_of(cls.begin(), cls.end(), [](const Member* m) {
     return m->device.param_priors().contains("attn_unit_gbs");
@@ -150,14 +183,26 @@ absl::StatusOr<PriorsByRule> DerivePriorsByRule(const proto::Device& device) {
     out.keys.emplace_back("cuda_graph_gib_per_layer");
   }
   std::sort(out.keys.begin(), out.keys.end());
-  const std::string err = LeaveOneDeviceOutError(out.from);
+  // Every device whose values the rule used: what each of them shows
+  // predicted from the others is the error to expect.
+  std::set<std::string> sources(out.from.begin(), out.from.end());
+  sources.insert(out.median_from.begin(), out.median_from.end());
+  const std::string err =
+      LeaveOneDeviceOutError(std::vector<std::string>(sources.begin(), sources.end()));
   out.note = absl::StrCat(
       "device ", device.id(), " (", device.origin(),
-      ") is not calibrated: its step-model priors come by rule from the calibrated ",
+      ") is not calibrated: its step-model priors come by rule",
+      out.median_keys.empty()
+          ? ""
+          : absl::StrCat(": ", absl::StrJoin(out.median_keys, ", "),
+                         " the median of the values the shipped profiles of ",
+                         absl::StrJoin(out.median_from, ", "),
+                         " fit (validate's leave-one-device-out rule); the rest"),
+      " from the calibrated ",
       same_vendor ? absl::StrCat(device.vendor(), " devices ")
                   : absl::StrCat("devices (none is ", device.vendor(), ") "),
       absl::StrJoin(out.from, ", "), " (mean of their fitted values; ", out.keys.size(),
-      " set: ", absl::StrJoin(out.keys, ", "), "); expected error: ",
+      " set in all: ", absl::StrJoin(out.keys, ", "), "); expected error: ",
       err.empty() ? "not measured (no leave-one-device-out error in the profiles of "
                     "the devices above)"
                   : err,

@@ -761,18 +761,48 @@ double CalibratedValue(const std::string& id, const std::string& key) {
   return FindDevice(id)->param_priors().at(key);
 }
 
-TEST(CatalogPriorsTest, UncalibratedDevicesTakeTheMeanOfTheirVendorsCalibratedValues) {
+// The median over every shipped profile that fits `key` (all vendors).
+double MedianFitted(const std::string& key) {
+  std::vector<double> v;
+  for (const std::string& name : ShippedProfileNames()) {
+    auto prof = ResolveCalibrationProfile(name, "");
+    EXPECT_TRUE(prof.ok() && prof->found) << name;
+    for (const auto& p : prof->profile.parameters())
+      if (p.name() == key) v.push_back(p.value());
+  }
+  EXPECT_FALSE(v.empty()) << key;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+TEST(CatalogPriorsTest, UncalibratedDevicesTakeTheirPriorsByRuleFromCalibratedOnes) {
   EXPECT_TRUE(IsCalibratedDevice(*FindDevice("t4")));
   EXPECT_FALSE(IsCalibratedDevice(*FindDevice("h100-sxm")));
   auto h100 = DerivePriorsByRule(*FindDevice("h100-sxm"));
   ASSERT_TRUE(h100.ok()) << h100.status();
   EXPECT_EQ(h100->from, (std::vector<std::string>{"l4", "t4"}));
-  for (const char* key :
-       {"flops_eff_gemm", "bw_eff_weights", "device_step_us", "host_step_us"}) {
+  // Times and counts: the vendor's mean.
+  for (const char* key : {"device_step_us", "host_step_us"}) {
     EXPECT_DOUBLE_EQ(h100->device.param_priors().at(key),
                      (CalibratedValue("l4", key) + CalibratedValue("t4", key)) / 2)
         << key;
   }
+  // Efficiencies and the shape constant some profile fits: the median of
+  // every profile's fit, validate's leave-one-device-out rule (the vendor
+  // mean took the T4's Turing-patched 0.20 into the H100's 0.41).
+  EXPECT_EQ(h100->median_keys, (std::vector<std::string>{
+                                   "bw_eff_weights", "flops_eff_gemm", "gemm_w_half"}));
+  EXPECT_EQ(h100->median_from,
+            (std::vector<std::string>{"l4", "mi300x", "t4", "tpu-v5e", "tpu-v6e"}));
+  for (const char* key : {"flops_eff_gemm", "bw_eff_weights", "gemm_w_half"}) {
+    EXPECT_DOUBLE_EQ(h100->device.param_priors().at(key), MedianFitted(key)) << key;
+  }
+  EXPECT_GT(h100->device.param_priors().at("flops_eff_gemm"), 0.55);
+  EXPECT_TRUE(TransfersAcrossDevices("flops_eff_gemm"));
+  EXPECT_TRUE(TransfersAcrossDevices("gemm_w_half"));
+  EXPECT_FALSE(TransfersAcrossDevices("host_step_us"));
+  EXPECT_FALSE(TransfersAcrossDevices("api_overhead_ms"));
   // Kernel efficiencies: the class's device priors, not a profile's fit.
   const std::string marlin = "quant_kernel_eff.marlin";
   EXPECT_DOUBLE_EQ(h100->device.param_priors().at(marlin),
@@ -782,11 +812,12 @@ TEST(CatalogPriorsTest, UncalibratedDevicesTakeTheMeanOfTheirVendorsCalibratedVa
   // Not every NVIDIA device has the no-split-KV attention term: none here.
   EXPECT_FALSE(h100->device.param_priors().contains("attn_unit_gbs"));
   EXPECT_THAT(h100->note, HasSubstr("device h100-sxm"));
-  // The expected error is the class's leave-one-device-out error, read from
-  // the shipped profiles of l4 and t4.
+  // The expected error is the leave-one-device-out error of every device
+  // the rule drew on, read from their shipped profiles.
   EXPECT_THAT(h100->note, HasSubstr("expected error: throughput "));
-  EXPECT_THAT(h100->note, HasSubstr("leave-one-device-out MAPE of `servesim validate`: "
-                                    "each of l4, t4 predicted from the other devices"));
+  EXPECT_THAT(h100->note,
+              HasSubstr("leave-one-device-out MAPE of `servesim validate`: each of l4, "
+                        "mi300x, t4, tpu-v5e, tpu-v6e predicted from the other devices"));
   EXPECT_EQ(LeaveOneDeviceOutError({}), "");
   EXPECT_THAT(h100->note, HasSubstr("--device h100-sxm --bench"));
 
