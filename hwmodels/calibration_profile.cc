@@ -20,6 +20,7 @@
 #include "sim/base/read_file.h"
 #include "sim/base/status_macros.h"
 #include "sim/base/version.h"
+#include "sim/base/write_file.h"
 
 namespace servesim {
 namespace {
@@ -49,19 +50,11 @@ absl::Status SaveCalibrationProfile(const proto::CalibrationProfile& profile,
   if (!google::protobuf::TextFormat::PrintToString(profile, &text)) {
     return absl::InternalError("cannot print calibration profile");
   }
-  errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(path, ": cannot write", errno != 0 ? ": " : "",
-                     errno != 0 ? std::strerror(errno) : ""));
-  }
-  out << "# proto-file: proto/hwmodels.proto\n# proto-message: "
-         "servesim.proto.CalibrationProfile\n"
-      << text;
-  out.close();
-  if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
-  return absl::OkStatus();
+  // Whole or not at all (sim/base/write_file.h).
+  return WriteFileWhole(path, absl::StrCat("# proto-file: proto/hwmodels.proto\n# "
+                                           "proto-message: "
+                                           "servesim.proto.CalibrationProfile\n",
+                                           text));
 }
 
 std::string ShippedProfileName(const std::string& file_name) {

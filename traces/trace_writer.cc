@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/trace.pb.h"
 #include "sim/base/status_macros.h"
+#include "sim/base/write_file.h"
 #include "traces/file_util.h"
 #include "traces/json.h"
 
@@ -107,32 +108,19 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
           absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
     }
   } else {
-    // A temporary beside the destination (same file system: rename is atomic).
-    static std::atomic<uint64_t> counter{0};
-    const size_t slash = w->path_.rfind('/');
-    const std::string dir =
-        slash == std::string::npos ? std::string() : w->path_.substr(0, slash + 1);
-    const std::string base =
-        slash == std::string::npos ? w->path_ : w->path_.substr(slash + 1);
-    int fd = -1;
-    for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-      w->tmp_path_ =
-          absl::StrCat(dir, ".", base, ".tmp.", ::getpid(), ".", counter.fetch_add(1));
-      fd = ::open(w->tmp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-      const std::string err = std::strerror(errno);
-      w->tmp_path_.clear();
-      return absl::PermissionDeniedError(
-          absl::StrCat(path, ": cannot write (temporary file in its folder): ", err));
-    }
+    // A temporary beside the destination (same file system: rename is
+    // atomic), removed if a signal ends the process (sim/base/write_file.h).
+    TemporaryFile tmp;
+    RETURN_IF_ERROR(CreateTemporaryBeside(w->path_, &tmp));
+    w->tmp_path_ = tmp.path;
+    const int fd = tmp.fd;
     if (keep_mode) (void)::fchmod(fd, mode);
     w->file_ = ::fdopen(fd, "wb");
     if (w->file_ == nullptr) {
       const std::string err = std::strerror(errno);
       ::close(fd);
       ::unlink(w->tmp_path_.c_str());
+      UnregisterTemporary(w->tmp_path_);
       w->tmp_path_.clear();
       return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write: ", err));
     }
@@ -206,6 +194,7 @@ void TraceWriter::Discard() {
   }
   if (!tmp_path_.empty()) {
     ::unlink(tmp_path_.c_str());
+    UnregisterTemporary(tmp_path_);
     tmp_path_.clear();
   }
 }
@@ -329,6 +318,7 @@ absl::Status TraceWriter::Close() {
       st = absl::DataLossError(absl::StrCat(path_, ": cannot replace it with ", tmp_path_,
                                             ": ", std::strerror(errno)));
     } else {
+      UnregisterTemporary(tmp_path_);
       tmp_path_.clear();
     }
   }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,7 @@
 #include "sim/base/read_file.h"
 #include "sim/base/status_macros.h"
 #include "sim/base/version.h"
+#include "sim/base/write_file.h"
 
 namespace servesim {
 namespace {
@@ -645,14 +647,15 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
-    return absl::InternalError(absl::StrCat(out_dir, ": cannot create: ", ec.message()));
+    return absl::PermissionDeniedError(
+        absl::StrCat(out_dir, ": cannot create: ", ec.message()));
   }
   // One sweep writes a folder at a time: a second one would replace the
   // files the first still appends to (its results then lost).
   const std::string lock_path = (dir / ".lock").string();
   const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd < 0) {
-    return absl::InternalError(absl::StrCat(
+    return absl::PermissionDeniedError(absl::StrCat(
         lock_path,
         ": cannot open: ", std::error_code(errno, std::generic_category()).message()));
   }
@@ -682,7 +685,8 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
   {
     std::FILE* f = std::fopen(grid_tmp.c_str(), "wb");
     if (f == nullptr) {
-      return absl::InternalError(absl::StrCat(grid_tmp.string(), ": cannot write"));
+      return absl::PermissionDeniedError(
+          absl::StrCat(grid_tmp.string(), ": cannot write: ", std::strerror(errno)));
     }
     std::string text;
     absl::StrAppend(&text, "# servesim sweep: resolved grid, ", num,
@@ -708,11 +712,15 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
         text.clear();
       }
     }
+    errno = 0;
     ok = ok && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    const int write_errno = errno;
     if (std::fclose(f) != 0 || !ok || !point_status.ok()) {
+      const int err = write_errno != 0 ? write_errno : errno;
       fs::remove(grid_tmp, ec);
       RETURN_IF_ERROR(point_status);
-      return absl::InternalError(absl::StrCat(grid_tmp.string(), ": write failed"));
+      return absl::DataLossError(absl::StrCat(grid_tmp.string(), ": cannot write: ",
+                                              err != 0 ? std::strerror(err) : "failed"));
     }
   }
 
@@ -806,8 +814,8 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
                                             grid_path.string(), ": ", ec.message()));
   }
   if (options.shard_count > 1) {
-    RETURN_IF_ERROR(WriteFileAtomic(
-        dir / "shard.txt",
+    RETURN_IF_ERROR(WriteFileWhole(
+        (dir / "shard.txt").string(),
         absl::StrCat(options.shard_index, "/", options.shard_count, "\n")));
   } else {
     fs::remove(dir / "shard.txt", ec);  // a whole grid now: no shard's mark left
@@ -820,8 +828,8 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
       j += d->jsonl;
       c += d->csv;
     }
-    RETURN_IF_ERROR(WriteFileAtomic(jsonl_path, j));
-    return WriteFileAtomic(csv_path, c);
+    RETURN_IF_ERROR(WriteFileWhole(jsonl_path.string(), j));
+    return WriteFileWhole(csv_path.string(), c);
   };
   RETURN_IF_ERROR(rewrite());
 
@@ -843,7 +851,8 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
     if (jf == nullptr || cf == nullptr) {
       if (jf) std::fclose(jf);
       if (cf) std::fclose(cf);
-      return absl::InternalError(absl::StrCat(out_dir, ": cannot append results"));
+      return absl::PermissionDeniedError(
+          absl::StrCat(out_dir, ": cannot append results: ", std::strerror(errno)));
     }
     const bool progress =
         options.progress > 0 || (options.progress < 0 && isatty(STDERR_FILENO) == 1);
@@ -874,16 +883,22 @@ absl::StatusOr<SweepSummary> RunSweep(const proto::SweepGrid& grid,
         auto lines = std::make_unique<PointLines>(
             FormatPoint(*p, axis_columns, runner.metric_names, result));
         std::lock_guard<std::mutex> lock(mu);
-        const bool ok = std::fwrite(lines->jsonl.data(), 1, lines->jsonl.size(), jf) ==
-                            lines->jsonl.size() &&
-                        std::fflush(jf) == 0 &&
+        errno = 0;
+        const bool jsonl_ok = std::fwrite(lines->jsonl.data(), 1, lines->jsonl.size(),
+                                          jf) == lines->jsonl.size() &&
+                              std::fflush(jf) == 0;
+        const bool ok = jsonl_ok &&
                         std::fwrite(lines->csv.data(), 1, lines->csv.size(), cf) ==
                             lines->csv.size() &&
                         std::fflush(cf) == 0;
         if (!ok) {
           if (io_status.ok()) {
-            io_status =
-                absl::InternalError(absl::StrCat(out_dir, ": writing results failed"));
+            // An output that cannot be written: the finished points are in
+            // the files up to here (a rerun resumes them).
+            io_status = absl::DataLossError(absl::StrCat(
+                (jsonl_ok ? csv_path : jsonl_path).string(),
+                ": cannot write: ", errno != 0 ? std::strerror(errno) : "write failed",
+                "; the points finished before it are kept (rerun to resume)"));
           }
           stop.store(true);
           break;

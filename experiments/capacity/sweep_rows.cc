@@ -75,22 +75,4 @@ std::string AgreedStatus(std::string_view jsonl, std::string_view csv, size_t nu
   return std::string(status);
 }
 
-absl::Status WriteFileAtomic(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr)
-    return absl::InternalError(absl::StrCat(tmp.string(), ": cannot write"));
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) {
-    return absl::InternalError(absl::StrCat(tmp.string(), ": write failed"));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat("rename ", tmp.string(), " -> ", path.string(), ": ", ec.message()));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace servesim

@@ -35,9 +35,6 @@ bool ParseRowKey(std::string_view line, bool jsonl, int64_t* id, std::string* ha
 // missing or not one of those, or they differ (a corrupted line).
 std::string AgreedStatus(std::string_view jsonl, std::string_view csv, size_t num_axes);
 
-// Writes `text` to PATH.tmp and renames it over `path`.
-absl::Status WriteFileAtomic(const std::filesystem::path& path, const std::string& text);
-
 }  // namespace servesim
 
 #endif  // SERVESIM_EXPERIMENTS_CAPACITY_SWEEP_ROWS_H_

@@ -14,6 +14,7 @@
 #include "experiments/capacity/sweep.h"
 #include "experiments/capacity/sweep_rows.h"
 #include "sim/base/status_macros.h"
+#include "sim/base/write_file.h"
 
 namespace servesim {
 namespace {
@@ -162,9 +163,10 @@ absl::StatusOr<MergeSummary> MergeSweepShards(const std::vector<std::string>& sh
     return absl::InvalidArgumentError(
         absl::StrCat("--out ", out_dir, ": cannot create: ", ec.message()));
   }
-  RETURN_IF_ERROR(WriteFileAtomic(fs::path(out_dir) / "grid.textproto", grid_text));
-  RETURN_IF_ERROR(WriteFileAtomic(fs::path(out_dir) / "results.jsonl", jsonl));
-  RETURN_IF_ERROR(WriteFileAtomic(fs::path(out_dir) / "results.csv", csv));
+  RETURN_IF_ERROR(
+      WriteFileWhole((fs::path(out_dir) / "grid.textproto").string(), grid_text));
+  RETURN_IF_ERROR(WriteFileWhole((fs::path(out_dir) / "results.jsonl").string(), jsonl));
+  RETURN_IF_ERROR(WriteFileWhole((fs::path(out_dir) / "results.csv").string(), csv));
   MergeSummary s;
   s.num_points = static_cast<int64_t>(found.size());
   s.num_shards = static_cast<int64_t>(shard_dirs.size());

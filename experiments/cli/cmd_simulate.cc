@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -35,6 +34,7 @@
 #include "hwmodels/catalog.h"
 #include "sim/base/status_macros.h"
 #include "sim/base/version.h"
+#include "sim/base/write_file.h"
 #include "sim/engine.h"
 #include "sim/random_source.h"
 #include "sim/report.h"
@@ -73,16 +73,13 @@ struct SimulateArgs {
   std::vector<std::string> goodput;  // --goodput KEY:VALUE ...
 };
 
+// Whole or not at all (sim/base/write_file.h): a full disk leaves no
+// truncated file that a rerun would refuse without --overwrite.
 absl::Status WriteFile(const std::string& path, const std::string& text,
                        const char* flag) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out)
-    return absl::InvalidArgumentError(absl::StrFormat("%s: cannot write %s", flag, path));
-  out << text;
-  out.close();
-  if (!out)
-    return absl::InternalError(absl::StrFormat("%s: error writing %s", flag, path));
-  return absl::OkStatus();
+  const absl::Status s = WriteFileWhole(path, text);
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(flag, " ", s.message()));
 }
 
 // vLLM's request-rate text in its default file name: Python's str(float).

@@ -369,8 +369,11 @@ void RegisterSweepCommand(CLI::App& app, int* exit_code) {
     if (!s.ok()) {
       std::fprintf(stderr, "servesim sweep: error: %s: %s\n", flags->grid.c_str(),
                    std::string(s.status().message()).c_str());
+      // Bad input, or an output that cannot be written (a full disk, a
+      // folder without write permission): 2. Anything else is a bug: 1.
       *exit_code =
-          absl::IsInvalidArgument(s.status()) || absl::IsAlreadyExists(s.status())
+          absl::IsInvalidArgument(s.status()) || absl::IsAlreadyExists(s.status()) ||
+                  absl::IsDataLoss(s.status()) || absl::IsPermissionDenied(s.status())
               ? kExitBadInput
               : 1;
       return;

@@ -8,6 +8,7 @@
 
 #include "experiments/cli/cli.h"
 #include "sim/base/version.h"
+#include "sim/base/write_file.h"
 
 namespace {
 
@@ -29,6 +30,8 @@ int FinishStdout(int exit_code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Ctrl-C or a kill while a result file is written leaves no temporary.
+  servesim::RemoveTemporariesOnSignals();
   CLI::App app{
       "servesim: a discrete-event simulator of vLLM-style LLM inference serving.\n"
       "Predicts TTFT, TPOT/ITL, throughput, KV-cache fit and cost on t4, l4, "
