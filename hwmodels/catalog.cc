@@ -143,6 +143,27 @@ std::string ContentHash(std::string_view bytes) {
   return absl::StrFormat("fnv1a64:%016x", Fnv1a64Hash(bytes));
 }
 
+std::string DevicePerformanceHash(const proto::Device& device) {
+  proto::Device d = device;
+  d.clear_name();
+  d.clear_aliases();
+  d.clear_prices();
+  d.clear_startup_to_ready_s();
+  d.clear_startup_source();
+  d.clear_sources();
+  d.clear_usable_memory_rule();
+  d.clear_origin();
+  d.clear_content_hash();
+  d.clear_file_hash();
+  // Text format prints fields in number order and map entries by key:
+  // one text per content, whatever the file's order or comments.
+  std::string text;
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(true);
+  printer.PrintToString(d, &text);
+  return absl::StrFormat("perf-fnv1a64:%016x", Fnv1a64Hash(text));
+}
+
 absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
                             const google::protobuf::TextFormat::ParseInfoTree* tree) {
   const auto* desc = proto::Device::descriptor();
@@ -170,8 +191,10 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
   };
   auto range = [&](const char* field, double v, double hi, const char* unit,
                    bool optional) { return range_from(field, v, 0, hi, unit, optional); };
-  if (!d.origin().empty() || !d.content_hash().empty()) {
-    return bad(d.origin().empty() ? "content_hash" : "origin",
+  if (!d.origin().empty() || !d.content_hash().empty() || !d.file_hash().empty()) {
+    return bad(!d.origin().empty()         ? "origin"
+               : !d.content_hash().empty() ? "content_hash"
+                                           : "file_hash",
                "is set by the catalog when it loads a file; remove it");
   }
   if (d.id().empty()) return missing("id", "a lower-case name such as \"h100-sxm\"");
@@ -466,7 +489,8 @@ absl::StatusOr<proto::Device> ParseDeviceText(std::string_view text,
   RETURN_IF_ERROR(ParseTextProto(text, origin, &d, /*merge=*/false, &tree));
   RETURN_IF_ERROR(ValidateDevice(d, origin, &tree));
   d.set_origin(origin);
-  d.set_content_hash(ContentHash(text));
+  d.set_content_hash(DevicePerformanceHash(d));
+  d.set_file_hash(ContentHash(text));
   return d;
 }
 

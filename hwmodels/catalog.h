@@ -30,8 +30,9 @@ std::vector<servesim::proto::ModelArch> EmbeddedModels();
 absl::StatusOr<std::string> DeviceFileText(const std::string& name_or_path);
 absl::StatusOr<std::string> ModelFileText(const std::string& name_or_path);
 
-// Parses a device text proto and validates it (ValidateDevice); sets origin
-// and content_hash. `origin` names the file in errors ("FILE:LINE: field F:
+// Parses a device text proto and validates it (ValidateDevice); sets origin,
+// content_hash (DevicePerformanceHash) and file_hash (ContentHash of the
+// bytes). `origin` names the file in errors ("FILE:LINE: field F:
 // ..."): unknown keys, a missing bandwidth, negative memory, an fp8 peak on
 // a device without fp8 are all errors naming the field.
 absl::StatusOr<servesim::proto::Device> ParseDeviceText(std::string_view text,
@@ -42,6 +43,11 @@ absl::Status ValidateDevice(const servesim::proto::Device& device,
                             const google::protobuf::TextFormat::ParseInfoTree* tree);
 // FNV-1a 64 of a file's bytes: "fnv1a64:<16 hex digits>".
 std::string ContentHash(std::string_view bytes);
+// The device's content_hash: FNV-1a 64 of its canonical text with the
+// fields that do not describe the hardware's performance cleared (name,
+// aliases, prices, startup_to_ready_s, startup_source, sources,
+// usable_memory_rule; origin and the hashes): "perf-fnv1a64:<16 hex>".
+std::string DevicePerformanceHash(const servesim::proto::Device& device);
 
 // OK when the device's vLLM build runs `format_id` (a WeightFormat id);
 // otherwise InvalidArgument naming --quantization, the device and the

@@ -189,6 +189,15 @@ absl::StatusOr<PriorsByRule> DerivePriorsByRule(const proto::Device& device) {
   sources.insert(out.median_from.begin(), out.median_from.end());
   const std::string err =
       LeaveOneDeviceOutError(std::vector<std::string>(sources.begin(), sources.end()));
+  if (out.keys.empty()) {
+    out.note = absl::StrCat(
+        "device ", device.id(), " (", device.origin(),
+        ") is not calibrated: its file sets every step-model prior itself (the rule "
+        "that fills in the priors of an uncalibrated device from the calibrated ones "
+        "sets none); calibrate it with `servesim calibrate --device ",
+        IsShippedDevice(device) ? device.id() : device.origin(), " --bench FILE...`");
+    return out;
+  }
   out.note = absl::StrCat(
       "device ", device.id(), " (", device.origin(),
       ") is not calibrated: its step-model priors come by rule",

@@ -39,7 +39,8 @@ TEST(CatalogTest, EveryDeviceFileParsesAndCitesSources) {
     EXPECT_FALSE(d->usable_memory_rule().empty()) << id;
     EXPECT_TRUE(d->has_interconnect()) << id;
     EXPECT_EQ(d->origin(), "hwmodels/devices/" + id + ".textproto");
-    EXPECT_TRUE(absl::StartsWith(d->content_hash(), "fnv1a64:")) << id;
+    EXPECT_TRUE(absl::StartsWith(d->content_hash(), "perf-fnv1a64:")) << id;
+    EXPECT_TRUE(absl::StartsWith(d->file_hash(), "fnv1a64:")) << id;
   }
   // The five measured devices carry prices (the planner's defaults).
   for (const char* id : {"l4", "mi300x", "t4", "tpu-v5e", "tpu-v6e"})
@@ -291,7 +292,8 @@ TEST(CatalogTest, DeviceFileByPathLoadsWithItsContentHash) {
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->id(), "my-h100");
   EXPECT_EQ(d->origin(), path);
-  EXPECT_EQ(d->content_hash(), ContentHash(text));
+  EXPECT_EQ(d->file_hash(), ContentHash(text));
+  EXPECT_EQ(d->content_hash(), DevicePerformanceHash(*d));
   EXPECT_NE(d->content_hash(), FindDevice("h100-sxm")->content_hash());
   auto missing = FindDevice(::testing::TempDir() + "/nope.textproto");
   ASSERT_FALSE(missing.ok());
@@ -842,11 +844,25 @@ TEST(CatalogPriorsTest, UncalibratedDevicesTakeTheirPriorsByRuleFromCalibratedOn
   auto kept = DerivePriorsByRule(own);
   ASSERT_TRUE(kept.ok());
   EXPECT_DOUBLE_EQ(kept->device.param_priors().at("flops_eff_gemm"), 0.3);
-  // An edited copy of a shipped file is not calibrated.
-  auto copy =
-      ParseDeviceText(*DeviceFileText("t4") + "\n# edited\n", "t4-copy.textproto");
-  ASSERT_TRUE(copy.ok());
-  EXPECT_FALSE(IsCalibratedDevice(*copy));
+  // A copy of a shipped file with a comment and its own price is the same
+  // hardware: still calibrated (its bytes differ). One that says something
+  // else about the hardware is not.
+  std::string text = *DeviceFileText("t4") + "\n# edited\n";
+  const size_t price = text.find("usd_per_hour: 0.736");
+  ASSERT_NE(price, std::string::npos);
+  text.replace(price, 19, "usd_per_hour: 0.5");
+  auto copy = ParseDeviceText(text, "t4-copy.textproto");
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_NE(copy->file_hash(), FindDevice("t4")->file_hash());
+  EXPECT_EQ(copy->content_hash(), FindDevice("t4")->content_hash());
+  EXPECT_TRUE(IsCalibratedDevice(*copy));
+  const size_t bw = text.find("bandwidth_bytes_per_s: 320e9");
+  ASSERT_NE(bw, std::string::npos);
+  text.replace(bw, 28, "bandwidth_bytes_per_s: 300e9");
+  auto other = ParseDeviceText(text, "t4-other.textproto");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE(other->content_hash(), FindDevice("t4")->content_hash());
+  EXPECT_FALSE(IsCalibratedDevice(*other));
 }
 
 }  // namespace

@@ -407,7 +407,11 @@ absl::StatusOr<Deployment> BuildDeployment(const ServerSpec& spec,
       // A profile fitted on one device says nothing about another: the
       // hash names the exact device file; without one, the shipped file.
       const std::string& want_hash = prof.profile.device_content_hash();
-      if (want_hash.empty() ? !shipped_device : want_hash != d.device.content_hash()) {
+      // (file_hash: a profile written before content_hash left prices and
+      // comments out.)
+      if (want_hash.empty() ? !shipped_device
+                            : want_hash != d.device.content_hash() &&
+                                  want_hash != d.device.file_hash()) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "--calibration %s: the profile was fitted on %s (device_content_hash "
             "%s), not on this device file %s (%s); fit one for it with `servesim "

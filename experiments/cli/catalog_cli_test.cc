@@ -185,15 +185,26 @@ TEST(CatalogCliTest, CalibrateUserDeviceFileBindsTheProfileToItsHash) {
   EXPECT_THAT(written, HasSubstr("device: \"my-mi300x\""));
   CliRun show = Servesim("devices show '" + dev + "'");
   ASSERT_EQ(show.exit_code, 0) << show.err;
-  EXPECT_THAT(written, HasSubstr("device_content_hash: \"fnv1a64:"));
+  EXPECT_THAT(written, HasSubstr("device_content_hash: \"perf-fnv1a64:"));
 
   CliRun ok = Servesim("simulate --device '" + dev + "' --calibration '" + prof + "'" +
                        kSmallRun);
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_THAT(ok.err, Not(HasSubstr("not calibrated")));
-  // One byte changed in the device file: the profile is refused.
-  const std::string other = UserDeviceFile(
-      "mi300x", "id: \"mi300x\"", "id: \"my-mi300x\" ", "my-mi300x-edited.textproto");
+  // A comment or a space changed in the device file: the same hardware.
+  const std::string spaced =
+      UserDeviceFile("mi300x", "id: \"mi300x\"", "id: \"my-mi300x\"  # mine",
+                     "my-mi300x-spaced.textproto");
+  CliRun same = Servesim("simulate --device '" + spaced + "' --calibration '" + prof +
+                         "'" + kSmallRun);
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  // One figure of the hardware changed: the profile is refused.
+  std::string edited = ReadText(dev);
+  const size_t power = edited.find("board_power_w: 750");
+  ASSERT_NE(power, std::string::npos);
+  edited.replace(power, 18, "board_power_w: 751");
+  const std::string other = Scratch("my-mi300x-edited.textproto");
+  std::ofstream(other, std::ios::binary) << edited;
   CliRun refused = Servesim("simulate --device '" + other + "' --calibration '" + prof +
                             "'" + kSmallRun);
   EXPECT_EQ(refused.exit_code, 2) << refused.out;

@@ -138,6 +138,7 @@ int RunDevices(const ListFlags& f) {
       w.EndArray();
       w.KV("file", d.origin());
       w.KV("content_hash", d.content_hash());
+      w.KV("file_hash", d.file_hash());
       w.EndObject();
     }
     w.EndArray().EndObject();
