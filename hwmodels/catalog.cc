@@ -174,6 +174,15 @@ absl::Status ValidateDevice(const proto::Device& d, const std::string& origin,
         absl::StrCat(Where(origin, desc, t, field, index), "field ", field, ": ", what));
   };
   auto missing = [&](const std::string& field, const std::string& what) {
+    // In the file with the zero value (0, ""): name its line and the value.
+    const std::string where = Where(origin, desc, t, field);
+    if (where != absl::StrCat(origin, ": ")) {
+      const FieldDescriptor* fd = desc->FindFieldByName(field);
+      const bool text = fd != nullptr && fd->type() == FieldDescriptor::TYPE_STRING;
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "field ", field, ": ", text ? "\"\"" : "0",
+                       " is out of range (required: ", what, ")"));
+    }
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": field ", field, " is missing (required: ", what, ")"));
   };

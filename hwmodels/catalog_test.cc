@@ -73,6 +73,17 @@ TEST(CatalogTest, BadDeviceFilesAreErrorsNamingFileLineAndField) {
     EXPECT_THAT(d.status().message(),
                 HasSubstr("my.textproto: field bandwidth_bytes_per_s is missing"));
   }
+  // Present with 0 (proto3's "absent" value): its line and the value.
+  {
+    const std::string text = DeviceTextWith("h100-sxm", "bandwidth_bytes_per_s: 3.35e12",
+                                            "bandwidth_bytes_per_s: 0");
+    auto d = ParseDeviceText(text, "my.textproto");
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(
+        d.status().message(),
+        HasSubstr(absl::StrCat("my.textproto:", LineOf(text, "bandwidth_bytes_per_s: 0"),
+                               ": field bandwidth_bytes_per_s: 0 is out of range")));
+  }
   // Negative memory: the line of the field.
   {
     const std::string text =

@@ -68,6 +68,15 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceReaderFor(
     const TraceOptions& opts) {
   RETURN_IF_ERROR(ValidateTraceOptions(opts));
   ASSIGN_OR_RETURN(TraceFormat format, ResolveTraceFormat(opts));
+  if (!opts.model_filter.empty() && format != TraceFormat::kBurstGpt) {
+    // Only BurstGPT rows name a model; ignoring the filter would replay
+    // every request as if it had been applied.
+    return absl::InvalidArgumentError(
+        absl::StrCat(opts.path,
+                     ": --model (a filter on BurstGPT's Model column) is for BurstGPT "
+                     "files; this one is ",
+                     TraceFormatName(format), " and names no model per request"));
+  }
   ReaderOptions r;
   r.path = opts.path;
   r.hash_block_tokens = opts.hash_block_tokens;

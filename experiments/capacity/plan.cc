@@ -210,7 +210,7 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(
       } else if (absl::EndsWith(value, "s")) {
         value.resize(value.size() - 1);
         scale = 1e3;
-      } else if (double bare; absl::SimpleAtod(value, &bare)) {
+      } else if (double bare; absl::SimpleAtod(value, &bare) && std::isfinite(bare)) {
         return absl::InvalidArgumentError(
             absl::StrCat("--slo term '", t, "': the time '", value,
                          "' has no unit; write it with us, ms or s (e.g. ", value,
@@ -220,7 +220,7 @@ absl::StatusOr<std::vector<SloTerm>> ParseSlo(
     double v;
     if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--slo term '", t, "': '", value, "' is not a number",
+          absl::StrCat("--slo term '", t, "': '", value, "' is not a finite number",
                        is_ms ? " (a time: NUMBER with unit us, ms or s)" : ""));
     }
     if (v < 0) {

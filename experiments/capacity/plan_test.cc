@@ -69,7 +69,7 @@ TEST(ParseSloTest, EmptyDuplicateOrNegativeTermsAreErrors) {
 
 TEST(ParseSloTest, BadThresholdOrOperatorIsAnError) {
   EXPECT_THAT(ParseSlo("ttft_p99<=fast", kNames).status().message(),
-              HasSubstr("'fast' is not a number"));
+              HasSubstr("'fast' is not a finite number"));
   EXPECT_FALSE(ParseSlo("ttft_p99=500", kNames).ok());
   EXPECT_FALSE(ParseSlo("", kNames).ok());
 }

@@ -91,6 +91,11 @@ absl::StatusOr<GoodputSlos> ParseGoodput(const std::vector<std::string>& pairs) 
       return absl::InvalidArgumentError(absl::StrFormat(
           "--goodput: '%s': %g ms is negative (an SLO is >= 0 ms)", pair, ms));
     }
+    if (slot->has_value()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--goodput: '%s': %s is given twice (%g and %g ms); give each metric once",
+          pair, key, **slot, ms));
+    }
     *slot = ms;
   }
   return slos;

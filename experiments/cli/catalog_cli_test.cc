@@ -216,6 +216,17 @@ TEST(CatalogCliTest, CalibrateUserDeviceFileBindsTheProfileToItsHash) {
   EXPECT_EQ(shipped.exit_code, 2) << shipped.out;
 }
 
+// A single-value flag given twice is an error naming the flag and both
+// values (it read "--num-prompts: At Most 1 required but received 2").
+TEST(CliErrorTest, AFlagGivenTwiceNamesItsValues) {
+  CliRun r = Servesim(
+      "simulate --device l4 --model gemma-4-e2b --num-prompts 10 "
+      "--num-prompts=20");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("servesim simulate: error: --num-prompts: given 2 times "
+                               "(10, 20); give it once"));
+}
+
 // Standard output that cannot be written (here /dev/full: a full disk)
 // fails the run with exit 2 and says so, whatever the subcommand, instead
 // of leaving a script an empty file and exit 0.

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -103,6 +104,26 @@ inline std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e,
     what = unknown.empty() ? "a subcommand is required"
                            : absl::StrCat("unknown subcommand '", unknown, "'");
     absl::StrAppend(&what, " (one of: ", absl::StrJoin(names, ", "), ")");
+  }
+  // A single-value flag given twice: CLI11 says "FLAG: At Most 1 required
+  // but received N"; name the values (vLLM's argparse would silently take
+  // the last, a script's typo either way).
+  if (const size_t at_most = what.find(": At Most 1 required but received ");
+      dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr &&
+      at_most != std::string::npos) {
+    const std::string flag = what.substr(0, at_most);
+    std::vector<std::string> values;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == flag && i + 1 < args.size()) {
+        values.push_back(args[i + 1]);
+      } else if (absl::StartsWith(args[i], flag + "=")) {
+        values.push_back(args[i].substr(flag.size() + 1));
+      }
+    }
+    what = absl::StrCat(
+        flag, ": given ", values.size() > 1 ? values.size() : 2, " times",
+        values.empty() ? "" : absl::StrCat(" (", absl::StrJoin(values, ", "), ")"),
+        "; give it once");
   }
   return who + ": error: " + what + "\n(run '" + who + " --help' for the flags)";
 }

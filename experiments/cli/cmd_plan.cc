@@ -53,6 +53,7 @@ struct PlanFlags {
   // --device D searches D alone, as --devices D does.
   ServerFlags server;
   std::string devices;
+  bool devices_given = false;  // --devices given (even empty)
   std::string price = "on-demand";
   std::string provider;
   std::string region;
@@ -127,6 +128,15 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
           "remove it, or evaluate that fleet with `servesim simulate --config ",
           f.config, "`"));
     }
+  }
+  if (f.rate != 0 && !(f.rate > 0)) {  // 0: not given
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--request-rate: ", f.rate, " is out of range (allowed: > 0 requests/s)"));
+  }
+  if (f.devices_given && f.devices.find_first_not_of(", \t") == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--devices '", f.devices,
+        "': no device named (leave --devices out for every calibrated device)"));
   }
   const bool has_trace = !f.trace.empty(), has_rate = f.rate > 0;
   if (!has_trace && !has_rate && f.config.empty()) {
@@ -505,8 +515,9 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--slo", f->slo, "e.g. 'ttft_p99<=500ms,tpot_p99<=50ms'")->required();
   f->server.Register(cmd, /*with_calibration=*/false);  // --model default: gemma-4-e2b
   cmd->add_option(
-      "--devices", f->devices,
-      "comma-separated device ids or device files (default: the calibrated ones)");
+         "--devices", f->devices,
+         "comma-separated device ids or device files (default: the calibrated ones)")
+      ->each([f](const std::string&) { f->devices_given = true; });
   cmd->add_option("--price", f->price,
                   "price tier: on-demand|spot|commit-1y|commit-3y; each device pays the\n"
                   "cheapest listed offer of that tier or on-demand (named in every row)");

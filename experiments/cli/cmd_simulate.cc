@@ -82,6 +82,13 @@ absl::Status WriteFile(const std::string& path, const std::string& text,
   return absl::Status(s.code(), absl::StrCat(flag, " ", s.message()));
 }
 
+// Days of `month` (1-12) in `year` (Gregorian).
+int DaysInMonth(int year, int month) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
 // vLLM's request-rate text in its default file name: Python's str(float).
 std::string PythonFloat(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -211,7 +218,8 @@ int RunSimulate(SimulateArgs& args) {
                           [](char c) { return c >= '0' && c <= '9'; }) ||
              !std::all_of(args.date.begin() + 9, args.date.end(),
                           [](char c) { return c >= '0' && c <= '9'; }) ||
-             field(4) < 1 || field(4) > 12 || field(6) < 1 || field(6) > 31 ||
+             field(4) < 1 || field(4) > 12 || field(6) < 1 ||
+             field(6) > DaysInMonth(field(0) * 100 + field(2), field(4)) ||
              field(9) > 23 || field(11) > 59 || field(13) > 59) {
     return fail(absl::InvalidArgumentError(absl::StrFormat(
         "--date: '%s' is not a date-time YYYYMMDD-HHMMSS (as vLLM's current_dt)",
@@ -367,11 +375,20 @@ int RunSimulate(SimulateArgs& args) {
   if (progress_observer) progress_observer->Finish();
   if (!run.ok()) {
     // A deployment that does not fit: the error says what would.
-    fail(WithFitHint(run.status(), config));
+    const absl::Status hinted = WithFitHint(run.status(), config);
+    fail(hinted);
     if (!absl::IsResourceExhausted(run.status())) return kExitBadInput;
     std::fprintf(stderr,
                  "servesim simulate: note: `servesim memory` with the same server flags "
                  "shows the memory plan\n");
+    if (args.json) {
+      // A script reads the answer on stdout too (as `memory --json` gives it).
+      JsonWriter w(2);
+      w.BeginObject().KV("fits", false).KV("error", std::string(hinted.message()));
+      w.KV("memory_plan", "servesim memory --json with the same server flags");
+      w.EndObject();
+      std::printf("%s\n", w.str().c_str());
+    }
     return kExitDoesNotFit;
   }
   for (const std::string& w : UncalibratedWarnings(run->fleet.deployments)) {

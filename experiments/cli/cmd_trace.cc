@@ -735,7 +735,8 @@ void RegisterGenerate(CLI::App* trace, int* exit_code) {
 void RegisterTraceCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "trace",
-      "inspect, convert and generate request traces (Azure, Mooncake, BurstGPT, "
+      "summarize (stats), convert and generate request traces (Azure, Mooncake, "
+      "BurstGPT, "
       "Qwen-Bailian, vllm bench results, length tables, servesim binary)");
   cmd->require_subcommand(1, 1);
   RegisterStats(cmd, exit_code);

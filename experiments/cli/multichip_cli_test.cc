@@ -14,6 +14,16 @@ using servesim::cli_test::Servesim;
 
 const char kGemma31bOnL4[] = "--device l4 --model gemma-4-31b --max-model-len 8192";
 
+// simulate --json on a deployment that does not fit prints a JSON object
+// with the answer (it printed nothing, where `memory --json` gives the plan).
+TEST(MultichipCliTest, SimulateJsonSaysWhatWouldFitWhenNothingDoes) {
+  CliRun r =
+      Servesim(std::string("simulate ") + kGemma31bOnL4 + " --num-prompts 4 --json");
+  ASSERT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.out.find("\"fits\": false"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--tensor-parallel-size 4"), std::string::npos) << r.out;
+}
+
 TEST(MultichipCliTest, MemoryFitsOnFourL4AndPrintsThePerRankPlan) {
   CliRun one = Servesim(std::string("memory ") + kGemma31bOnL4);
   ASSERT_EQ(one.exit_code, 4) << one.err;  // does not fit

@@ -107,6 +107,23 @@ TEST(PlanCliTest, EachRowNamesTheCheapestMatchingOffer) {
   EXPECT_EQ(Servesim(base + " --price-usd-per-hour t4=1").exit_code, 2);
 }
 
+// Bad plan inputs name the flag and the value (a negative rate read "give a
+// workload"; --devices '' searched every device; 'nan' was suggested as a
+// time).
+TEST(PlanCliTest, BadRateDevicesAndSloValuesAreNamed) {
+  const std::string base = "plan --model gemma-4-e2b --num-prompts 8 --max-replicas 1 ";
+  CliRun rate = Servesim(base + "--devices l4 --slo 'ttft_p99<=2s' --request-rate -1");
+  EXPECT_EQ(rate.exit_code, 2);
+  EXPECT_THAT(rate.err, HasSubstr("--request-rate: -1 is out of range (allowed: > 0"));
+  CliRun devices = Servesim(base + "--devices '' --slo 'ttft_p99<=2s' --request-rate 1");
+  EXPECT_EQ(devices.exit_code, 2);
+  EXPECT_THAT(devices.err, HasSubstr("--devices '': no device named"));
+  CliRun slo = Servesim(base + "--devices l4 --slo 'ttft_p99<=nan' --request-rate 1");
+  EXPECT_EQ(slo.exit_code, 2);
+  EXPECT_THAT(slo.err, HasSubstr("'nan' is not a finite number"));
+  EXPECT_THAT(slo.err, Not(HasSubstr("nanms")));
+}
+
 // simulate's cost lines pay the cheapest offer (it took the first listed:
 // SageMaker's $1.1267 on-demand, EC2's $0.9412 spot) and name it.
 TEST(SimulateCliTest, CostLinesUseTheCheapestOfferAndNameIt) {

@@ -92,6 +92,17 @@ TEST(TraceCliTest, AJsonOutputNameIsRefused) {
                         "end the name in .jsonl"));
 }
 
+// --model filters BurstGPT's Model column; on another format it was
+// silently ignored (every request kept).
+TEST(TraceCliTest, ModelFilterOnAFormatWithoutModelsIsRefused) {
+  const std::string path = Scratch("no-models.jsonl");
+  ASSERT_EQ(Servesim("trace generate '" + path + "' --num-prompts 3").exit_code, 0);
+  const CliRun r = Servesim("trace stats '" + path + "' --model foo");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--model (a filter on BurstGPT's Model column) is for "
+                               "BurstGPT files"));
+}
+
 TEST(TraceCliTest, GenerateRefusesOutOfRangeFlags) {
   ExpectRefused("trace generate --num-prompts 0", "--num-prompts", "[1, 2147483647]");
   ExpectRefused("trace generate --burstiness 0", "--burstiness", "[0.001, 1000]");
@@ -412,12 +423,19 @@ TEST(SimulateCliTest, OutputsAreComparedAsFilesAndNeverOverAnInput) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--requests-csv d1: is a folder; give a file path"));
   // --date names a date-time (month 99 went into the JSON and file name).
-  for (const char* date : {"99999999-999999", "20261301-000000", "2026120x-000000"}) {
+  // A day the month does not have (30 February; 29 February of 2025).
+  for (const char* date : {"99999999-999999", "20261301-000000", "2026120x-000000",
+                           "20260230-000000", "20250229-000000", "20261131-000000"}) {
     r = Servesim(base + "--date " + date, dir);
     EXPECT_EQ(r.exit_code, 2) << date;
     EXPECT_THAT(r.err, HasSubstr("is not a date-time YYYYMMDD-HHMMSS")) << date;
   }
   EXPECT_EQ(Servesim(base + "--date 20261207-235959", dir).exit_code, 0);
+  EXPECT_EQ(Servesim(base + "--date 20240229-000000 --overwrite", dir).exit_code, 0);
+  // A goodput metric given twice: which one counts?
+  r = Servesim(base + "--goodput ttft:5 ttft:6", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("ttft is given twice (5 and 6 ms)"));
 }
 
 // A router with one engine was ignored; a fleet of two models routed one
