@@ -433,6 +433,20 @@ GroupWork SearchSingle(const PlanOptions& o, const PointRunner& runner,
           w.group.reason = absl::StrCat(
               "unattainable on ", w.group.group, ": ", absl::StrJoin(unattainable, ", "),
               " (each request alone on an idle replica; no fleet size beats it)");
+          // A random workload's prompts beyond every fitted cell's: the
+          // verdict rests on extrapolated prefill.
+          const proto::ClientConfig& cl = o.base.client();
+          const int64_t longest =
+              cl.trace().empty() ? static_cast<int64_t>(cl.random_input_len() *
+                                                        (1 + cl.random_range_ratio()))
+                                 : 0;
+          if (d.fitted_max_input_tokens > 0 && longest > d.fitted_max_input_tokens) {
+            absl::StrAppend(
+                &w.group.reason, "; beyond the fit: its profile saw prompts of at most ",
+                d.fitted_max_input_tokens, " tokens, this workload's reach ", longest,
+                ", so the prefill behind this TTFT is extrapolated (how far that held on "
+                "measured cells: `servesim validate`, leave_one_input_length_out)");
+          }
           return w;
         }
       }

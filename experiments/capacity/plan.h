@@ -67,6 +67,10 @@ struct PlanDevice {
   // The replica's server settings that no run of its profile was fitted
   // under (ServerSettingFindings, experiments/capacity/simulate_report.h).
   std::vector<std::string> outside_fit;
+  // The longest prompt of a cell its profile was fitted on (0: no profile,
+  // or a profile that did not record it): a single-request TTFT verdict on
+  // longer prompts rests on extrapolated prefill, and says so.
+  int32_t fitted_max_input_tokens = 0;
 };
 
 // "l4", or "l4 TP4" for tensor_parallel_size 4 ("l4 TP2 PP2 DP2" with

@@ -410,6 +410,8 @@ absl::StatusOr<PlanOptions> BuildOptions(const PlanFlags& f, const PointRunner& 
         if (absl::StatusOr<Deployment> d = BuildDeployment(ToServerSpec(shape.server()));
             d.ok()) {
           pd.outside_fit = ServerSettingFindings(*d);
+          if (d->calibrated)
+            pd.fitted_max_input_tokens = d->fitted_range.max_input_tokens();
         }
       }
       const int chips = tp * pp * dp;

@@ -124,6 +124,20 @@ TEST(PlanCliTest, BadRateDevicesAndSloValuesAreNamed) {
   EXPECT_THAT(slo.err, Not(HasSubstr("nanms")));
 }
 
+// "Unattainable" on a device whose profile never saw such prompts says the
+// verdict rests on extrapolated prefill (the T4's cells have 40-token
+// prompts; 12B's 1,024-token TTFT on it is a prediction beyond them).
+TEST(PlanCliTest, AnUnattainableVerdictBeyondTheFitSaysSo) {
+  CliRun r = Servesim(
+      "plan --model gemma-4-12b --quantization w4a16-emb4 --max-model-len 8192 "
+      "--request-rate 2 --slo 'ttft_p99<=2s' --devices t4 --num-prompts 16 "
+      "--max-replicas 1 --no-mixed");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("unattainable on t4: single-request p99_ttft_ms"));
+  EXPECT_THAT(r.out, HasSubstr("beyond the fit: its profile saw prompts of at most 40 "
+                               "tokens, this workload's reach 1024"));
+}
+
 // simulate's cost lines pay the cheapest offer (it took the first listed:
 // SageMaker's $1.1267 on-demand, EC2's $0.9412 spot) and name it.
 TEST(SimulateCliTest, CostLinesUseTheCheapestOfferAndNameIt) {
