@@ -7,7 +7,10 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/delimited_message_util.h"
 #include "gtest/gtest.h"
+#include "proto/trace.pb.h"
 #include "sim/vector_source.h"
 #include "traces/drain_for_test.h"
 #include "traces/trace_stats.h"
@@ -326,6 +329,68 @@ TEST(ConvertTest, BinaryFileCutAtARecordBoundaryOrJoinedIsAnError) {
   const Drained whole = read(::testing::TempDir() + "/whole_again.bin", bytes);
   EXPECT_TRUE(whole.error.ok()) << whole.error;
   EXPECT_EQ(static_cast<int64_t>(whole.requests.size()), records);
+}
+
+// The delimited message at byte `at` of `bytes`, and its encoding with
+// `edit` applied.
+template <typename M, typename Edit>
+std::string Reencoded(const std::string& bytes, size_t at, Edit edit) {
+  google::protobuf::io::ArrayInputStream in(bytes.data() + at,
+                                            static_cast<int>(bytes.size() - at));
+  M m;
+  bool eof = false;
+  EXPECT_TRUE(google::protobuf::util::ParseDelimitedFromZeroCopyStream(&m, &in, &eof));
+  edit(m);
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream os(&out);
+    EXPECT_TRUE(google::protobuf::util::SerializeDelimitedToZeroCopyStream(m, &os));
+  }
+  return out;
+}
+
+// A byte changed inside a record that still parses changed a request
+// silently (a prefix hash, a length); the header's fingerprint of the
+// records catches it. A file of an older build (no fingerprint) still
+// reads.
+TEST(ConvertTest, AChangedRecordIsCaughtByTheHeadersFingerprint) {
+  const std::string bytes = MooncakeFixtureAsBinary(::testing::TempDir() + "/fp.bin");
+  const std::vector<size_t> starts = RecordStarts(bytes);
+  ASSERT_GE(starts.size(), 4u);
+  auto read = [](const std::string& path, const std::string& content) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+    TraceOptions t;
+    t.path = path;
+    auto s = OpenTrace(t);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? DrainSource(**s) : Drained{};
+  };
+  const std::string one_more_token =
+      bytes.substr(0, starts[2]) +
+      Reencoded<proto::RequestRecord>(
+          bytes, starts[2],
+          [](proto::RequestRecord& r) { r.set_input_tokens(r.input_tokens() + 1); }) +
+      bytes.substr(starts[3]);
+  EXPECT_THAT(
+      read(::testing::TempDir() + "/fp_changed.bin", one_more_token).error.message(),
+      HasSubstr("is not the header's "));
+  EXPECT_THAT(
+      read(::testing::TempDir() + "/fp_changed2.bin", one_more_token).error.message(),
+      HasSubstr("the file is corrupt"));
+  const Drained whole = read(::testing::TempDir() + "/fp_whole.bin", bytes);
+  EXPECT_TRUE(whole.error.ok()) << whole.error;
+  const std::string older =
+      Reencoded<proto::TraceHeader>(bytes, 0,
+                                    [](proto::TraceHeader& h) {
+                                      EXPECT_TRUE(h.has_records_checksum());
+                                      h.clear_records_checksum();
+                                    }) +
+      bytes.substr(starts[1], starts[2] - starts[1]) +
+      Reencoded<proto::RequestRecord>(
+          bytes, starts[2],
+          [](proto::RequestRecord& r) { r.set_input_tokens(r.input_tokens() + 1); }) +
+      bytes.substr(starts[3]);
+  EXPECT_TRUE(read(::testing::TempDir() + "/fp_older.bin", older).error.ok());
 }
 
 // servesim wrote files it could not read back: a text line past the

@@ -16,6 +16,7 @@
 #include "sim/base/write_file.h"
 #include "traces/file_util.h"
 #include "traces/json.h"
+#include "traces/record_checksum.h"
 
 namespace servesim {
 namespace {
@@ -134,7 +135,8 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
     header.set_magic("servesim-trace");
     header.set_version(1);
     header.set_source(w->source_);
-    header.set_num_requests(kUnknownNumRequests);  // the count's room
+    header.set_num_requests(kUnknownNumRequests);      // the count's room
+    header.set_records_checksum(kUnknownNumRequests);  // the fingerprint's
     AppendDelimited(w->buf_, header);
   } else if (format == OutputFormat::kCsv) {
     w->buf_ =
@@ -221,6 +223,7 @@ absl::Status TraceWriter::Write(const RequestSpec& r) {
         rec.set_hashed_output_tokens(r.hashed_output_tokens);
       }
       rec.set_session_plus_one(r.session_id + 1);
+      checksum_ = FoldRecordChecksum(checksum_, rec);
       AppendDelimited(buf_, rec);
       break;
     }
@@ -299,6 +302,7 @@ absl::Status TraceWriter::Close() {
     header.set_version(1);
     header.set_source(source_);
     header.set_num_requests(static_cast<uint64_t>(written_));
+    header.set_records_checksum(checksum_);
     std::string bytes;
     AppendDelimited(bytes, header);
     if (std::fflush(file_) != 0 || std::fseek(file_, 0, SEEK_SET) != 0 ||

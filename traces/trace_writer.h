@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "sim/request.h"
 #include "sim/request_source.h"
+#include "traces/record_checksum.h"
 
 namespace servesim {
 
@@ -82,6 +83,7 @@ class TraceWriter {
   std::string source_;
   TimeNs prev_ns_ = 0;
   int64_t written_ = 0;
+  uint64_t checksum_ = kRecordChecksumSeed;  // binary: the records so far
 };
 
 // What ConvertTraceWithSummary wrote.

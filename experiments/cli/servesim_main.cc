@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "experiments/cli/cli.h"
+#include "google/protobuf/stubs/logging.h"
 #include "sim/base/version.h"
 #include "sim/base/write_file.h"
 
@@ -32,6 +33,10 @@ int FinishStdout(int exit_code) {
 int main(int argc, char** argv) {
   // Ctrl-C or a kill while a result file is written leaves no temporary.
   servesim::RemoveTemporariesOnSignals();
+  // Every parse failure is reported as servesim's own error (file, record,
+  // field); libprotobuf's log lines ("[libprotobuf ERROR ...] String field
+  // contains invalid UTF-8") would only repeat it in another form.
+  google::protobuf::SetLogHandler(nullptr);
   CLI::App app{
       "servesim: a discrete-event simulator of vLLM-style LLM inference serving.\n"
       "Predicts TTFT, TPOT/ITL, throughput, KV-cache fit and cost on t4, l4, "

@@ -1,8 +1,11 @@
 // The binary reader: servesim binary traces (proto/trace.proto).
 #include <algorithm>
 #include <limits>
+#include <optional>
 
+#include "absl/strings/str_format.h"
 #include "traces/readers/readers.h"
+#include "traces/record_checksum.h"
 
 namespace servesim::trace_internal {
 namespace {
@@ -45,6 +48,10 @@ class BinaryReader : public TraceReader {
                        header.hash_block_tokens(), " is outside 0..1000000"));
     }
     r->block_ = header.hash_block_tokens();
+    if (header.has_records_checksum() &&
+        header.records_checksum() != kUnknownNumRequests) {
+      r->expected_checksum_ = header.records_checksum();
+    }
     if (header.has_num_requests() && header.num_requests() != kUnknownNumRequests) {
       r->expected_records_ = static_cast<int64_t>(
           std::min<uint64_t>(header.num_requests(), std::numeric_limits<int64_t>::max()));
@@ -78,6 +85,14 @@ class BinaryReader : public TraceReader {
                                              " records, but its header says ",
                                              expected_records_, " (truncated?)"));
           }
+          if (expected_checksum_.has_value() && checksum_ != *expected_checksum_) {
+            return Stop(record,
+                        absl::StrFormat(
+                            "the records' fingerprint %016x is not the header's %016x: "
+                            "the file is corrupt (a changed byte that still parses "
+                            "changed a request's values)",
+                            checksum_, *expected_checksum_));
+          }
           done_ = true;
           return false;
         }
@@ -85,6 +100,7 @@ class BinaryReader : public TraceReader {
         return Stop(record, "truncated or corrupt record");
       }
       ++stats_.rows;
+      checksum_ = FoldRecordChecksum(checksum_, rec_);
       if (expected_records_ >= 0 && stats_.rows > expected_records_) {
         return Stop(record, absl::StrCat("a record past the ", expected_records_,
                                          " its header counts (two files joined?)"));
@@ -177,7 +193,9 @@ class BinaryReader : public TraceReader {
   int32_t block_ = 0;
   std::string source_;
   int64_t now_ns_ = 0;
-  int64_t expected_records_ = -1;  // TraceHeader.num_requests, -1: not known
+  int64_t expected_records_ = -1;              // TraceHeader.num_requests, -1: not known
+  std::optional<uint64_t> expected_checksum_;  // TraceHeader.records_checksum
+  uint64_t checksum_ = kRecordChecksumSeed;    // of the records read
   bool done_ = false;
   absl::Status final_status_;
 };
