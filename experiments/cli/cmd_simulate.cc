@@ -77,9 +77,9 @@ struct SimulateArgs {
 // truncated file that a rerun would refuse without --overwrite.
 absl::Status WriteFile(const std::string& path, const std::string& text,
                        const char* flag) {
-  const absl::Status s = WriteFileWhole(path, text);
+  absl::Status s = WriteFileWhole(path, text);
   if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat(flag, " ", s.message()));
+  return {s.code(), absl::StrCat(flag, " ", s.message())};
 }
 
 // Days of `month` (1-12) in `year` (Gregorian).
