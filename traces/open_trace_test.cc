@@ -301,6 +301,16 @@ std::vector<size_t> RecordStarts(const std::string& bytes) {
   return starts;
 }
 
+// `content` written to `path`, then read back as a trace.
+Drained ReadWritten(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+  TraceOptions t;
+  t.path = path;
+  auto s = OpenTrace(t);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? DrainSource(**s) : Drained{};
+}
+
 // Cut at a record boundary, a binary trace read as a shorter one (the
 // header, which held no count, said "first 30"); joined to another's
 // records, as a longer one. The header counts its records now.
@@ -309,24 +319,16 @@ TEST(ConvertTest, BinaryFileCutAtARecordBoundaryOrJoinedIsAnError) {
   const std::vector<size_t> starts = RecordStarts(bytes);
   ASSERT_GE(starts.size(), 4u);  // the header and 3 or more requests
   const int64_t records = static_cast<int64_t>(starts.size()) - 1;
-  auto read = [](const std::string& path, const std::string& content) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
-    TraceOptions t;
-    t.path = path;
-    auto s = OpenTrace(t);
-    EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? DrainSource(**s) : Drained{};
-  };
   const std::string cut_path = ::testing::TempDir() + "/cut_at_record.bin";
   EXPECT_THAT(
-      read(cut_path, bytes.substr(0, starts[2])).error.message(),
+      ReadWritten(cut_path, bytes.substr(0, starts[2])).error.message(),
       HasSubstr(absl::StrCat("the file ends after 1 records, but its header says ",
                              records, " (truncated?)")));
   const std::string joined_path = ::testing::TempDir() + "/joined.bin";
   EXPECT_THAT(
-      read(joined_path, bytes + bytes.substr(starts[1])).error.message(),
+      ReadWritten(joined_path, bytes + bytes.substr(starts[1])).error.message(),
       HasSubstr(absl::StrCat("a record past the ", records, " its header counts")));
-  const Drained whole = read(::testing::TempDir() + "/whole_again.bin", bytes);
+  const Drained whole = ReadWritten(::testing::TempDir() + "/whole_again.bin", bytes);
   EXPECT_TRUE(whole.error.ok()) << whole.error;
   EXPECT_EQ(static_cast<int64_t>(whole.requests.size()), records);
 }
@@ -357,27 +359,19 @@ TEST(ConvertTest, AChangedRecordIsCaughtByTheHeadersFingerprint) {
   const std::string bytes = MooncakeFixtureAsBinary(::testing::TempDir() + "/fp.bin");
   const std::vector<size_t> starts = RecordStarts(bytes);
   ASSERT_GE(starts.size(), 4u);
-  auto read = [](const std::string& path, const std::string& content) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
-    TraceOptions t;
-    t.path = path;
-    auto s = OpenTrace(t);
-    EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? DrainSource(**s) : Drained{};
-  };
   const std::string one_more_token =
       bytes.substr(0, starts[2]) +
       Reencoded<proto::RequestRecord>(
           bytes, starts[2],
           [](proto::RequestRecord& r) { r.set_input_tokens(r.input_tokens() + 1); }) +
       bytes.substr(starts[3]);
-  EXPECT_THAT(
-      read(::testing::TempDir() + "/fp_changed.bin", one_more_token).error.message(),
-      HasSubstr("is not the header's "));
-  EXPECT_THAT(
-      read(::testing::TempDir() + "/fp_changed2.bin", one_more_token).error.message(),
-      HasSubstr("the file is corrupt"));
-  const Drained whole = read(::testing::TempDir() + "/fp_whole.bin", bytes);
+  EXPECT_THAT(ReadWritten(::testing::TempDir() + "/fp_changed.bin", one_more_token)
+                  .error.message(),
+              HasSubstr("is not the header's "));
+  EXPECT_THAT(ReadWritten(::testing::TempDir() + "/fp_changed2.bin", one_more_token)
+                  .error.message(),
+              HasSubstr("the file is corrupt"));
+  const Drained whole = ReadWritten(::testing::TempDir() + "/fp_whole.bin", bytes);
   EXPECT_TRUE(whole.error.ok()) << whole.error;
   const std::string older =
       Reencoded<proto::TraceHeader>(bytes, 0,
@@ -390,7 +384,7 @@ TEST(ConvertTest, AChangedRecordIsCaughtByTheHeadersFingerprint) {
           bytes, starts[2],
           [](proto::RequestRecord& r) { r.set_input_tokens(r.input_tokens() + 1); }) +
       bytes.substr(starts[3]);
-  EXPECT_TRUE(read(::testing::TempDir() + "/fp_older.bin", older).error.ok());
+  EXPECT_TRUE(ReadWritten(::testing::TempDir() + "/fp_older.bin", older).error.ok());
 }
 
 // servesim wrote files it could not read back: a text line past the

@@ -187,24 +187,33 @@ std::string IntervalsJson(const IntervalReport& r) {
   return w.Take();
 }
 
-// `config`'s point run and its 90% intervals from 3 draws of each source.
-absl::StatusOr<IntervalReport> ThreeDrawIntervals(const proto::ExperimentConfig& config,
-                                                  int jobs, uint64_t seed) {
+// `config`'s point run and its 90% intervals from `draws` draws of each
+// source.
+absl::StatusOr<IntervalReport> NinetyPercentIntervals(
+    const proto::ExperimentConfig& config, int draws, uint64_t seed, int jobs = 1) {
   absl::StatusOr<ExperimentRun> run = RunExperiment(config);
   if (!run.ok()) return run.status();
   const ReportContext ctx = SimulateReportContext(config, *run, "20260101-000000");
   IntervalOptions o;
   o.level = 0.9;
-  o.num_samples = 3;
+  o.num_samples = draws;
   o.jobs = jobs;
   return ComputeIntervals(config, *run, ctx, o, seed);
 }
 
+// The same, failing the test (and giving an empty report) on an error.
+IntervalReport NinetyPercentIntervalsOrFail(const proto::ExperimentConfig& config,
+                                            int draws, uint64_t seed) {
+  absl::StatusOr<IntervalReport> r = NinetyPercentIntervals(config, draws, seed);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : IntervalReport{};
+}
+
 TEST(IntervalsTest, ByteIdenticalWhateverTheThreadCountAndCoverThePoint) {
   const proto::ExperimentConfig config = SmallT4();
-  absl::StatusOr<IntervalReport> one = ThreeDrawIntervals(config, 1, 7);
+  absl::StatusOr<IntervalReport> one = NinetyPercentIntervals(config, 3, 7, 1);
   ASSERT_TRUE(one.ok()) << one.status();
-  absl::StatusOr<IntervalReport> three = ThreeDrawIntervals(config, 3, 7);
+  absl::StatusOr<IntervalReport> three = NinetyPercentIntervals(config, 3, 7, 3);
   ASSERT_TRUE(three.ok()) << three.status();
   EXPECT_EQ(IntervalsJson(*one), IntervalsJson(*three));
   EXPECT_EQ(one->num_parameter_samples, 3);  // t4 ships a profile with a covariance
@@ -219,7 +228,7 @@ TEST(IntervalsTest, ByteIdenticalWhateverTheThreadCountAndCoverThePoint) {
   }
   EXPECT_TRUE(any_param_width);
   // Another seed draws other parameters.
-  absl::StatusOr<IntervalReport> other = ThreeDrawIntervals(config, 3, 8);
+  absl::StatusOr<IntervalReport> other = NinetyPercentIntervals(config, 3, 8, 3);
   ASSERT_TRUE(other.ok());
   EXPECT_NE(IntervalsJson(*one), IntervalsJson(*other));
 }
@@ -238,14 +247,7 @@ TEST(IntervalsTest, EfficiencyDrawsAreMultiplicativeNotNearZero) {
   c.mutable_server()->set_model("gemma-4-e2b");
   c.mutable_server()->set_quantization("w4a16-emb4");
   c.mutable_client()->set_num_prompts(100);
-  absl::StatusOr<ExperimentRun> run = RunExperiment(c);
-  ASSERT_TRUE(run.ok()) << run.status();
-  const ReportContext ctx = SimulateReportContext(c, *run, "20260101-000000");
-  IntervalOptions o;
-  o.level = 0.9;
-  o.num_samples = 16;
-  absl::StatusOr<IntervalReport> r =
-      ComputeIntervals(c, *run, ctx, o, 0);  // the CLI's seed
+  absl::StatusOr<IntervalReport> r = NinetyPercentIntervals(c, 16, 0);  // the CLI's seed
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->num_parameter_samples, 16);
   bool seen = false;
@@ -268,7 +270,7 @@ TEST(IntervalsTest, ReSimulationsThatFallBehindTheOfferedRateAreCounted) {
     config.mutable_client()->clear_max_concurrency();
     config.mutable_client()->set_request_rate(rate);
     config.mutable_client()->set_num_prompts(60);
-    absl::StatusOr<IntervalReport> r = ThreeDrawIntervals(config, 1, 7);
+    absl::StatusOr<IntervalReport> r = NinetyPercentIntervals(config, 3, 7, 1);
     ASSERT_TRUE(r.ok()) << r.status();
     const std::string text = IntervalsText(*r);
     if (rate > 1) {
@@ -361,15 +363,7 @@ TEST(IntervalsTest, DatasheetOnlyPredictionIsWiderOnEveryMetric) {
     auto intervals = [](const std::string& dev) {
       proto::ExperimentConfig c = SmallT4();
       c.mutable_server()->set_device(dev);
-      absl::StatusOr<ExperimentRun> run = RunExperiment(c);
-      EXPECT_TRUE(run.ok()) << run.status();
-      const ReportContext ctx = SimulateReportContext(c, *run, "20260101-000000");
-      IntervalOptions o;
-      o.level = 0.9;
-      o.num_samples = 32;
-      absl::StatusOr<IntervalReport> r = ComputeIntervals(c, *run, ctx, o, 7);
-      EXPECT_TRUE(r.ok()) << r.status();
-      return r.ok() ? *r : IntervalReport{};
+      return NinetyPercentIntervalsOrFail(c, 32, 7);
     };
     const IntervalReport calibrated = intervals(device);
     const IntervalReport datasheet = intervals(path);
@@ -421,15 +415,7 @@ TEST(IntervalsTest, MixedFleetDrawsFittedAndPriorParametersInTheSameRuns) {
       s->set_model("gemma-4-e2b");
       s->set_max_model_len(2048);
     }
-    absl::StatusOr<ExperimentRun> run = RunExperiment(c);
-    EXPECT_TRUE(run.ok()) << run.status();
-    const ReportContext ctx = SimulateReportContext(c, *run, "20260101-000000");
-    IntervalOptions o;
-    o.level = 0.9;
-    o.num_samples = 4;
-    absl::StatusOr<IntervalReport> r = ComputeIntervals(c, *run, ctx, o, 7);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : IntervalReport{};
+    return NinetyPercentIntervalsOrFail(c, 4, 7);
   };
   const IntervalReport mixed = intervals(path);
   EXPECT_EQ(mixed.num_parameter_samples, 4);
@@ -546,15 +532,7 @@ TEST(IntervalsTest, IntervalShrinksWithMoreCalibrationCells) {
                                   "/traces/AzureLLMInferenceTrace_conv.csv.gz");
     c.mutable_client()->set_num_prompts(40);
     c.mutable_client()->set_seed(5);
-    absl::StatusOr<ExperimentRun> run = RunExperiment(c);
-    EXPECT_TRUE(run.ok()) << run.status();
-    const ReportContext ctx = SimulateReportContext(c, *run, "20260101-000000");
-    IntervalOptions o;
-    o.level = 0.9;
-    o.num_samples = 16;
-    absl::StatusOr<IntervalReport> r = ComputeIntervals(c, *run, ctx, o, 11);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : IntervalReport{};
+    return NinetyPercentIntervalsOrFail(c, 16, 11);
   };
   const IntervalReport r4 = intervals(four);
   const IntervalReport r12 = intervals(twelve);
