@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "sim/base/json_writer.h"
 #include "sim/base/status_macros.h"
 
@@ -116,20 +117,25 @@ absl::StatusOr<TraceStats> ComputeTraceStats(RequestSource& source,
   return st;
 }
 
+namespace {
+// Text for people: 6 significant digits (the JSON keeps every digit).
+std::string Sig6(double v) { return absl::StrFormat("%.6g", v); }
+}  // namespace
+
 std::string FormatTraceStatsText(const TraceStats& s) {
   std::string out;
   absl::StrAppend(&out, "source: ", s.source, "\n");
   absl::StrAppend(&out, "requests: ", s.requests, "\n");
-  absl::StrAppend(&out, "time span: ", FormatDouble(s.span_ns / 1e9), " s\n");
-  absl::StrAppend(&out, "mean rate: ", FormatDouble(s.mean_rate_per_s), " req/s\n");
+  absl::StrAppend(&out, "time span: ", Sig6(s.span_ns / 1e9), " s\n");
+  absl::StrAppend(&out, "mean rate: ", Sig6(s.mean_rate_per_s), " req/s\n");
   auto lengths = [&](const char* name, const LengthSummary& l) {
     absl::StrAppend(&out, name, " tokens: p50 ", l.p50, ", p90 ", l.p90, ", p99 ", l.p99,
-                    ", max ", l.max, ", mean ", FormatDouble(l.mean), "\n");
+                    ", max ", l.max, ", mean ", Sig6(l.mean), "\n");
   };
   lengths("input", s.input);
   lengths("output", s.output);
-  absl::StrAppend(&out, "inter-arrival CV: ", FormatDouble(s.interarrival_cv), "\n");
-  absl::StrAppend(&out, "prefix sharing: ", FormatDouble(s.prefix_sharing_ratio), " of ",
+  absl::StrAppend(&out, "inter-arrival CV: ", Sig6(s.interarrival_cv), "\n");
+  absl::StrAppend(&out, "prefix sharing: ", Sig6(s.prefix_sharing_ratio), " of ",
                   s.hashed_blocks, " hashed blocks seen before",
                   s.prefix_sharing_approximate ? " (approximate: hash set capped)" : "",
                   "\n");

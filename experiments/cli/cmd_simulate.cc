@@ -226,6 +226,16 @@ int RunSimulate(SimulateArgs& args) {
         args.date)));
   }
   if (args.save_result_given) {
+    // A label names the default result file (vLLM's): a '/' in it would put
+    // the file in another folder, which vLLM does silently.
+    if (args.save_result.empty() && args.result_filename.empty() && args.label &&
+        args.label->find('/') != std::string::npos) {
+      return fail(absl::InvalidArgumentError(absl::StrFormat(
+          "--label %s: contains '/', which would put the default result file in "
+          "another folder; give --result-dir / --result-filename for where it goes, "
+          "or a label without '/'",
+          *args.label)));
+    }
     // Whatever names it (--save-result PATH, --result-dir, --result-filename
     // or the default name), an existing file is kept unless --overwrite.
     args.save_result = ResultPath(args, *resolved_early);

@@ -18,12 +18,21 @@ namespace {
 // file must not get a truncated file and exit status 0. stdio reports a
 // failed write through ferror, a failed final flush through fflush (with
 // errno, named when it is this flush's; an earlier write's is not known).
-int FinishStdout(int exit_code) {
+// The message names the subcommand, as every other error does.
+int FinishStdout(const CLI::App& app, int exit_code) {
   errno = 0;
   const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
   if (!failed) return exit_code;
   const int err = errno;
-  std::fprintf(stderr, "servesim: error: could not write standard output%s%s\n",
+  std::string who = "servesim";
+  for (const CLI::App* at = &app;;) {
+    const std::vector<const CLI::App*> subs =
+        at->get_subcommands([](const CLI::App* s) { return s->parsed(); });
+    if (subs.empty()) break;
+    at = subs.front();
+    who += " " + at->get_name();
+  }
+  std::fprintf(stderr, "%s: error: could not write standard output%s%s\n", who.c_str(),
                err != 0 ? ": " : "", err != 0 ? std::strerror(err) : "");
   return exit_code == servesim::cli::kExitOk ? servesim::cli::kExitBadInput : exit_code;
 }
@@ -60,7 +69,7 @@ int main(int argc, char** argv) {
     // --help and --version print and exit 0; parse errors take the form of
     // every other error: "servesim <subcommand>: error: ...".
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
-      return FinishStdout(app.exit(e));
+      return FinishStdout(app, app.exit(e));
     const std::vector<std::string> args(argv + 1, argv + argc);
     std::fprintf(stderr, "%s\n", servesim::cli::ParseErrorText(app, e, args).c_str());
     return servesim::cli::kExitBadInput;
@@ -68,5 +77,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "servesim: error: %s\n", e.what());
     return 1;
   }
-  return FinishStdout(exit_code);
+  return FinishStdout(app, exit_code);
 }

@@ -432,6 +432,10 @@ TEST(SimulateCliTest, OutputsAreComparedAsFilesAndNeverOverAnInput) {
   }
   EXPECT_EQ(Servesim(base + "--date 20261207-235959", dir).exit_code, 0);
   EXPECT_EQ(Servesim(base + "--date 20240229-000000 --overwrite", dir).exit_code, 0);
+  // A label with '/' would put the default result file in another folder.
+  r = Servesim(base + "--label ../x --save-result", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--label ../x: contains '/'"));
   // A goodput metric given twice: which one counts?
   r = Servesim(base + "--goodput ttft:5 ttft:6", dir);
   EXPECT_EQ(r.exit_code, 2);

@@ -72,9 +72,13 @@ class LengthsReader : public CsvTraceReader {
     if (arrival_ns_ >= 0) {
       const std::string_view a = TrimSpaces(cells_[arrival_ns_]);
       if (!ParseInt64(a, abs_ns) || *abs_ns < 0) {
+        // Digits only: a whole number past int64, so out of range.
+        const bool digits =
+            !a.empty() && a.find_first_not_of("0123456789") == std::string_view::npos;
         return Fail(SkipReason::kMalformed,
-                    absl::StrCat("column arrival_ns: \"", Clip(a),
-                                 "\" is not a non-negative integer"));
+                    absl::StrCat("column arrival_ns: \"", Clip(a), "\" is ",
+                                 digits ? "out of range" : "not a non-negative integer",
+                                 " (allowed 0..", kMaxTraceArrivalNs, " ns)"));
       }
     } else if (arrival_s_ >= 0) {
       const std::string_view a = TrimSpaces(cells_[arrival_s_]);
