@@ -396,6 +396,12 @@ class JsonlTraceReader : public LineTraceReader {
   // Parses the line; on failure reports the JSON error (a cut line says
   // "truncated").
   bool ParseJsonLine(std::string_view line) {
+    // A UTF-8 byte-order mark opens the file's first line only (as the CSV
+    // readers and format detection take it).
+    if (!bom_checked_) {
+      bom_checked_ = true;
+      if (line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
+    }
     absl::Status st = parser_.Parse(line);
     if (!st.ok()) return Fail(SkipReason::kMalformed, std::string(st.message()));
     return true;
@@ -454,6 +460,7 @@ class JsonlTraceReader : public LineTraceReader {
     return true;
   }
 
+  bool bom_checked_ = false;
   FlatJsonParser parser_;
 };
 
