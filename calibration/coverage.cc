@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sim/base/json_writer.h"
+#include "sim/base/median.h"
 
 namespace servesim {
 namespace {
@@ -31,13 +32,6 @@ double Ratio(const ValidatedPoint& v, const std::string& pass) {
     return std::nan("");
   }
   return it->second / v.measured;
-}
-
-double Median(std::vector<double> x) {
-  if (x.empty()) return 0;
-  std::sort(x.begin(), x.end());
-  const size_t n = x.size();
-  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 servesim::proto::StructuralError MakeEntry(const std::string& pass,

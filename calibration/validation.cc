@@ -25,6 +25,7 @@
 #include "proto/text_format.h"
 #include "sim/base/hash.h"
 #include "sim/base/json_writer.h"
+#include "sim/base/median.h"
 #include "sim/base/read_file.h"
 #include "sim/base/status_macros.h"
 
@@ -1072,11 +1073,6 @@ absl::StatusOr<BlockPass> DeviceOutPass(
         solo.emplace(k, std::move(f.params));
       }
     }
-    auto median = [](std::vector<double> vals) {
-      std::sort(vals.begin(), vals.end());
-      const size_t n = vals.size();
-      return n % 2 ? vals[n / 2] : 0.5 * (vals[n / 2 - 1] + vals[n / 2]);
-    };
     for (const std::string& name : fo.free_parameters) {
       if (shared.count(name) && !solo.empty()) {
         std::vector<double> vals;
@@ -1089,7 +1085,7 @@ absl::StatusOr<BlockPass> DeviceOutPass(
         }
         Parameter* dst = q.FindMutable(name);
         if (!vals.empty() && dst != nullptr) {
-          dst->value = std::clamp(median(vals), dst->lower, dst->upper);
+          dst->value = std::clamp(Median(vals), dst->lower, dst->upper);
           ++num_learned;
           learned.push_back(absl::StrFormat("%s %.4g (shared: refit on %s alone)", name,
                                             dst->value, absl::StrJoin(from, ", ")));
@@ -1129,7 +1125,7 @@ absl::StatusOr<BlockPass> DeviceOutPass(
         continue;
       }
       const size_t n = vals.size();
-      dst->value = std::clamp(median(vals), dst->lower, dst->upper);
+      dst->value = std::clamp(Median(vals), dst->lower, dst->upper);
       ++num_learned;
       learned.push_back(
           absl::StrFormat("%s %.4g (median of %d groups)", name, dst->value, n));

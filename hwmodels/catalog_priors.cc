@@ -11,6 +11,7 @@
 #include "hwmodels/calibration_profile.h"
 #include "hwmodels/catalog.h"
 #include "hwmodels/step_model.h"
+#include "sim/base/median.h"
 #include "sim/base/status_macros.h"
 
 namespace servesim {
@@ -132,17 +133,12 @@ absl::StatusOr<PriorsByRule> DerivePriorsByRule(const proto::Device& device) {
       median_from.insert(prof.profile.device());
     }
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  };
   auto* priors = out.device.mutable_param_priors();
   for (const auto& [k, sn] : sums) {
     if (priors->contains(k)) continue;  // the file's own prior wins
     auto it = fitted_all.find(k);
     if (it != fitted_all.end()) {
-      (*priors)[k] = median(it->second);
+      (*priors)[k] = Median(it->second);
       out.median_keys.push_back(k);
     } else {
       (*priors)[k] = sn.first / sn.second;

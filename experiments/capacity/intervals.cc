@@ -787,9 +787,8 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
           ? absl::StrFormat(
                 "parameters: %d draws from each profile's fitted joint normal "
                 "(covariance; in the log of each rate: efficiencies and bandwidths, "
-                "carried there by the delta method), truncated to the fit bounds, common "
-                "random "
-                "numbers (the point's workload seed)%s; drawn: %s",
+                "carried there by the delta method), truncated to the fit bounds, "
+                "common random numbers (the point's workload seed)%s; drawn: %s",
                 k,
                 mixed ? ", with the datasheet-only deployments' priors drawn in the "
                         "same runs (a mixed fleet)"
@@ -801,11 +800,11 @@ absl::StatusOr<IntervalReport> ComputeIntervals(const proto::ExperimentConfig& c
           ? absl::StrFormat(
                 "prior_parameters: %d draws from the datasheet-only deployments' "
                 "priors (independent normals, in the log of each rate: efficiencies "
-                "and bandwidths, median the prior, sigma the larger of the prior sigma "
-                "of "
-                "hwmodels/step_model.cc's table and the largest std error fitted for "
-                "it on the calibrated devices of its vendor, relative to the prior "
-                "there), truncated to the bounds, common random numbers; drawn: %s",
+                "and bandwidths, median the prior, sigma the larger of the prior "
+                "sigma of hwmodels/step_model.cc's table and the largest std error "
+                "fitted for it on the calibrated devices of its vendor, relative to "
+                "the prior there), truncated to the bounds, common random numbers; "
+                "drawn: %s",
                 k, absl::StrJoin(drawn_priors, "; "))
       : mixed ? "prior_parameters: drawn with parameters (a mixed fleet)"
               : "prior_parameters: none drawn (every deployment has a calibration "
